@@ -1,0 +1,33 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Marquee",
+    products: [
+        .executable(name: "marquee", targets: ["marquee"]),
+    ],
+    targets: [
+        // C system libraries (headers and link flags only).
+        .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavformat",
+                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev"])]),
+        .systemLibrary(name: "CEGL", path: "Sources/CEGL", pkgConfig: "egl", providers: [.apt(["libegl-dev"])]),
+        .systemLibrary(name: "CGLES", path: "Sources/CGLES", pkgConfig: "glesv2", providers: [.apt(["libgles-dev"])]),
+        // The one C shim: what Swift cannot import (function-like and struct-valued macros).
+        .target(name: "CShim", dependencies: ["CFFmpeg"], path: "Sources/CShim"),
+
+        // Pure Swift: the playback model, timing and the protocols the C-backed modules implement.
+        .target(name: "Playback"),
+        .target(name: "Media", dependencies: ["Playback", "CFFmpeg", "CShim"]),
+        .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES"]),
+        .target(name: "Display", dependencies: ["Playback", "Render"]),
+        .target(name: "Kiosk", dependencies: ["Playback", "Media", "Render", "Display"]),
+        .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Display"]),
+
+        // Test media made with the ffmpeg command at test time.
+        .target(name: "TestSupport", path: "Tests/Support"),
+        .testTarget(name: "PlaybackTests", dependencies: ["Playback"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "Playback", "TestSupport"]),
+        .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Display", "Playback", "TestSupport"]),
+    ]
+)

@@ -1,0 +1,215 @@
+import Display
+import Foundation
+import Playback
+import Render
+
+/// Marquee's configuration: what to play and where.
+///
+/// ```json
+/// {"playlist": [{"uri": "demo/demo.mp4"}], "loop": true,
+///  "display": {"output": "auto", "mode": "1920x1080@60", "background": "#000000", "gravity": "resizeAspect"},
+///  "log": {"level": "info"}}
+/// ```
+/// Relative URIs resolve against the config file's folder.
+public struct KioskConfig: Sendable {
+    public struct Item: Sendable, Equatable {
+        /// As written in the config.
+        public var uri: String
+        /// The file to open: `uri` resolved against the config's folder.
+        public var path: String
+        public init(uri: String, path: String) {
+            self.uri = uri
+            self.path = path
+        }
+    }
+
+    public struct DisplaySettings: Sendable {
+        public var output: OutputKind = .auto
+        public var mode: DisplayMode = .fullHD
+        public var background: RGBColor = .black
+        public var gravity: VideoGravity = .resizeAspect
+        public init() {}
+    }
+
+    public var playlist: [Item] = []
+    public var loop = true
+    public var display = DisplaySettings()
+    public var logLevel: Logger.Level = .info
+
+    public init() {}
+
+    /// Reads and validates the file at `path`.
+    public static func load(path: String) throws(ConfigError) -> KioskConfig {
+        // fopen first, for errno's own words ("No such file or directory", "Permission denied").
+        guard let file = fopen(path, "r") else {
+            throw ConfigError(source: path, problems: [.init(path: "", message: "cannot read the file: \(String(cString: strerror(errno)))")])
+        }
+        fclose(file)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError(source: path, problems: [.init(path: "", message: "cannot read the file")])
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        let folder = (path as NSString).deletingLastPathComponent
+        return try parse(text, source: path, baseDirectory: folder)
+    }
+
+    /// Parses and validates config text; relative URIs resolve against `baseDirectory`.
+    public static func parse(_ text: String, source: String = "config", baseDirectory: String) throws(ConfigError) -> KioskConfig {
+        let json: JSONValue
+        do {
+            json = try JSONParser.parse(text)
+        } catch {
+            throw ConfigError(source: source, problems: [.init(path: "", message: "syntax error at \(error)")])
+        }
+        var reader = ConfigReader()
+        let config = reader.read(json, baseDirectory: baseDirectory)
+        if !reader.problems.isEmpty { throw ConfigError(source: source, problems: reader.problems) }
+        return config
+    }
+
+    /// The config that plays when none is given: the demo clip, looped.
+    public static func embeddedDefault(dataDirectory: String) -> KioskConfig {
+        var config = KioskConfig()
+        config.playlist = [Item(uri: "demo/demo.mp4", path: join(dataDirectory, "demo/demo.mp4"))]
+        return config
+    }
+
+    static func join(_ folder: String, _ uri: String) -> String {
+        if uri.hasPrefix("/") || folder.isEmpty || folder == "." { return uri }
+        return folder.hasSuffix("/") ? folder + uri : folder + "/" + uri
+    }
+}
+
+/// Everything wrong with a config, each problem with its JSON path.
+public struct ConfigError: Error, CustomStringConvertible, Sendable {
+    public struct Problem: Sendable, Equatable, CustomStringConvertible {
+        /// JSON path of the offending value, like `playlist[2].uri`; empty for the whole document.
+        public let path: String
+        public let message: String
+        public var description: String { path.isEmpty ? message : "\(path): \(message)" }
+    }
+
+    public let source: String
+    public let problems: [Problem]
+    public var description: String { problems.map { "\(source): \($0)" }.joined(separator: "\n") }
+}
+
+/// Walks the JSON, collecting every problem instead of stopping at the first.
+private struct ConfigReader {
+    var problems: [ConfigError.Problem] = []
+
+    mutating func problem(_ path: String, _ message: String) {
+        problems.append(.init(path: path, message: message))
+    }
+
+    /// The members of an object at `path`, reporting unknown keys; nil (and a problem) if not an object.
+    mutating func members(_ value: JSONValue, at path: String, allowed: [String]) -> [(key: String, value: JSONValue)]? {
+        guard case .object(let members) = value else {
+            problem(path, "expected an object, found \(value.typeName)")
+            return nil
+        }
+        for (key, _) in members where !allowed.contains(key) {
+            problem(path.isEmpty ? key : "\(path).\(key)", "unknown key (allowed here: \(allowed.joined(separator: ", ")))")
+        }
+        return members
+    }
+
+    mutating func string(_ value: JSONValue, at path: String) -> String? {
+        guard case .string(let s) = value else {
+            problem(path, "expected a string, found \(value.typeName)")
+            return nil
+        }
+        return s
+    }
+
+    mutating func choice<T: RawRepresentable & CaseIterable>(_ value: JSONValue, at path: String) -> T? where T.RawValue == String {
+        guard let s = string(value, at: path) else { return nil }
+        guard let v = T(rawValue: s) else {
+            problem(path, "\"\(s)\" is not one of \(T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))")
+            return nil
+        }
+        return v
+    }
+
+    mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
+        var config = KioskConfig()
+        guard let top = members(json, at: "", allowed: ["playlist", "loop", "display", "log"]) else { return config }
+        if json["playlist"] == nil { problem("playlist", "missing: the list of items to play") }
+        for (key, value) in top {
+            switch key {
+            case "playlist":
+                guard case .array(let items) = value else {
+                    problem("playlist", "expected an array of items, found \(value.typeName)")
+                    continue
+                }
+                if items.isEmpty { problem("playlist", "empty: give at least one item") }
+                for (i, item) in items.enumerated() {
+                    let path = "playlist[\(i)]"
+                    guard members(item, at: path, allowed: ["uri"]) != nil else { continue }
+                    guard let uriValue = item["uri"] else {
+                        problem("\(path).uri", "missing: the file to play")
+                        continue
+                    }
+                    guard let uri = string(uriValue, at: "\(path).uri") else { continue }
+                    guard let resolved = Self.filePath(of: uri) else {
+                        problem("\(path).uri", "\"\(uri)\" is not a file path or a file:// URL")
+                        continue
+                    }
+                    config.playlist.append(.init(uri: uri, path: KioskConfig.join(baseDirectory, resolved)))
+                }
+            case "loop":
+                guard case .bool(let b) = value else {
+                    problem("loop", "expected true or false, found \(value.typeName)")
+                    continue
+                }
+                config.loop = b
+            case "display":
+                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity"]) else { continue }
+                for (field, v) in fields {
+                    let path = "display.\(field)"
+                    switch field {
+                    case "output":
+                        if let kind: OutputKind = choice(v, at: path) { config.display.output = kind }
+                    case "mode":
+                        guard let s = string(v, at: path) else { continue }
+                        guard let mode = DisplayMode(parsing: s) else {
+                            problem(path, "\"\(s)\" is not a mode: write WxH or WxH@Hz, e.g. 1920x1080@60")
+                            continue
+                        }
+                        config.display.mode = mode
+                    case "background":
+                        guard let s = string(v, at: path) else { continue }
+                        guard let color = RGBColor(hex: s) else {
+                            problem(path, "\"\(s)\" is not a colour: write #rrggbb")
+                            continue
+                        }
+                        config.display.background = color
+                    case "gravity":
+                        if let gravity: VideoGravity = choice(v, at: path) { config.display.gravity = gravity }
+                    default: break
+                    }
+                }
+            case "log":
+                guard let fields = members(value, at: "log", allowed: ["level"]) else { continue }
+                for (_, v) in fields {
+                    guard let s = string(v, at: "log.level") else { continue }
+                    guard let level = Logger.Level(name: s) else {
+                        problem("log.level", "\"\(s)\" is not one of \(Logger.Level.allCases.map { "\"\($0.name)\"" }.joined(separator: ", "))")
+                        continue
+                    }
+                    config.logLevel = level
+                }
+            default: break
+            }
+        }
+        return config
+    }
+
+    /// The file path a URI names: a plain path, or a `file://` URL.
+    static func filePath(of uri: String) -> String? {
+        if uri.isEmpty { return nil }
+        if uri.hasPrefix("file://") { return URL(string: uri)?.path }
+        if uri.contains("://") { return nil }
+        return uri
+    }
+}

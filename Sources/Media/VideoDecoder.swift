@@ -1,0 +1,231 @@
+import CFFmpeg
+import CShim
+import Foundation
+import Playback
+
+/// What a file's video stream is, read when it is opened.
+public struct VideoStreamInfo: Sendable {
+    public let width: Int
+    public let height: Int
+    public let codec: String
+    /// FFmpeg's name of the decoded pixel format (`yuv420p`, `nv12`, ...).
+    public let pixelFormat: String
+    /// Frames per second as the container states it; 0 when unknown.
+    public let frameRate: Double
+    /// Length of the stream; indefinite when the container does not say.
+    public let duration: MediaTime
+    /// Decoder threads in use.
+    public let threads: Int
+}
+
+/// Demuxes and decodes the best video stream of one file in software, with frame threads.
+///
+/// Used from one thread at a time (the playlist's decode thread). Each decoded frame becomes a
+/// `VideoFrame` that owns its buffers; formats the player layer cannot draw are converted to yuv420p
+/// with swscale once per frame.
+public final class VideoDecoder {
+    public let uri: String
+    public let info: VideoStreamInfo
+
+    private var format: UnsafeMutablePointer<AVFormatContext>?
+    private var codec: UnsafeMutablePointer<AVCodecContext>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var scaler: OpaquePointer?
+    private let streamIndex: Int32
+    private let timeBase: AVRational
+    private let startTime: Int64
+    private let nominalFrameDuration: MediaTime
+    private var draining = false
+    private var nextPTS: Int64?
+    private var consecutiveErrors = 0
+
+    /// Opens `path` and its decoder. Throws a `MediaError` naming the file and FFmpeg's reason.
+    /// - Parameter threads: decoder threads; 0 picks one per core (capped by FFmpeg).
+    public init(path: String, threads: Int = 0) throws {
+        uri = path
+        var fmt: UnsafeMutablePointer<AVFormatContext>?
+        var r = avformat_open_input(&fmt, path, nil, nil)
+        guard r >= 0, let fmt else { throw MediaError(uri: path, call: "avformat_open_input", averror: r) }
+        format = fmt  // owned from here; closed in deinit
+        r = avformat_find_stream_info(fmt, nil)
+        guard r >= 0 else { throw MediaError(uri: path, call: "avformat_find_stream_info", averror: r) }
+
+        var decoder: UnsafePointer<AVCodec>?
+        r = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
+        guard r >= 0, let decoder else {
+            throw MediaError(uri: path, call: "av_find_best_stream", code: r,
+                             reason: r == mq_averror_decoder_not_found() ? "no decoder for the video stream" : "no video stream")
+        }
+        streamIndex = r
+        let stream = fmt.pointee.streams[Int(r)]!
+        timeBase = stream.pointee.time_base
+        startTime = stream.pointee.start_time == noPTS ? 0 : stream.pointee.start_time
+
+        guard let ctx = avcodec_alloc_context3(decoder) else {
+            throw MediaError(uri: path, call: "avcodec_alloc_context3", reason: "out of memory")
+        }
+        codec = ctx  // owned from here; freed in deinit
+        r = avcodec_parameters_to_context(ctx, stream.pointee.codecpar)
+        guard r >= 0 else { throw MediaError(uri: path, call: "avcodec_parameters_to_context", averror: r) }
+        ctx.pointee.thread_count = Int32(threads)
+        ctx.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
+        ctx.pointee.pkt_timebase = timeBase
+        r = avcodec_open2(ctx, decoder, nil)
+        guard r >= 0 else { throw MediaError(uri: path, call: "avcodec_open2", averror: r) }
+
+        guard let pkt = av_packet_alloc() else {
+            throw MediaError(uri: path, call: "av_packet_alloc", reason: "out of memory")
+        }
+        packet = pkt
+
+        let rate = av_guess_frame_rate(fmt, stream, nil)
+        let fps = rate.num > 0 && rate.den > 0 ? Double(rate.num) / Double(rate.den) : 0
+        nominalFrameDuration = rate.num > 0 && rate.den > 0
+            ? MediaTime(value: Int64(rate.den), timescale: rate.num)
+            : MediaTime(value: 1, timescale: 25)
+        let duration: MediaTime
+        if stream.pointee.duration > 0 {
+            duration = MediaTime(value: stream.pointee.duration * Int64(timeBase.num), timescale: timeBase.den)
+        } else if fmt.pointee.duration > 0 {
+            duration = MediaTime(value: fmt.pointee.duration, timescale: 1_000_000)
+        } else {
+            duration = .indefinite
+        }
+        let pixelName = av_get_pix_fmt_name(ctx.pointee.pix_fmt).map { String(cString: $0) } ?? "unknown"
+        info = VideoStreamInfo(width: Int(ctx.pointee.width), height: Int(ctx.pointee.height),
+                               codec: String(cString: decoder.pointee.name), pixelFormat: pixelName,
+                               frameRate: fps, duration: duration, threads: Int(ctx.pointee.thread_count))
+    }
+
+    deinit {
+        sws_freeContext(scaler)
+        av_packet_free(&packet)
+        avcodec_free_context(&codec)
+        avformat_close_input(&format)
+    }
+
+    /// The next frame in presentation order, or nil at the end of the stream.
+    /// A corrupt packet is skipped; 16 failures in a row end decoding with an error.
+    public func nextFrame() throws -> VideoFrame? {
+        guard let codec, let format, let packet else { return nil }
+        while true {
+            guard let allocated = av_frame_alloc() else {
+                throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory")
+            }
+            let r = avcodec_receive_frame(codec, allocated)
+            if r == 0 {
+                consecutiveErrors = 0
+                return try makeFrame(taking: allocated)
+            }
+            var frame: UnsafeMutablePointer<AVFrame>? = allocated
+            av_frame_free(&frame)
+            if r == averrorEOF { return nil }
+            guard r == averrorEAGAIN else {
+                try countError(call: "avcodec_receive_frame", code: r)
+                continue
+            }
+            if draining { return nil }
+            // The decoder wants input: feed it the next packet of our stream.
+            let readResult = av_read_frame(format, packet)
+            if readResult == averrorEOF {
+                draining = true
+                avcodec_send_packet(codec, nil)  // enter draining mode: flush delayed frames
+                continue
+            }
+            guard readResult >= 0 else {
+                try countError(call: "av_read_frame", code: readResult)
+                continue
+            }
+            defer { av_packet_unref(packet) }
+            guard packet.pointee.stream_index == streamIndex else { continue }
+            let sent = avcodec_send_packet(codec, packet)
+            if sent < 0 && sent != averrorEAGAIN {
+                try countError(call: "avcodec_send_packet", code: sent)
+            }
+        }
+    }
+
+    private func countError(call: String, code: Int32) throws {
+        consecutiveErrors += 1
+        if consecutiveErrors >= 16 {
+            throw MediaError(uri: uri, call: call, averror: code)
+        }
+    }
+
+    private func makeFrame(taking frame: UnsafeMutablePointer<AVFrame>) throws -> VideoFrame {
+        // Presentation time relative to the stream's start; extrapolated when the file has none.
+        var ts = frame.pointee.best_effort_timestamp
+        if ts == noPTS { ts = nextPTS ?? startTime }
+        var durationTicks = frame.pointee.pkt_duration
+        let duration: MediaTime
+        if durationTicks > 0 {
+            duration = MediaTime(value: durationTicks * Int64(timeBase.num), timescale: timeBase.den)
+        } else {
+            duration = nominalFrameDuration
+            durationTicks = Int64((nominalFrameDuration.seconds * Double(timeBase.den) / Double(timeBase.num)).rounded())
+        }
+        nextPTS = ts + durationTicks
+        let pts = MediaTime(value: (ts - startTime) * Int64(timeBase.num), timescale: timeBase.den)
+
+        let height = Int(frame.pointee.height)
+        let format = AVPixelFormat(rawValue: frame.pointee.format)
+        let range: ColorRange = frame.pointee.color_range == AVCOL_RANGE_JPEG || format == AV_PIX_FMT_YUVJ420P
+            ? .full : .limited
+        let matrix: ColorMatrix
+        switch frame.pointee.colorspace {
+        case AVCOL_SPC_BT709: matrix = .bt709
+        case AVCOL_SPC_BT470BG, AVCOL_SPC_SMPTE170M, AVCOL_SPC_FCC, AVCOL_SPC_SMPTE240M: matrix = .bt601
+        case AVCOL_SPC_BT2020_NCL, AVCOL_SPC_BT2020_CL: matrix = .bt2020
+        default: matrix = height < 720 ? .bt601 : .bt709  // the usual rule for untagged video
+        }
+
+        if format == AV_PIX_FMT_YUV420P || format == AV_PIX_FMT_YUVJ420P {
+            return VideoFrame(taking: frame, pts: pts, duration: duration, colorMatrix: matrix, colorRange: range)
+        }
+        var source: UnsafeMutablePointer<AVFrame>? = frame
+        defer { av_frame_free(&source) }
+        let converted = try convertToYUV420P(frame)
+        let isRGB = av_pix_fmt_desc_get(format).map { ($0.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB)) != 0 } ?? false
+        // swscale writes limited-range BT.601 when it converts from RGB; Y'CbCr keeps its own tags.
+        return VideoFrame(taking: converted, pts: pts, duration: duration,
+                          colorMatrix: isRGB ? .bt601 : matrix, colorRange: isRGB ? .limited : range)
+    }
+
+    /// Converts a frame of any other format to a new yuv420p frame.
+    private func convertToYUV420P(_ frame: UnsafeMutablePointer<AVFrame>) throws -> UnsafeMutablePointer<AVFrame> {
+        let w = frame.pointee.width, h = frame.pointee.height
+        scaler = sws_getCachedContext(scaler, w, h, AVPixelFormat(rawValue: frame.pointee.format),
+                                      w, h, AV_PIX_FMT_YUV420P, Int32(SWS_BILINEAR), nil, nil, nil)
+        guard let scaler else {
+            throw MediaError(uri: uri, call: "sws_getCachedContext", reason: "cannot convert \(info.pixelFormat) to yuv420p")
+        }
+        guard let out = av_frame_alloc() else {
+            throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory")
+        }
+        out.pointee.width = w
+        out.pointee.height = h
+        out.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+        var r = av_frame_get_buffer(out, 0)
+        if r >= 0 {
+            r = withUnsafePointer(to: frame.pointee.data) { src in
+                withUnsafePointer(to: frame.pointee.linesize) { srcStride in
+                    withUnsafeMutablePointer(to: &out.pointee.data) { dst in
+                        withUnsafePointer(to: out.pointee.linesize) { dstStride in
+                            sws_scale(scaler,
+                                      UnsafeRawPointer(src).assumingMemoryBound(to: UnsafePointer<UInt8>?.self),
+                                      UnsafeRawPointer(srcStride).assumingMemoryBound(to: Int32.self), 0, h,
+                                      UnsafeMutableRawPointer(dst).assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self),
+                                      UnsafeRawPointer(dstStride).assumingMemoryBound(to: Int32.self))
+                        }
+                    }
+                }
+            }
+        }
+        guard r >= 0 else {
+            var failed: UnsafeMutablePointer<AVFrame>? = out
+            av_frame_free(&failed)
+            throw MediaError(uri: uri, call: "sws_scale", averror: r)
+        }
+        return out
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+/// A bounded blocking queue between two threads (the decoder and the presenter): the producer waits
+/// while it is full, so the decoder runs ahead of presentation by at most `capacity` frames.
+/// Every wait has a timeout. `close()` wakes both sides for shutdown.
+public final class FrameQueue<Element: Sendable>: @unchecked Sendable {
+    // @unchecked: every stored property is guarded by `condition`.
+    private let condition = NSCondition()
+    private var ring: [Element?]
+    private var head = 0
+    private var stored = 0
+    private var closed = false
+    public let capacity: Int
+
+    public init(capacity: Int) {
+        precondition(capacity > 0)
+        self.capacity = capacity
+        ring = Array(repeating: nil, count: capacity)
+    }
+
+    public enum PushResult: Sendable { case pushed, closed, timedOut }
+    public enum PopResult: Sendable { case element(Element), closed, timedOut }
+
+    /// Waits up to `timeout` seconds for room, then appends.
+    public func push(_ element: Element, timeout: Double) -> PushResult {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !closed && stored == capacity {
+            if !condition.wait(until: deadline) { return .timedOut }
+        }
+        if closed { return .closed }
+        ring[(head + stored) % capacity] = element
+        stored += 1
+        condition.broadcast()
+        return .pushed
+    }
+
+    /// Waits up to `timeout` seconds for an element.
+    public func pop(timeout: Double) -> PopResult {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while stored == 0 {
+            if closed { return .closed }
+            if !condition.wait(until: deadline) { return .timedOut }
+        }
+        let element = ring[head]!
+        ring[head] = nil  // release the frame as soon as it is handed over
+        head = (head + 1) % capacity
+        stored -= 1
+        condition.broadcast()
+        return .element(element)
+    }
+
+    public var count: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return stored
+    }
+
+    /// Wakes every waiter; later pushes fail and pops drain what is left, then report `.closed`.
+    public func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// The one logger of a Marquee process: made in `main`, passed down, with structured fields.
+///
+/// Lines are logfmt (`level=info msg="..." item=0 uri=demo.mp4`) so that journald, grep and log
+/// shippers read them alike. A `Logger` is a value: `with(_:)` returns a copy that adds fields to
+/// every line (the output's name, the item's URI) without touching the parent.
+public struct Logger: Sendable {
+    public enum Level: Int, Sendable, Comparable, CaseIterable {
+        case debug, info, warning, error
+        public var name: String { ["debug", "info", "warning", "error"][rawValue] }
+        public init?(name: String) {
+            guard let level = Self.allCases.first(where: { $0.name == name }) else { return nil }
+            self = level
+        }
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    /// Where finished lines go; standard error unless a test captures them.
+    public typealias Sink = @Sendable (String) -> Void
+
+    public var level: Level
+    private let sink: Sink
+    private var fields: [(String, String)]
+
+    public init(level: Level = .info, sink: @escaping Sink = Logger.standardError) {
+        self.level = level
+        self.sink = sink
+        self.fields = []
+    }
+
+    public static let standardError: Sink = { line in
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// A logger whose lines all carry `fields` as well.
+    public func with(_ fields: KeyValuePairs<String, String>) -> Logger {
+        var copy = self
+        copy.fields.append(contentsOf: fields.map { ($0.key, $0.value) })
+        return copy
+    }
+
+    public func log(_ level: Level, _ message: String, _ extra: KeyValuePairs<String, String> = [:]) {
+        guard level >= self.level else { return }
+        var line = "level=\(level.name) msg=\(Self.quote(message))"
+        for (key, value) in fields + extra.map({ ($0.key, $0.value) }) {
+            line += " \(key)=\(Self.quote(value))"
+        }
+        sink(line)
+    }
+
+    public func debug(_ message: String, _ extra: KeyValuePairs<String, String> = [:]) { log(.debug, message, extra) }
+    public func info(_ message: String, _ extra: KeyValuePairs<String, String> = [:]) { log(.info, message, extra) }
+    public func warning(_ message: String, _ extra: KeyValuePairs<String, String> = [:]) { log(.warning, message, extra) }
+    public func error(_ message: String, _ extra: KeyValuePairs<String, String> = [:]) { log(.error, message, extra) }
+
+    /// Quotes a value when it holds spaces, quotes or `=`, as logfmt expects.
+    static func quote(_ value: String) -> String {
+        let plain = !value.isEmpty && !value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline })
+        if plain { return value }
+        let escaped = value.replacingOccurrences(of: "\\", with: "\\\\")
+            .replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+        return "\"\(escaped)\""
+    }
+}
+
+extension String {
+    /// The text of a C buffer up to its first NUL (what C APIs write into a char array).
+    public init(nullTerminated buffer: [CChar]) {
+        self = String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

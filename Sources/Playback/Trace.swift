@@ -1,0 +1,76 @@
+import Foundation
+
+/// The presentation trace: JSON Lines, one line each time the picture on an output changes.
+/// `{"type":"frame","vsync":120,"t":2.0,"output":"headless-0","item":0,"uri":"a.mp4","pts":1.966667}`
+/// and `{"type":"blank",...}` when an output shows no video. Readers ignore types they do not know.
+public final class TraceWriter: @unchecked Sendable {
+    // @unchecked: used from the presentation thread only; `lock` guards the buffer for `flush()`.
+    private let handle: FileHandle
+    private var buffer = [UInt8]()
+    private let lock = NSLock()
+
+    public struct OpenError: Error, CustomStringConvertible {
+        public let path: String
+        public let reason: String
+        public var description: String { "cannot write trace file \(path): \(reason)" }
+    }
+
+    public init(path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: nil),
+              let handle = FileHandle(forWritingAtPath: path) else {
+            throw OpenError(path: path, reason: String(cString: strerror(errno)))
+        }
+        self.handle = handle
+        buffer.reserveCapacity(1 << 16)
+    }
+
+    deinit {
+        flush()
+        try? handle.close()
+    }
+
+    public func frame(vsync: Int64, t: MediaTime, output: String, item: Int, uri: String, pts: MediaTime) {
+        append("{\"type\":\"frame\",\"vsync\":\(vsync),\"t\":\(t.seconds.formatted(decimals: 6)),\"output\":\(Self.json(output)),\"item\":\(item),\"uri\":\(Self.json(uri)),\"pts\":\(pts.seconds.formatted(decimals: 6))}")
+    }
+
+    public func blank(vsync: Int64, t: MediaTime, output: String) {
+        append("{\"type\":\"blank\",\"vsync\":\(vsync),\"t\":\(t.seconds.formatted(decimals: 6)),\"output\":\(Self.json(output))}")
+    }
+
+    /// Any other line, already encoded as one JSON object.
+    public func event(_ jsonObject: String) { append(jsonObject) }
+
+    private func append(_ line: String) {
+        lock.lock()
+        buffer.append(contentsOf: line.utf8)
+        buffer.append(0x0A)
+        let full = buffer.count > 60_000
+        lock.unlock()
+        if full { flush() }
+    }
+
+    public func flush() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !buffer.isEmpty else { return }
+        handle.write(Data(buffer))
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// A JSON string literal.
+    static func json(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

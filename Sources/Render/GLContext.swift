@@ -1,0 +1,83 @@
+import CEGL
+import CGLES
+
+/// An EGL display with an OpenGL ES 3 context, current on the thread that made it.
+///
+/// GL is used from one thread only: the output's presentation thread makes the context and does all
+/// drawing on it. The EGL display and context are owned here and released in deinit.
+public final class GLContext {
+    let display: EGLDisplay
+    let context: EGLContext
+    let config: EGLConfig?
+    /// EGL display extensions.
+    public let eglExtensions: Set<String>
+    /// GL extensions of the context.
+    public let glExtensions: Set<String>
+    /// `GL_RENDERER`, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
+    public let renderer: String
+
+    /// A context on Mesa's surfaceless platform: no window system, rendering goes to framebuffer
+    /// objects. Works on llvmpipe with no GPU.
+    public static func surfaceless() throws -> GLContext {
+        let clientExtensions = String(cString: eglQueryString(nil, EGLint(EGL_EXTENSIONS)) ?? "".withCString { $0 })
+        guard clientExtensions.split(separator: " ").contains("EGL_MESA_platform_surfaceless") else {
+            throw RenderError(call: "eglGetPlatformDisplay", detail: "EGL_MESA_platform_surfaceless is not available")
+        }
+        return try GLContext(platform: EGLenum(EGL_PLATFORM_SURFACELESS_MESA), nativeDisplay: nil, surfaceType: EGLint(EGL_PBUFFER_BIT))
+    }
+
+    init(platform: EGLenum, nativeDisplay: UnsafeMutableRawPointer?, surfaceType: EGLint) throws {
+        guard let display = eglGetPlatformDisplay(platform, nativeDisplay, nil) else {
+            throw RenderError.egl("eglGetPlatformDisplay")
+        }
+        var major: EGLint = 0, minor: EGLint = 0
+        guard eglInitialize(display, &major, &minor) == EGL_TRUE else {
+            throw RenderError.egl("eglInitialize")
+        }
+        self.display = display  // terminated in deinit from here on
+        eglExtensions = Set(String(cString: eglQueryString(display, EGLint(EGL_EXTENSIONS))).split(separator: " ").map(String.init))
+        guard eglBindAPI(EGLenum(EGL_OPENGL_ES_API)) == EGL_TRUE else {
+            eglTerminate(display)
+            throw RenderError.egl("eglBindAPI")
+        }
+        let configAttributes: [EGLint] = [
+            EGLint(EGL_SURFACE_TYPE), surfaceType,
+            EGLint(EGL_RENDERABLE_TYPE), EGLint(EGL_OPENGL_ES3_BIT),
+            EGLint(EGL_RED_SIZE), 8, EGLint(EGL_GREEN_SIZE), 8, EGLint(EGL_BLUE_SIZE), 8,
+            EGLint(EGL_NONE),
+        ]
+        var config: EGLConfig?
+        var count: EGLint = 0
+        guard eglChooseConfig(display, configAttributes, &config, 1, &count) == EGL_TRUE, count > 0 else {
+            eglTerminate(display)
+            throw RenderError.egl("eglChooseConfig", detail: "no OpenGL ES 3 config")
+        }
+        self.config = config
+        let contextAttributes: [EGLint] = [EGLint(EGL_CONTEXT_MAJOR_VERSION), 3, EGLint(EGL_NONE)]
+        guard let context = eglCreateContext(display, config, nil, contextAttributes) else {
+            let error = RenderError.egl("eglCreateContext")
+            eglTerminate(display)
+            throw error
+        }
+        self.context = context
+        guard eglMakeCurrent(display, nil, nil, context) == EGL_TRUE else {
+            let error = RenderError.egl("eglMakeCurrent")
+            eglDestroyContext(display, context)
+            eglTerminate(display)
+            throw error
+        }
+        renderer = String(cString: glGetString(GLenum(GL_RENDERER)))
+        glExtensions = Set(String(cString: glGetString(GLenum(GL_EXTENSIONS))).split(separator: " ").map(String.init))
+    }
+
+    deinit {
+        eglMakeCurrent(display, nil, nil, nil)
+        eglDestroyContext(display, context)
+        eglTerminate(display)
+    }
+}
+
+/// Submits queued GL work without waiting for it.
+public func glFlushRenderer() { glFlush() }
+/// Waits until all GL work has finished.
+public func glFinishRenderer() { glFinish() }

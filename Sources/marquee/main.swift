@@ -1,0 +1,160 @@
+import Display
+import Foundation
+import Kiosk
+import Playback
+import Synchronization
+
+let usage = """
+    Usage: marquee [options]
+
+    Plays a looping playlist on a screen. Without --config it plays the demo clip shipped in configs/.
+
+    Options:
+      --config PATH        JSON config to play (default: the embedded demo config)
+      --output KIND        auto | kms | headless. auto: KMS when a DRM device has a connected
+                           connector, else headless (default: the config's display.output, or auto)
+      --mode WxH[@Hz]      output mode, e.g. 1920x1080@60 or 1280x720@59.94 (default: the config's)
+      --clock KIND         real | virtual. real: vsyncs at wall-clock times; virtual: vsyncs advance as
+                           soon as the next frame is ready, with simulated times (tests, benchmarks)
+      --exit-after SECS    exit with status 0 after SECS of presentation-clock time
+      --trace FILE         write the presentation trace (JSON Lines, one line per picture change)
+      --log-level LEVEL    debug | info | warning | error (default: the config's, or info)
+      --check-config       validate the config, print every problem, exit 0 if valid, 2 if not
+      -h, --help           show this help
+
+    """
+
+func fail(_ message: String, status: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data("marquee: \(message)\n".utf8))
+    exit(status)
+}
+
+// MARK: Arguments
+
+struct Arguments {
+    var configPath: String?
+    var output: OutputKind?
+    var mode: DisplayMode?
+    var logLevel: Logger.Level?
+    var checkOnly = false
+    var run = RunOptions()
+}
+
+func parseArguments(_ list: [String]) -> Arguments {
+    var parsed = Arguments()
+    var rest = list[...]
+    func value(for flag: String) -> String {
+        guard let v = rest.popFirst() else { fail("\(flag) needs a value (see --help)") }
+        return v
+    }
+    while let argument = rest.popFirst() {
+        switch argument {
+        case "-h", "--help":
+            print(usage, terminator: "")
+            exit(0)
+        case "--config": parsed.configPath = value(for: argument)
+        case "--output":
+            let v = value(for: argument)
+            guard let kind = OutputKind(rawValue: v) else { fail("--output \(v): expected auto, kms or headless") }
+            parsed.output = kind
+        case "--mode":
+            let v = value(for: argument)
+            guard let mode = DisplayMode(parsing: v) else { fail("--mode \(v): expected WxH or WxH@Hz, e.g. 1920x1080@60") }
+            parsed.mode = mode
+        case "--clock":
+            let v = value(for: argument)
+            guard let clock = ClockKind(rawValue: v) else { fail("--clock \(v): expected real or virtual") }
+            parsed.run.clock = clock
+        case "--exit-after":
+            let v = value(for: argument)
+            guard let seconds = Double(v), seconds.isFinite, seconds >= 0 else { fail("--exit-after \(v): expected a number of seconds") }
+            parsed.run.exitAfter = seconds
+        case "--trace": parsed.run.tracePath = value(for: argument)
+        case "--log-level":
+            let v = value(for: argument)
+            guard let level = Logger.Level(name: v) else { fail("--log-level \(v): expected debug, info, warning or error") }
+            parsed.logLevel = level
+        case "--check-config": parsed.checkOnly = true
+        default: fail("unknown argument \(argument) (see --help)")
+        }
+    }
+    return parsed
+}
+
+let arguments = parseArguments(Array(CommandLine.arguments.dropFirst()))
+let options = arguments.run
+
+// MARK: Config
+
+/// The folder holding the demo clip: `configs/` of the source tree (found from the working directory
+/// or from the executable's location), or the installed copy.
+func dataDirectory() -> String? {
+    let fm = FileManager.default
+    var candidates = [fm.currentDirectoryPath + "/configs"]
+    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    if let exe = try? fm.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+        dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+    }
+    while dir.path != "/" {
+        candidates.append(dir.path + "/configs")
+        dir.deleteLastPathComponent()
+    }
+    candidates.append("/usr/share/marquee")
+    return candidates.first { fm.fileExists(atPath: $0 + "/demo/demo.mp4") }
+}
+
+var config: KioskConfig
+do {
+    if let configPath = arguments.configPath {
+        config = try KioskConfig.load(path: configPath)
+    } else {
+        guard let data = dataDirectory() else { fail("cannot find the demo clip (configs/demo/demo.mp4); give --config", status: 1) }
+        config = KioskConfig.embeddedDefault(dataDirectory: data)
+    }
+} catch {
+    FileHandle.standardError.write(Data("\(error)\n".utf8))
+    exit(2)
+}
+if arguments.checkOnly {
+    print("\(arguments.configPath ?? "embedded default config"): valid (\(config.playlist.count) items)")
+    exit(0)
+}
+if let output = arguments.output { config.display.output = output }
+if let mode = arguments.mode { config.display.mode = mode }
+
+let logger = Logger(level: arguments.logLevel ?? config.logLevel)
+
+// MARK: Run
+
+/// Set by SIGINT/SIGTERM; the presentation thread checks it between frames.
+final class StopFlag: Sendable {
+    private let flag = Atomic(false)
+    func stop() { flag.store(true, ordering: .relaxed) }
+    var isStopped: Bool { flag.load(ordering: .relaxed) }
+}
+let stopFlag = StopFlag()
+
+var signalSources: [any DispatchSourceSignal] = []
+for sig in [SIGINT, SIGTERM] {
+    signal(sig, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
+    source.setEventHandler {
+        logger.info("signal received; stopping", ["signal": sig == SIGINT ? "SIGINT" : "SIGTERM"])
+        stopFlag.stop()
+    }
+    source.resume()
+    signalSources.append(source)
+}
+
+let presentation = Thread { [config, options] in
+    do {
+        _ = try runKiosk(config: config, options: options, logger: logger) { !stopFlag.isStopped }
+        exit(0)
+    } catch {
+        logger.error("cannot play", ["error": "\(error)"])
+        exit(1)
+    }
+}
+presentation.name = "marquee-present"
+presentation.start()
+dispatchMain()

@@ -1,0 +1,156 @@
+import Display
+import Foundation
+import Kiosk
+import Playback
+import Testing
+import TestSupport
+
+@Suite struct ConfigTests {
+    func problems(_ text: String) -> [String] {
+        do {
+            _ = try KioskConfig.parse(text, baseDirectory: "/media")
+            return []
+        } catch {
+            return error.problems.map(\.description)
+        }
+    }
+
+    @Test func validConfigResolvesRelativeURIs() throws {
+        let config = try KioskConfig.parse("""
+            {"playlist": [{"uri": "a.mp4"}, {"uri": "/abs/b.mp4"}, {"uri": "file:///c%20d.mp4"}], "loop": false,
+             "display": {"output": "headless", "mode": "1280x720@59.94", "background": "#102030", "gravity": "resize"},
+             "log": {"level": "debug"}}
+            """, baseDirectory: "/media")
+        #expect(config.playlist.map(\.path) == ["/media/a.mp4", "/abs/b.mp4", "/c d.mp4"])
+        #expect(config.loop == false)
+        #expect(config.display.output == .headless)
+        #expect(config.display.mode == DisplayMode(width: 1280, height: 720, refresh: RefreshRate(numerator: 60000, denominator: 1001)))
+        #expect(config.display.background.description == "#102030")
+        #expect(config.display.gravity == .resize)
+        #expect(config.logLevel == .debug)
+    }
+
+    @Test func everyProblemIsReportedWithItsJSONPath() {
+        let found = problems("""
+            {"playlist": [{"uri": "a.mp4"}, {"url": "b.mp4"}, {"uri": 3}], "loop": "yes", "colour": 1,
+             "display": {"mode": "big", "output": "hdmi", "background": "red"}}
+            """)
+        #expect(found == [
+            "colour: unknown key (allowed here: playlist, loop, display, log)",
+            "playlist[1].url: unknown key (allowed here: uri)",
+            "playlist[1].uri: missing: the file to play",
+            "playlist[2].uri: expected a string, found a number",
+            "loop: expected true or false, found a string",
+            "display.mode: \"big\" is not a mode: write WxH or WxH@Hz, e.g. 1920x1080@60",
+            "display.output: \"hdmi\" is not one of \"auto\", \"kms\", \"headless\"",
+            "display.background: \"red\" is not a colour: write #rrggbb",
+        ])
+    }
+
+    @Test func missingOrEmptyPlaylistIsAnError() {
+        #expect(problems("{}") == ["playlist: missing: the list of items to play"])
+        #expect(problems(#"{"playlist": []}"#) == ["playlist: empty: give at least one item"])
+        #expect(problems("[1]") == ["expected an object, found an array"])
+    }
+
+    @Test func syntaxErrorsGiveLineAndColumn() {
+        #expect(problems("{\n  \"playlist\": [\n    {\"uri\": \"a.mp4\",}\n  ]\n}") == [
+            "syntax error at line 3, column 21: expected a member name in double quotes",
+        ])
+        #expect(problems("{\"loop\": tru}") == ["syntax error at line 1, column 10: invalid literal, expected true"])
+    }
+
+    @Test func unreadableFileIsNamed() {
+        #expect(throws: ConfigError.self) { try KioskConfig.load(path: "/nonexistent/marquee.json") }
+        do {
+            _ = try KioskConfig.load(path: "/nonexistent/marquee.json")
+        } catch {
+            #expect(error.description == "/nonexistent/marquee.json: cannot read the file: No such file or directory")
+        }
+    }
+}
+
+/// Whole runs on the headless output with the virtual clock, through the same entry point as
+/// `marquee` itself.
+@Suite(.serialized) struct KioskRunTests {
+    final class Lines: @unchecked Sendable {
+        private let lock = NSLock()
+        private var lines: [String] = []
+        func append(_ line: String) { lock.withLock { lines.append(line) } }
+        var all: [String] { lock.withLock { lines } }
+    }
+
+    func play(_ items: [String], seconds: Double, lines: Lines = Lines()) throws -> [[String: Any]] {
+        var config = KioskConfig()
+        config.playlist = items.map { .init(uri: $0, path: $0) }
+        config.display.output = .headless
+        config.display.mode = DisplayMode(width: 640, height: 360, refresh: RefreshRate(numerator: 60))
+        var options = RunOptions()
+        options.clock = .virtual
+        options.exitAfter = seconds
+        options.tracePath = TestMedia.folder + "/trace-\(UUID().uuidString).jsonl"
+        _ = try runKiosk(config: config, options: options, logger: Logger(level: .info, sink: lines.append)) { true }
+        return try String(contentsOfFile: options.tracePath!, encoding: .utf8).split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+    }
+
+    @Test func tenSecondsOf30FPSGive300FramesTwoVsyncsApart() throws {
+        let clip = try TestMedia.clip(seconds: 4, fps: 30)
+        let trace = try play([clip], seconds: 10)
+        let frames = trace.filter { $0["type"] as? String == "frame" }
+        #expect(frames.count == 300)
+        let vsyncs = frames.map { $0["vsync"] as! Int }
+        #expect(vsyncs == (0..<300).map { $0 * 2 })
+        // pts rise by one frame each time, and start again at 0 on each loop (every 120 frames).
+        for (i, frame) in frames.enumerated() {
+            let pts = frame["pts"] as! Double
+            #expect(abs(pts - Double(i % 120) / 30) < 1e-5, "frame \(i)")
+            #expect(frame["output"] as? String == "headless-0")
+            #expect(abs((frame["t"] as! Double) - Double(vsyncs[i]) / 60) < 1e-5)
+        }
+    }
+
+    @Test func badFilesAreSkippedWithTheirReasonAndTheRestPlays() throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let missing = TestMedia.folder + "/missing.mp4"
+        let garbage = try TestMedia.garbage()
+        let lines = Lines()
+        let trace = try play([missing, clip, garbage], seconds: 3, lines: lines)
+        let frames = trace.filter { $0["type"] as? String == "frame" }
+        #expect(frames.count == 90)
+        #expect(Set(frames.map { $0["item"] as! Int }) == [1])
+        // Gapless across the skipped items: every frame two vsyncs after the last.
+        #expect(frames.map { $0["vsync"] as! Int } == (0..<90).map { $0 * 2 })
+        let errors = lines.all.filter { $0.hasPrefix("level=error") }
+        #expect(errors.count == 2, "each bad item is reported once, not on every loop: \(errors)")
+        #expect(errors.contains { $0.contains("missing.mp4") && $0.contains("No such file or directory") })
+        #expect(errors.contains { $0.contains("garbage.mp4") && $0.contains("Invalid data found when processing input") })
+    }
+
+    @Test func nothingPlayableShowsTheBackgroundAndKeepsRunning() throws {
+        let trace = try play([TestMedia.folder + "/nothing-here.mp4"], seconds: 0.5)
+        #expect(trace.first?["type"] as? String == "blank")
+        #expect(trace.allSatisfy { $0["type"] as? String == "blank" })
+    }
+}
+
+@Suite struct OutputSelectionTests {
+    @Test func autoIsHeadlessWithoutAConnectedConnector() throws {
+        #expect(try resolveOutputKind(.auto, connectors: []).0 == .headless)
+        #expect(try resolveOutputKind(.headless, connectors: [ConnectedConnector(card: "card0", connector: "HDMI-A-1")]).0 == .headless)
+    }
+
+    @Test func kmsFailsClearlyUntilItExists() {
+        #expect(throws: OutputUnavailable.self) { try resolveOutputKind(.kms, connectors: []) }
+    }
+
+    @Test func connectorsAreReadFromSysfs() throws {
+        let root = TestMedia.folder + "/sysfs-\(UUID().uuidString)"
+        for (entry, status) in [("card0-HDMI-A-1", "disconnected"), ("card0-HDMI-A-2", "connected"), ("renderD128", nil)] {
+            try FileManager.default.createDirectory(atPath: "\(root)/\(entry)", withIntermediateDirectories: true)
+            if let status { try (status + "\n").write(toFile: "\(root)/\(entry)/status", atomically: true, encoding: .utf8) }
+        }
+        #expect(connectedConnectors(sysfs: root) == [ConnectedConnector(card: "card0", connector: "HDMI-A-2")])
+    }
+}
