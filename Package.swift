@@ -21,13 +21,13 @@ let package = Package(
         .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES"]),
         .target(name: "Display", dependencies: ["Playback", "Render"]),
         .target(name: "Kiosk", dependencies: ["Playback", "Media", "Render", "Display"]),
-        .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Display"]),
+        .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
 
         // Test media made with the ffmpeg command at test time.
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "PlaybackTests", dependencies: ["Playback"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "Playback", "TestSupport"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
-        .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Display", "Playback", "TestSupport"]),
+        .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Display", "Media", "Playback", "TestSupport"]),
     ]
 )

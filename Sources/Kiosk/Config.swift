@@ -1,5 +1,6 @@
 import Display
 import Foundation
+import Media
 import Playback
 import Render
 
@@ -35,6 +36,8 @@ public struct KioskConfig: Sendable {
     public var loop = true
     public var display = DisplaySettings()
     public var logLevel: Logger.Level = .info
+    /// `decode.hwdec`: which decoder to try first.
+    public var hardwareDecoding: HardwareDecoding = .auto
 
     public init() {}
 
@@ -133,7 +136,7 @@ private struct ConfigReader {
 
     mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
         var config = KioskConfig()
-        guard let top = members(json, at: "", allowed: ["playlist", "loop", "display", "log"]) else { return config }
+        guard let top = members(json, at: "", allowed: ["playlist", "loop", "display", "decode", "log"]) else { return config }
         if json["playlist"] == nil { problem("playlist", "missing: the list of items to play") }
         for (key, value) in top {
             switch key {
@@ -188,6 +191,11 @@ private struct ConfigReader {
                         if let gravity: VideoGravity = choice(v, at: path) { config.display.gravity = gravity }
                     default: break
                     }
+                }
+            case "decode":
+                guard let fields = members(value, at: "decode", allowed: ["hwdec"]) else { continue }
+                for (_, v) in fields {
+                    if let hwdec: HardwareDecoding = choice(v, at: "decode.hwdec") { config.hardwareDecoding = hwdec }
                 }
             case "log":
                 guard let fields = members(value, at: "log", allowed: ["level"]) else { continue }

@@ -1,5 +1,6 @@
 import Display
 import Foundation
+import Media
 import Playback
 
 /// Command-line choices that override or complement the config.
@@ -23,10 +24,12 @@ public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
     logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason,
                                   "mode": "\(config.display.mode)", "clock": options.clock.rawValue,
                                   "renderer": output.context.renderer])
-    logger.info("decoder chosen", ["decoder": "software", "why": "FFmpeg libavcodec with frame threads; hardware decode is not built yet"])
+    logger.info("decoder chosen", ["hwdec": config.hardwareDecoding.rawValue,
+                                   "order": config.hardwareDecoding == .auto ? HardwareDecoding.autoOrder.map(\.rawValue).joined(separator: ",") : config.hardwareDecoding.rawValue,
+                                   "fallback": "software (FFmpeg libavcodec, frame threads)"])
 
     let trace = try options.tracePath.map { try TraceWriter(path: $0) }
-    let source = PlaylistSource(items: config.playlist, loop: config.loop, logger: logger)
+    let source = PlaylistSource(items: config.playlist, loop: config.loop, hardware: config.hardwareDecoding, logger: logger)
     source.start()
     defer { source.stop() }
     let presenter = PresentationLoop(source: source, output: output, trace: trace, logger: logger,

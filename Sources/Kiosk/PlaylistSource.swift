@@ -21,9 +21,12 @@ public final class PlaylistSource: FrameSource, @unchecked Sendable {
     private let queue: FrameQueue<SourceEvent<VideoFrame>>
     private let stopped = Atomic(false)
     private let retryInterval: Double
+    private let hardware: HardwareDecoding
     private var thread: Thread?
 
-    public init(items: [KioskConfig.Item], loop: Bool, logger: Logger, queueCapacity: Int = 6, retryInterval: Double = 1) {
+    public init(items: [KioskConfig.Item], loop: Bool, hardware: HardwareDecoding = .auto, logger: Logger,
+                queueCapacity: Int = 6, retryInterval: Double = 1) {
+        self.hardware = hardware
         self.items = items
         self.loop = loop
         self.logger = logger
@@ -76,12 +79,16 @@ public final class PlaylistSource: FrameSource, @unchecked Sendable {
             for (index, item) in items.enumerated() where !isStopped {
                 let log = logger.with(["item": "\(index)", "uri": item.path])
                 do {
-                    let decoder = try VideoDecoder(path: item.path)
+                    let decoder = try VideoDecoder(path: item.path, hardware: hardware)
                     if lastError.removeValue(forKey: index) != nil || run < items.count {
-                        log.info("opened", ["codec": decoder.info.codec, "size": "\(decoder.info.width)x\(decoder.info.height)",
-                                            "fps": decoder.info.frameRate.formatted(decimals: 3),
-                                            "pixel_format": decoder.info.pixelFormat,
-                                            "decoder": "software", "threads": "\(decoder.info.threads)"])
+                        let path = decoder.decodingPath
+                        // A named hardware path not in use is a warning; auto finding none is not.
+                        log.log(path.degraded ? .warning : .info, "opened",
+                                ["codec": decoder.info.codec, "size": "\(decoder.info.width)x\(decoder.info.height)",
+                                 "fps": decoder.info.frameRate.formatted(decimals: 3),
+                                 "pixel_format": decoder.info.pixelFormat, "threads": "\(decoder.info.threads)",
+                                 "hwdec_current": path.hwdecCurrent, "hwdec_interop": path.interop,
+                                 "hwdec_requested": hardware.rawValue, "fallback": path.fallbackReason ?? "-"])
                     }
                     run += 1
                     while let frame = try decoder.nextFrame() {

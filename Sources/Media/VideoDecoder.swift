@@ -28,7 +28,24 @@ public final class VideoDecoder {
     public let info: VideoStreamInfo
 
     private var format: UnsafeMutablePointer<AVFormatContext>?
-    private var codec: UnsafeMutablePointer<AVCodecContext>?
+    /// The open codec context; replaced by a software one when the hardware path fails.
+    private var session: CodecSession
+    /// The software decoder for this stream (the fallback of every hardware path).
+    private let softwareDecoder: UnsafePointer<AVCodec>
+    private let stream: UnsafeMutablePointer<AVStream>
+    private let threads: Int
+    /// What this decoder uses now: hardware or software, and why.
+    public private(set) var decodingPath: DecodingPath
+    /// Frames handed out so far.
+    private var delivered = 0
+    /// Timestamp of the last frame handed out; after a switch to software, earlier frames are skipped.
+    private var lastDelivered: Int64?
+    private var skipThrough: Int64?
+    /// Test hook: from this many delivered frames on, the initial decoding path fails every frame
+    /// (as a hardware decoder that dies mid-stream would).
+    var injectFailuresAfterFrames: Int?
+    /// True once the decoder has switched to software mid-stream (it does so at most once).
+    private var switched = false
     private var packet: UnsafeMutablePointer<AVPacket>?
     private var scaler: OpaquePointer?
     private let streamIndex: Int32
@@ -40,8 +57,11 @@ public final class VideoDecoder {
     private var consecutiveErrors = 0
 
     /// Opens `path` and its decoder. Throws a `MediaError` naming the file and FFmpeg's reason.
-    /// - Parameter threads: decoder threads; 0 picks one per core (capped by FFmpeg).
-    public init(path: String, threads: Int = 0) throws {
+    /// - Parameters:
+    ///   - threads: decoder threads; 0 lets FFmpeg size them for the machine (cores + 1, capped).
+    ///   - hardware: the hardware path to try first; when it cannot start, software decodes and
+    ///     `decodingPath` says why.
+    public init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none) throws {
         uri = path
         var fmt: UnsafeMutablePointer<AVFormatContext>?
         var r = avformat_open_input(&fmt, path, nil, nil)
@@ -61,17 +81,37 @@ public final class VideoDecoder {
         timeBase = stream.pointee.time_base
         startTime = stream.pointee.start_time == noPTS ? 0 : stream.pointee.start_time
 
-        guard let ctx = avcodec_alloc_context3(decoder) else {
-            throw MediaError(uri: path, call: "avcodec_alloc_context3", reason: "out of memory")
+        self.stream = stream
+        self.threads = threads
+        softwareDecoder = decoder
+        var reasons: [String] = []
+        var chosen: CodecSession?
+        for kind in hardware == .auto ? HardwareDecoding.autoOrder : hardware == .none ? [] : [hardware] {
+            let codecName = String(cString: decoder.pointee.name)
+            if let known = HardwareFailures.shared.failure(kind, codec: codecName) {
+                reasons.append("\(kind.rawValue): \(known.call) failed: \(known.reason)")
+                continue
+            }
+            do {
+                chosen = try CodecSession(hardware: kind, software: decoder, stream: stream, uri: path)
+                break
+            } catch let error as MediaError {
+                HardwareFailures.shared.record(error, kind, codec: codecName)
+                reasons.append("\(kind.rawValue): \(error.call) failed: \(error.reason)")
+            }
         }
-        codec = ctx  // owned from here; freed in deinit
-        r = avcodec_parameters_to_context(ctx, stream.pointee.codecpar)
-        guard r >= 0 else { throw MediaError(uri: path, call: "avcodec_parameters_to_context", averror: r) }
-        ctx.pointee.thread_count = Int32(threads)
-        ctx.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
-        ctx.pointee.pkt_timebase = timeBase
-        r = avcodec_open2(ctx, decoder, nil)
-        guard r >= 0 else { throw MediaError(uri: path, call: "avcodec_open2", averror: r) }
+        if let chosen {
+            session = chosen
+            decodingPath = chosen.path
+        } else {
+            session = try CodecSession(software: decoder, stream: stream, threads: threads, uri: path)
+            decodingPath = .software
+            if !reasons.isEmpty {
+                decodingPath.fallbackReason = reasons.joined(separator: "; ")
+                decodingPath.degraded = hardware != .auto
+            }
+        }
+        let ctx = session.context!
 
         guard let pkt = av_packet_alloc() else {
             throw MediaError(uri: path, call: "av_packet_alloc", reason: "out of memory")
@@ -100,22 +140,36 @@ public final class VideoDecoder {
     deinit {
         sws_freeContext(scaler)
         av_packet_free(&packet)
-        avcodec_free_context(&codec)
         avformat_close_input(&format)
     }
 
     /// The next frame in presentation order, or nil at the end of the stream.
     /// A corrupt packet is skipped; 16 failures in a row end decoding with an error.
     public func nextFrame() throws -> VideoFrame? {
-        guard let codec, let format, let packet else { return nil }
+        guard let format, let packet else { return nil }
         while true {
             guard let allocated = av_frame_alloc() else {
                 throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory")
             }
-            let r = avcodec_receive_frame(codec, allocated)
+            let codec = session.context
+            var r = avcodec_receive_frame(codec, allocated)
+            if r == 0, let after = injectFailuresAfterFrames, delivered >= after, !switched {
+                r = mq_averror(EIO)
+            }
             if r == 0 {
+                let frame = try session.download(allocated, uri: uri)
+                let ts = frame.pointee.best_effort_timestamp
+                if let skip = skipThrough, ts != noPTS, ts <= skip {
+                    // Already shown before the switch to software.
+                    var shown: UnsafeMutablePointer<AVFrame>? = frame
+                    av_frame_free(&shown)
+                    continue
+                }
+                skipThrough = nil
                 consecutiveErrors = 0
-                return try makeFrame(taking: allocated)
+                delivered += 1
+                if ts != noPTS { lastDelivered = ts }
+                return try makeFrame(taking: frame)
             }
             var frame: UnsafeMutablePointer<AVFrame>? = allocated
             av_frame_free(&frame)
@@ -145,10 +199,38 @@ public final class VideoDecoder {
         }
     }
 
+    /// Counts a failure. A hardware path (or one under test injection) that fails before its first
+    /// frame or three times in a row hands over to software at the same position; software gives up
+    /// after 16 failures in a row.
     private func countError(call: String, code: Int32) throws {
         consecutiveErrors += 1
-        if consecutiveErrors >= 16 {
+        let fallible = !switched && (session.path != .software || injectFailuresAfterFrames != nil)
+        if fallible && (delivered == 0 || consecutiveErrors >= 3) {
+            try switchToSoftware(reason: "\(call) failed: \(ffmpegErrorString(code))")
+        } else if consecutiveErrors >= 16 {
             throw MediaError(uri: uri, call: call, averror: code)
+        }
+    }
+
+    /// Replaces the decoding session with software and seeks back to the last keyframe before the
+    /// last frame handed out; frames up to that one are decoded again and skipped, so the picture
+    /// goes on from the next frame without a gap.
+    private func switchToSoftware(reason: String) throws {
+        let failed = session.path.hwdecCurrent
+        session = try CodecSession(software: softwareDecoder, stream: stream, threads: threads, uri: uri)
+        switched = true
+        decodingPath = DecodingPath(hwdecCurrent: "no", interop: "none",
+                                    fallbackReason: "\(failed == "no" ? "decoder" : failed) failed mid-stream: \(reason)",
+                                    degraded: true)
+        consecutiveErrors = 0
+        draining = false
+        if let last = lastDelivered {
+            let r = av_seek_frame(format, streamIndex, last, AVSEEK_FLAG_BACKWARD)
+            guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
+            skipThrough = last
+        } else {
+            let r = av_seek_frame(format, streamIndex, startTime, AVSEEK_FLAG_BACKWARD)
+            guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
         }
     }
 

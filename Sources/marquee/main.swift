@@ -1,6 +1,7 @@
 import Display
 import Foundation
 import Kiosk
+import Media
 import Playback
 import Synchronization
 
@@ -123,6 +124,7 @@ if let output = arguments.output { config.display.output = output }
 if let mode = arguments.mode { config.display.mode = mode }
 
 let logger = Logger(level: arguments.logLevel ?? config.logLevel)
+setFFmpegLogLevel(logger.level)
 
 // MARK: Run
 

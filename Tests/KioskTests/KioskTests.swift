@@ -1,6 +1,7 @@
 import Display
 import Foundation
 import Kiosk
+import Media
 import Playback
 import Testing
 import TestSupport
@@ -19,7 +20,7 @@ import TestSupport
         let config = try KioskConfig.parse("""
             {"playlist": [{"uri": "a.mp4"}, {"uri": "/abs/b.mp4"}, {"uri": "file:///c%20d.mp4"}], "loop": false,
              "display": {"output": "headless", "mode": "1280x720@59.94", "background": "#102030", "gravity": "resize"},
-             "log": {"level": "debug"}}
+             "decode": {"hwdec": "vaapi"}, "log": {"level": "debug"}}
             """, baseDirectory: "/media")
         #expect(config.playlist.map(\.path) == ["/media/a.mp4", "/abs/b.mp4", "/c d.mp4"])
         #expect(config.loop == false)
@@ -28,6 +29,7 @@ import TestSupport
         #expect(config.display.background.description == "#102030")
         #expect(config.display.gravity == .resize)
         #expect(config.logLevel == .debug)
+        #expect(config.hardwareDecoding == .vaapi)
     }
 
     @Test func everyProblemIsReportedWithItsJSONPath() {
@@ -36,7 +38,7 @@ import TestSupport
              "display": {"mode": "big", "output": "hdmi", "background": "red"}}
             """)
         #expect(found == [
-            "colour: unknown key (allowed here: playlist, loop, display, log)",
+            "colour: unknown key (allowed here: playlist, loop, display, decode, log)",
             "playlist[1].url: unknown key (allowed here: uri)",
             "playlist[1].uri: missing: the file to play",
             "playlist[2].uri: expected a string, found a number",

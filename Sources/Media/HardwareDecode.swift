@@ -1,0 +1,183 @@
+import CFFmpeg
+import Foundation
+import Playback
+
+/// Which decoder to use, as `decode.hwdec` in the config says.
+public enum HardwareDecoding: String, Sendable, CaseIterable {
+    /// Try the machine's hardware in `autoOrder`, verify it decodes, else software (no warning).
+    case auto
+    /// Software only.
+    case none
+    /// VA-API (Intel, AMD) on a DRM render node.
+    case vaapi
+    /// The `*_v4l2m2m` decoders (Raspberry Pi and other ARM boards).
+    case v4l2m2m
+    /// Stateless V4L2 request API through FFmpeg's `drm` device type.
+    case drm
+    /// NVIDIA NVDEC.
+    case cuda
+
+    /// The order `auto` tries: the desktop GPUs first (one of them fails at once where absent), then
+    /// the ARM decoders.
+    public static let autoOrder: [HardwareDecoding] = [.vaapi, .cuda, .v4l2m2m, .drm]
+
+    var deviceType: AVHWDeviceType? {
+        switch self {
+        case .vaapi: AV_HWDEVICE_TYPE_VAAPI
+        case .cuda: AV_HWDEVICE_TYPE_CUDA
+        case .drm: AV_HWDEVICE_TYPE_DRM
+        case .auto, .none, .v4l2m2m: nil
+        }
+    }
+}
+
+/// What a decoder actually uses, for logs and the control socket (mpv's names).
+public struct DecodingPath: Sendable, Equatable {
+    /// `hwdec-current`: "vaapi", "cuda", "drm", "v4l2m2m", or "no" for software.
+    public var hwdecCurrent: String
+    /// `hwdec-interop`: "dmabuf" (zero-copy import), "copy" (frames copied back to memory), "none".
+    public var interop: String
+    /// Why the requested hardware is not in use; nil when it is, or when none was requested.
+    public var fallbackReason: String?
+    /// True when hardware was asked for by name (not `auto`) and is not in use: health is degraded.
+    public var degraded: Bool
+
+    public static let software = DecodingPath(hwdecCurrent: "no", interop: "none", fallbackReason: nil, degraded: false)
+}
+
+/// FFmpeg's `get_format` callback: picks the hardware pixel format stored in `opaque`, or fails the
+/// negotiation (so that decoding errors out and falls back to software).
+let selectHardwareFormat: @convention(c) (UnsafeMutablePointer<AVCodecContext>?, UnsafePointer<AVPixelFormat>?) -> AVPixelFormat = { context, formats in
+    guard let context, var format = formats else { return AV_PIX_FMT_NONE }
+    let wanted = AVPixelFormat(rawValue: Int32(Int(bitPattern: context.pointee.opaque)))
+    while format.pointee != AV_PIX_FMT_NONE {
+        if format.pointee == wanted { return wanted }
+        format += 1
+    }
+    return AV_PIX_FMT_NONE
+}
+
+/// A codec context opened for one decoding path; owns the context and the hardware device.
+final class CodecSession {
+    var context: UnsafeMutablePointer<AVCodecContext>?
+    private var device: UnsafeMutablePointer<AVBufferRef>?
+    /// The pixel format of frames that live in hardware memory; nil for software.
+    let hardwareFormat: AVPixelFormat?
+    let path: DecodingPath
+
+    /// Opens `decoder` for `stream` in software.
+    init(software decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, threads: Int, uri: String) throws {
+        context = try Self.allocate(decoder, stream: stream, uri: uri)
+        context!.pointee.thread_count = Int32(threads)
+        context!.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
+        hardwareFormat = nil
+        path = .software
+        try open(decoder, uri: uri)
+    }
+
+    /// Opens the hardware path `kind` for `stream`, or throws why it cannot.
+    init(hardware kind: HardwareDecoding, software decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, uri: String) throws {
+        let codecName = String(cString: decoder.pointee.name)
+        if kind == .v4l2m2m {
+            // A separate decoder that talks to /dev/video*; its frames come back in memory.
+            guard let m2m = avcodec_find_decoder_by_name("\(codecName)_v4l2m2m") else {
+                throw MediaError(uri: uri, call: "avcodec_find_decoder_by_name", reason: "this FFmpeg has no \(codecName)_v4l2m2m decoder")
+            }
+            context = try Self.allocate(m2m, stream: stream, uri: uri)
+            hardwareFormat = nil
+            path = DecodingPath(hwdecCurrent: "v4l2m2m", interop: "copy", fallbackReason: nil, degraded: false)
+            try open(m2m, uri: uri)
+            return
+        }
+        guard let type = kind.deviceType else { preconditionFailure("\(kind) is not a device type") }
+        var format: AVPixelFormat?
+        var i: Int32 = 0
+        while let config = avcodec_get_hw_config(decoder, i) {
+            if config.pointee.device_type == type && (config.pointee.methods & Int32(AV_CODEC_HW_CONFIG_METHOD_HW_DEVICE_CTX)) != 0 {
+                format = config.pointee.pix_fmt
+                break
+            }
+            i += 1
+        }
+        guard let format else {
+            throw MediaError(uri: uri, call: "avcodec_get_hw_config", reason: "the \(codecName) decoder has no \(kind.rawValue) support in this FFmpeg")
+        }
+        var device: UnsafeMutablePointer<AVBufferRef>?
+        let r = av_hwdevice_ctx_create(&device, type, nil, nil, 0)
+        guard r >= 0, let device else {
+            throw MediaError(uri: uri, call: "av_hwdevice_ctx_create(\(kind.rawValue))", averror: r)
+        }
+        self.device = device  // our reference; the codec context takes its own below
+        context = try Self.allocate(decoder, stream: stream, uri: uri)
+        context!.pointee.hw_device_ctx = av_buffer_ref(device)  // owned by the codec context from here
+        context!.pointee.opaque = UnsafeMutableRawPointer(bitPattern: Int(format.rawValue))
+        context!.pointee.get_format = selectHardwareFormat
+        hardwareFormat = format
+        path = DecodingPath(hwdecCurrent: kind.rawValue, interop: "copy", fallbackReason: nil, degraded: false)
+        try open(decoder, uri: uri)
+    }
+
+    deinit {
+        avcodec_free_context(&context)
+        av_buffer_unref(&device)
+    }
+
+    private static func allocate(_ decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, uri: String) throws -> UnsafeMutablePointer<AVCodecContext> {
+        guard let context = avcodec_alloc_context3(decoder) else {
+            throw MediaError(uri: uri, call: "avcodec_alloc_context3", reason: "out of memory")
+        }
+        let r = avcodec_parameters_to_context(context, stream.pointee.codecpar)
+        guard r >= 0 else {
+            var owned: UnsafeMutablePointer<AVCodecContext>? = context
+            avcodec_free_context(&owned)
+            throw MediaError(uri: uri, call: "avcodec_parameters_to_context", averror: r)
+        }
+        context.pointee.pkt_timebase = stream.pointee.time_base
+        return context
+    }
+
+    private func open(_ decoder: UnsafePointer<AVCodec>, uri: String) throws {
+        let r = avcodec_open2(context, decoder, nil)
+        guard r >= 0 else { throw MediaError(uri: uri, call: "avcodec_open2(\(String(cString: decoder.pointee.name)))", averror: r) }
+    }
+
+    /// Brings a frame in hardware memory back to system memory (`copy` interop); others pass through.
+    func download(_ frame: UnsafeMutablePointer<AVFrame>, uri: String) throws -> UnsafeMutablePointer<AVFrame> {
+        guard let hardwareFormat, frame.pointee.format == hardwareFormat.rawValue else { return frame }
+        guard let copy = av_frame_alloc() else { throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory") }
+        var r = av_hwframe_transfer_data(copy, frame, 0)
+        if r >= 0 { r = av_frame_copy_props(copy, frame) }
+        var old: UnsafeMutablePointer<AVFrame>? = frame
+        av_frame_free(&old)
+        guard r >= 0 else {
+            var failed: UnsafeMutablePointer<AVFrame>? = copy
+            av_frame_free(&failed)
+            throw MediaError(uri: uri, call: "av_hwframe_transfer_data", averror: r)
+        }
+        return copy
+    }
+}
+
+/// Hardware paths that failed to start in this process, by path and codec, with the reason. A
+/// device that is absent stays absent, so later files (and every loop of the playlist) skip it
+/// without touching the driver again: no warning storm, no repeated start-up cost.
+final class HardwareFailures: @unchecked Sendable {
+    // @unchecked: `failures` is guarded by `lock`.
+    static let shared = HardwareFailures()
+    private let lock = NSLock()
+    private var failures: [String: MediaError] = [:]
+
+    func failure(_ kind: HardwareDecoding, codec: String) -> MediaError? {
+        lock.withLock { failures["\(kind.rawValue)/\(codec)"] }
+    }
+
+    func record(_ error: MediaError, _ kind: HardwareDecoding, codec: String) {
+        lock.withLock { failures["\(kind.rawValue)/\(codec)"] = error }
+    }
+}
+
+/// How much FFmpeg itself may print on stderr: only with `debug` are its own warnings wanted; at
+/// other levels Marquee's log lines carry FFmpeg's reasons for every failure that matters.
+public func setFFmpegLogLevel(_ level: Logger.Level) {
+    av_log_set_level(level == .debug ? AV_LOG_WARNING : AV_LOG_FATAL)
+}

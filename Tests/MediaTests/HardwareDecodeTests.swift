@@ -1,0 +1,53 @@
+@testable import Media
+import Playback
+import Testing
+import TestSupport
+
+/// This machine has no decode hardware: every hardware path must fall back to software, say why,
+/// and still decode every frame.
+@Suite struct HardwareDecodeTests {
+    func decodeAll(_ decoder: VideoDecoder) throws -> [MediaTime] {
+        var times: [MediaTime] = []
+        while let frame = try decoder.nextFrame() { times.append(frame.pts) }
+        return times
+    }
+
+    @Test(arguments: [HardwareDecoding.vaapi, .cuda, .drm, .v4l2m2m])
+    func requestedHardwareFallsBackToSoftwareWithTheReason(_ kind: HardwareDecoding) throws {
+        let decoder = try VideoDecoder(path: try TestMedia.clip(seconds: 1, fps: 30), hardware: kind)
+        #expect(decoder.decodingPath.hwdecCurrent == "no")
+        #expect(decoder.decodingPath.interop == "none")
+        #expect(decoder.decodingPath.degraded, "a hardware path asked for by name and not in use degrades health")
+        let reason = try #require(decoder.decodingPath.fallbackReason)
+        #expect(reason.hasPrefix("\(kind.rawValue): "))
+        #expect(reason.contains("failed"), "\(reason)")
+        #expect(try decodeAll(decoder).count == 30)
+    }
+
+    @Test func autoFallsBackQuietly() throws {
+        let decoder = try VideoDecoder(path: try TestMedia.clip(seconds: 1, fps: 30), hardware: .auto)
+        #expect(decoder.decodingPath.hwdecCurrent == "no")
+        #expect(!decoder.decodingPath.degraded, "auto on a machine without hardware is not a fault")
+        // Every candidate was tried, in the documented order.
+        let reason = try #require(decoder.decodingPath.fallbackReason)
+        let tried = reason.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).prefix(while: { $0 != ":" }) }
+        #expect(tried.map(String.init) == HardwareDecoding.autoOrder.map(\.rawValue))
+    }
+
+    @Test func noneIsSoftwareWithoutAReason() throws {
+        let decoder = try VideoDecoder(path: try TestMedia.clip(seconds: 1, fps: 30))
+        #expect(decoder.decodingPath == .software)
+    }
+
+    @Test func failureMidStreamContinuesInSoftwareWithoutAGap() throws {
+        let decoder = try VideoDecoder(path: try TestMedia.clip(seconds: 2, fps: 30))
+        decoder.injectFailuresAfterFrames = 25
+        let times = try decodeAll(decoder)
+        // Every frame once, in order: the switch re-decodes from the keyframe and skips what was shown.
+        #expect(times == (0..<60).map { MediaTime(value: Int64($0), timescale: 30) })
+        #expect(decoder.decodingPath.hwdecCurrent == "no")
+        #expect(decoder.decodingPath.degraded)
+        let reason = decoder.decodingPath.fallbackReason ?? ""
+        #expect(reason.contains("failed mid-stream: avcodec_receive_frame failed: Input/output error"), "\(reason)")
+    }
+}
