@@ -213,3 +213,76 @@ public struct JSONParser {
         return .number(value)
     }
 }
+
+extension JSONValue {
+    /// Compact JSON text (one line), members in their order.
+    public var encoded: String {
+        var out = ""
+        encode(into: &out)
+        return out
+    }
+
+    private func encode(into out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .number(let n):
+            if n.isFinite && n == n.rounded() && abs(n) < 1e15 {
+                out += String(Int64(n))
+            } else if n.isFinite {
+                out += "\(n)"
+            } else {
+                out += "null"
+            }
+        case .string(let s): out += JSONValue.quoted(s)
+        case .array(let items):
+            out += "["
+            for (i, item) in items.enumerated() {
+                if i > 0 { out += "," }
+                item.encode(into: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (i, member) in members.enumerated() {
+                if i > 0 { out += "," }
+                out += JSONValue.quoted(member.key) + ":"
+                member.value.encode(into: &out)
+            }
+            out += "}"
+        }
+    }
+
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case let c where c.value < 0x20:
+                let hex = String(c.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
+    public var numberValue: Double? { if case .number(let n) = self { n } else { nil } }
+    public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
+}
+
+extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral {
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(floatLiteral value: Double) { self = .number(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(elements.map { (key: $0.0, value: $0.1) }) }
+    public init(nilLiteral: ()) { self = .null }
+}

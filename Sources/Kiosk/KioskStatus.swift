@@ -1,0 +1,79 @@
+import Foundation
+import Playback
+
+/// What the kiosk is doing, as the control socket reports it. Written by the playback threads,
+/// read by the control server; every access takes the lock, so it is cheap to update per frame.
+public final class KioskStatus: @unchecked Sendable {
+    // @unchecked: all state is guarded by `lock`.
+    public struct Item: Sendable, Equatable {
+        public enum State: String, Sendable { case pending, playing, played, failed }
+        public var uri: String
+        public var state: State = .pending
+        public var error: String?
+        /// The loop pass in which it last failed.
+        public var failedInLoop: Int?
+    }
+
+    public struct Output: Sendable, Equatable {
+        public var name: String
+        public var mode: String
+        public var videoRect: [Int]?
+        public var connected = true
+    }
+
+    public struct Snapshot: Sendable {
+        public var items: [Item] = []
+        public var position: Int?
+        public var timePos: Double?
+        public var duration: Double?
+        public var paused = false
+        public var loopPass = 0
+        public var hwdecRequested = "auto"
+        public var hwdecCurrent = "no"
+        public var hwdecInterop = "none"
+        public var hwdecFallback: String?
+        public var hwdecDegraded = false
+        public var dropped = 0
+        public var delayed = 0
+        /// Wall-clock times of recent drops, for "frames dropped in the last minute".
+        public var recentDrops: [ContinuousClock.Instant] = []
+        public var displayFPS: Double = 0
+        public var vsyncJitter: Double = 0
+        public var outputs: [Output] = []
+        public var reloadError: String?
+    }
+
+    private let lock = NSLock()
+    private var state = Snapshot()
+
+    public init() {}
+
+    public var snapshot: Snapshot { lock.withLock { state } }
+
+    public func update(_ change: (inout Snapshot) -> Void) {
+        lock.withLock { change(&state) }
+    }
+
+    /// `{"status":"ok|degraded|failed","reasons":[...]}`: failed when nothing can be played;
+    /// degraded when an item failed in the last loop, hardware decode asked for is not in use, frames
+    /// were dropped in the last minute, no display is connected, or a reload was refused.
+    public func health(now: ContinuousClock.Instant = .now) -> (status: String, reasons: [String]) {
+        let s = snapshot
+        var reasons: [String] = []
+        let failed = s.items.enumerated().filter { $0.element.state == .failed }
+        if !s.items.isEmpty && failed.count == s.items.count {
+            return ("failed", ["nothing can be played: " + failed.map { "\($0.element.uri): \($0.element.error ?? "failed")" }.joined(separator: "; ")])
+        }
+        for (index, item) in failed where (item.failedInLoop ?? -10) >= s.loopPass - 1 {
+            reasons.append("item \(index) (\(item.uri)) failed: \(item.error ?? "unknown error")")
+        }
+        if s.hwdecDegraded {
+            reasons.append("hardware decode \(s.hwdecRequested) not in use: \(s.hwdecFallback ?? "unknown reason")")
+        }
+        let drops = s.recentDrops.filter { now - $0 < .seconds(60) }.count
+        if drops > 0 { reasons.append("\(drops) frames dropped in the last minute") }
+        for output in s.outputs where !output.connected { reasons.append("output \(output.name): no display connected") }
+        if let reload = s.reloadError { reasons.append("last reload refused: \(reload)") }
+        return (reasons.isEmpty ? "ok" : "degraded", reasons)
+    }
+}
