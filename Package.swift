@@ -5,6 +5,7 @@ let package = Package(
     name: "Marquee",
     products: [
         .executable(name: "marquee", targets: ["marquee"]),
+        .executable(name: "marqueectl", targets: ["marqueectl"]),
     ],
     targets: [
         // C system libraries (headers and link flags only).
@@ -22,6 +23,7 @@ let package = Package(
         .target(name: "Display", dependencies: ["Playback", "Render"]),
         .target(name: "Kiosk", dependencies: ["Playback", "Media", "Render", "Display"]),
         .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
+        .executableTarget(name: "marqueectl", dependencies: ["Kiosk"]),
 
         // Test media made with the ffmpeg command at test time.
         .target(name: "TestSupport", path: "Tests/Support"),

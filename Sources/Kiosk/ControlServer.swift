@@ -424,3 +424,15 @@ public final class UnixSocketClient {
         return nil
     }
 }
+
+/// Where the control socket lives unless `--socket` says otherwise: `$RUNTIME_DIRECTORY/marquee.sock`
+/// (systemd's RuntimeDirectory=), else `/run/marquee/marquee.sock` as root, else
+/// `$XDG_RUNTIME_DIR/marquee.sock`, else a file in the temporary folder.
+public func defaultControlSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    if let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first, !runtime.isEmpty {
+        return "\(runtime)/marquee.sock"
+    }
+    if getuid() == 0 { return "/run/marquee/marquee.sock" }
+    if let xdg = environment["XDG_RUNTIME_DIR"], !xdg.isEmpty { return "\(xdg)/marquee.sock" }
+    return NSTemporaryDirectory() + "marquee-\(getuid()).sock"
+}
