@@ -5,9 +5,15 @@ SWIFT ?= swift
 # Mesa's software renderer for the headless output, and the ffmpeg command for test media.
 DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri \
 	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
+# `make bench` also needs the peers it compares with (mpv; Xvfb so that mpv renders through EGL on
+# llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv).
+BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv
+# The KMS tests boot Debian's kernel under QEMU with a virtio-gpu display (deploy/vm/kms-run): QEMU,
+# a static busybox for the guest's initramfs, netpbm for the screen captures, python3 for QMP.
+VM_PACKAGES := qemu-system-x86 busybox-static netpbm python3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build release run test clean
+.PHONY: all deps build release run test bench vm clean
 
 all: build
 
@@ -31,9 +37,21 @@ release: deps
 run: release
 	.build/release/marquee $(ARGS)
 
-test: deps
+# The VM the KMS tests run in: its packages, and the kernel + initramfs cached in .build/vm.
+vm: DEBIAN_PACKAGES += $(VM_PACKAGES)
+vm: deps
+	deploy/vm/build-guest
+
+test: DEBIAN_PACKAGES += $(VM_PACKAGES)
+test: vm
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# Benchmarks against ffmpeg and mpv (bench/bench.py): writes bench/results.json, bench/RESULTS.md and
+# bench/frame-intervals.png. Takes a few minutes; media is generated once into bench/cache/.
+bench: DEBIAN_PACKAGES += $(BENCH_PACKAGES)
+bench: release
+	bench/run.sh "$$($(SWIFT) build -c release --show-bin-path)/marquee"
 
 clean:
 	rm -rf .build

@@ -13,17 +13,20 @@ let package = Package(
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev"])]),
         .systemLibrary(name: "CEGL", path: "Sources/CEGL", pkgConfig: "egl", providers: [.apt(["libegl-dev"])]),
         .systemLibrary(name: "CGLES", path: "Sources/CGLES", pkgConfig: "glesv2", providers: [.apt(["libgles-dev"])]),
+        .systemLibrary(name: "CDRM", path: "Sources/CDRM", pkgConfig: "libdrm", providers: [.apt(["libdrm-dev"])]),
+        .systemLibrary(name: "CGBM", path: "Sources/CGBM", pkgConfig: "gbm", providers: [.apt(["libgbm-dev"])]),
         // The one C shim: what Swift cannot import (function-like and struct-valued macros).
         .target(name: "CShim", dependencies: ["CFFmpeg"], path: "Sources/CShim"),
 
         // Pure Swift: the playback model, timing and the protocols the C-backed modules implement.
         .target(name: "Playback"),
         .target(name: "Media", dependencies: ["Playback", "CFFmpeg", "CShim"]),
-        .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES"]),
-        .target(name: "Display", dependencies: ["Playback", "Render"]),
+        .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES", "CGBM"]),
+        .target(name: "Display", dependencies: ["Playback", "Render", "CDRM"]),
         .target(name: "Kiosk", dependencies: ["Playback", "Media", "Render", "Display"]),
         .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Kiosk"]),
+        // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
 
         // Test media made with the ffmpeg command at test time.
         .target(name: "TestSupport", path: "Tests/Support"),
@@ -31,5 +34,6 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "Playback", "TestSupport"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
         .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Display", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "DisplayTests", dependencies: ["Display", "Playback", "TestSupport"]),
     ]
 )

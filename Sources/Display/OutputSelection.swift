@@ -42,11 +42,17 @@ public func resolveOutputKind(_ requested: OutputKind, connectors: [ConnectedCon
     case .headless:
         return (.headless, "requested")
     case .kms:
-        throw OutputUnavailable(description: "--output kms: the KMS output is not available in this version of Marquee"
-            + (found.isEmpty ? " (no connected DRM connector was found either)" : " (connected: \(found))")
-            + "; use --output headless")
+        if drmCards().isEmpty {
+            throw OutputUnavailable(description: "--output kms: no DRM device (/dev/dri/card* does not exist); use --output headless")
+        }
+        if found.isEmpty {
+            throw OutputUnavailable(description: "--output kms: no DRM card has a connected connector (see /sys/class/drm/card*-*/status); use --output headless")
+        }
+        return (.kms, "requested; connected \(found)")
     case .auto:
         if found.isEmpty { return (.headless, "no DRM device with a connected connector") }
-        return (.headless, "connected \(found), but this version has no KMS output")
+        let usable = connectors.filter { access("/dev/dri/\($0.card)", R_OK | W_OK) == 0 }
+        if usable.isEmpty { return (.headless, "connected \(found), but no permission to open the card") }
+        return (.kms, "connected \(found)")
     }
 }

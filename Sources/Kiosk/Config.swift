@@ -18,22 +18,58 @@ public struct KioskConfig: Sendable {
         public var uri: String
         /// The file to open: `uri` resolved against the config's folder.
         public var path: String
-        public init(uri: String, path: String) {
+        /// `start` / `end`: the part of the item to play, in seconds of the item.
+        public var start: Double?
+        public var end: Double?
+        /// Overrides `display.gravity` for this item.
+        public var gravity: VideoGravity?
+        /// How long a still image (PNG, JPEG) shows, in seconds.
+        public var duration: Double?
+        public init(uri: String, path: String, start: Double? = nil, end: Double? = nil,
+                    gravity: VideoGravity? = nil, duration: Double? = nil) {
             self.uri = uri
             self.path = path
+            self.start = start
+            self.end = end
+            self.gravity = gravity
+            self.duration = duration
         }
+    }
+
+    /// Where the playlist comes from: listed in the config, or read from a folder or an M3U file
+    /// (and read again at every loop pass, so that changes are picked up).
+    public enum PlaylistOrigin: Sendable, Equatable {
+        case list
+        case directory(String)
+        case m3u(String)
+    }
+
+    /// `control`: the socket's path (nil: the default) and file mode.
+    public struct ControlSettings: Sendable, Equatable {
+        public var socket: String?
+        public var mode: UInt32 = 0o660
+        public init() {}
     }
 
     public struct DisplaySettings: Sendable {
         public var output: OutputKind = .auto
-        public var mode: DisplayMode = .fullHD
+        /// The headless output's mode; setting it also asks the KMS output for that mode.
+        public var mode: DisplayMode = .fullHD {
+            didSet { kms.mode = .size(width: mode.width, height: mode.height, refresh: mode.refresh) }
+        }
+        /// `display.device`, `display.connector`, `display.kmsApi` and the KMS reading of `display.mode`
+        /// (`preferred` by default, or `highest`).
+        public var kms = KMSSettings()
         public var background: RGBColor = .black
         public var gravity: VideoGravity = .resizeAspect
         public init() {}
     }
 
     public var playlist: [Item] = []
+    public var playlistOrigin = PlaylistOrigin.list
     public var loop = true
+    public var shuffle = false
+    public var control = ControlSettings()
     public var display = DisplaySettings()
     public var logLevel: Logger.Level = .info
     /// `decode.hwdec`: which decoder to try first.
@@ -98,7 +134,7 @@ public struct ConfigError: Error, CustomStringConvertible, Sendable {
 }
 
 /// Walks the JSON, collecting every problem instead of stopping at the first.
-private struct ConfigReader {
+struct ConfigReader {
     var problems: [ConfigError.Problem] = []
 
     mutating func problem(_ path: String, _ message: String) {
@@ -136,38 +172,36 @@ private struct ConfigReader {
 
     mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
         var config = KioskConfig()
-        guard let top = members(json, at: "", allowed: ["playlist", "loop", "display", "decode", "log"]) else { return config }
+        guard let top = members(json, at: "", allowed: ["playlist", "loop", "shuffle", "display", "decode", "control", "log"]) else { return config }
         if json["playlist"] == nil { problem("playlist", "missing: the list of items to play") }
         for (key, value) in top {
             switch key {
             case "playlist":
-                guard case .array(let items) = value else {
-                    problem("playlist", "expected an array of items, found \(value.typeName)")
-                    continue
-                }
-                if items.isEmpty { problem("playlist", "empty: give at least one item") }
-                for (i, item) in items.enumerated() {
-                    let path = "playlist[\(i)]"
-                    guard members(item, at: path, allowed: ["uri"]) != nil else { continue }
-                    guard let uriValue = item["uri"] else {
-                        problem("\(path).uri", "missing: the file to play")
-                        continue
-                    }
-                    guard let uri = string(uriValue, at: "\(path).uri") else { continue }
-                    guard let resolved = Self.filePath(of: uri) else {
-                        problem("\(path).uri", "\"\(uri)\" is not a file path or a file:// URL")
-                        continue
-                    }
-                    config.playlist.append(.init(uri: uri, path: KioskConfig.join(baseDirectory, resolved)))
-                }
+                readPlaylist(value, into: &config, baseDirectory: baseDirectory)
             case "loop":
-                guard case .bool(let b) = value else {
-                    problem("loop", "expected true or false, found \(value.typeName)")
-                    continue
+                if let b = bool(value, at: "loop") { config.loop = b }
+            case "shuffle":
+                if let b = bool(value, at: "shuffle") { config.shuffle = b }
+            case "control":
+                guard let fields = members(value, at: "control", allowed: ["socket", "mode"]) else { continue }
+                for (field, v) in fields {
+                    guard let s = string(v, at: "control.\(field)") else { continue }
+                    if field == "socket" {
+                        guard s.hasPrefix("/") else {
+                            problem("control.socket", "\"\(s)\" is not an absolute path")
+                            continue
+                        }
+                        config.control.socket = s
+                    } else {
+                        guard let mode = UInt32(s, radix: 8), mode <= 0o777 else {
+                            problem("control.mode", "\"\(s)\" is not an octal file mode such as \"0660\"")
+                            continue
+                        }
+                        config.control.mode = mode
+                    }
                 }
-                config.loop = b
             case "display":
-                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity"]) else { continue }
+                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity", "device", "connector", "kmsApi"]) else { continue }
                 for (field, v) in fields {
                     let path = "display.\(field)"
                     switch field {
@@ -175,11 +209,28 @@ private struct ConfigReader {
                         if let kind: OutputKind = choice(v, at: path) { config.display.output = kind }
                     case "mode":
                         guard let s = string(v, at: path) else { continue }
-                        guard let mode = DisplayMode(parsing: s) else {
-                            problem(path, "\"\(s)\" is not a mode: write WxH or WxH@Hz, e.g. 1920x1080@60")
+                        guard let request = KMSModeRequest(parsing: s) else {
+                            problem(path, "\"\(s)\" is not a mode: write preferred, highest, WxH or WxH@Hz, e.g. 1920x1080@60")
                             continue
                         }
-                        config.display.mode = mode
+                        if let mode = DisplayMode(parsing: s) { config.display.mode = mode }
+                        config.display.kms.mode = request
+                    case "device":
+                        guard let s = string(v, at: path) else { continue }
+                        guard s.hasPrefix("/") else {
+                            problem(path, "\"\(s)\" is not a device path: write e.g. /dev/dri/card0")
+                            continue
+                        }
+                        config.display.kms.device = s
+                    case "connector":
+                        guard let s = string(v, at: path) else { continue }
+                        guard !s.isEmpty else {
+                            problem(path, "the connector name is empty: write e.g. HDMI-A-1")
+                            continue
+                        }
+                        config.display.kms.connector = s
+                    case "kmsApi":
+                        if let api: KMSAPI = choice(v, at: path) { config.display.kms.api = api }
                     case "background":
                         guard let s = string(v, at: path) else { continue }
                         guard let color = RGBColor(hex: s) else {

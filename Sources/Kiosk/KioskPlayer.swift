@@ -18,12 +18,27 @@ public struct RunOptions: Sendable {
 public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
                      shouldContinue: @escaping () -> Bool) throws -> PresentationStats {
     let (kind, reason) = try resolveOutputKind(config.display.output)
-    precondition(kind == .headless, "only the headless output exists so far")
+    if kind == .kms {
+        let output = try KMSOutput(settings: config.display.kms, background: config.display.background, logger: logger)
+        defer { output.close() }  // the saved display state goes back on every way out
+        output.layer.gravity = config.display.gravity
+        logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
+                                      "connector": output.connectorName, "mode": "\(output.mode)", "api": output.api.rawValue,
+                                      "fences": output.nativeFences ? "native" : "none", "renderer": output.renderer])
+        return try play(config: config, options: options, output: output, logger: logger, shouldContinue: shouldContinue)
+    }
     let output = try HeadlessOutput(mode: config.display.mode, clock: options.clock, background: config.display.background)
     output.layer.gravity = config.display.gravity
     logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason,
                                   "mode": "\(config.display.mode)", "clock": options.clock.rawValue,
                                   "renderer": output.context.renderer])
+    return try play(config: config, options: options, output: output, logger: logger, shouldContinue: shouldContinue)
+}
+
+/// Decodes the playlist and presents it on `output` (the part of `runKiosk` after the output is made).
+private func play<Output: PresentationOutput>(config: KioskConfig, options: RunOptions, output: Output, logger: Logger,
+                                             shouldContinue: @escaping () -> Bool) throws -> PresentationStats
+    where Output.Frame == VideoFrame {
     logger.info("decoder chosen", ["hwdec": config.hardwareDecoding.rawValue,
                                    "order": config.hardwareDecoding == .auto ? HardwareDecoding.autoOrder.map(\.rawValue).joined(separator: ",") : config.hardwareDecoding.rawValue,
                                    "fallback": "software (FFmpeg libavcodec, frame threads)"])

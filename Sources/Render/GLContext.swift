@@ -15,6 +15,8 @@ public final class GLContext {
     public let glExtensions: Set<String>
     /// `GL_RENDERER`, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
     public let renderer: String
+    /// The native display (a GBM device) when there is one: released only after `eglTerminate`.
+    private let nativeOwner: AnyObject?
 
     /// A context on Mesa's surfaceless platform: no window system, rendering goes to framebuffer
     /// objects. Works on llvmpipe with no GPU.
@@ -26,7 +28,11 @@ public final class GLContext {
         return try GLContext(platform: EGLenum(EGL_PLATFORM_SURFACELESS_MESA), nativeDisplay: nil, surfaceType: EGLint(EGL_PBUFFER_BIT))
     }
 
-    init(platform: EGLenum, nativeDisplay: UnsafeMutableRawPointer?, surfaceType: EGLint) throws {
+    /// `nativeVisual`: only configs whose `EGL_NATIVE_VISUAL_ID` is this (a GBM format) are used.
+    /// `nativeOwner` owns `nativeDisplay` and is kept until the EGL display has been terminated.
+    init(platform: EGLenum, nativeDisplay: UnsafeMutableRawPointer?, surfaceType: EGLint,
+         nativeVisual: EGLint? = nil, nativeOwner: AnyObject? = nil) throws {
+        self.nativeOwner = nativeOwner
         guard let display = eglGetPlatformDisplay(platform, nativeDisplay, nil) else {
             throw RenderError.egl("eglGetPlatformDisplay")
         }
@@ -46,11 +52,20 @@ public final class GLContext {
             EGLint(EGL_RED_SIZE), 8, EGLint(EGL_GREEN_SIZE), 8, EGLint(EGL_BLUE_SIZE), 8,
             EGLint(EGL_NONE),
         ]
-        var config: EGLConfig?
+        var configs = [EGLConfig?](repeating: nil, count: 64)
         var count: EGLint = 0
-        guard eglChooseConfig(display, configAttributes, &config, 1, &count) == EGL_TRUE, count > 0 else {
+        guard eglChooseConfig(display, configAttributes, &configs, 64, &count) == EGL_TRUE, count > 0 else {
             eglTerminate(display)
             throw RenderError.egl("eglChooseConfig", detail: "no OpenGL ES 3 config")
+        }
+        let config = configs.prefix(Int(count)).first { candidate in
+            guard let nativeVisual else { return true }
+            var visual: EGLint = 0
+            return eglGetConfigAttrib(display, candidate, EGLint(EGL_NATIVE_VISUAL_ID), &visual) == EGL_TRUE && visual == nativeVisual
+        } ?? nil
+        guard let config else {
+            eglTerminate(display)
+            throw RenderError(call: "eglChooseConfig", detail: "no OpenGL ES 3 config with native visual 0x\(String(nativeVisual ?? 0, radix: 16))")
         }
         self.config = config
         let contextAttributes: [EGLint] = [EGLint(EGL_CONTEXT_MAJOR_VERSION), 3, EGLint(EGL_NONE)]

@@ -38,12 +38,12 @@ import TestSupport
              "display": {"mode": "big", "output": "hdmi", "background": "red"}}
             """)
         #expect(found == [
-            "colour: unknown key (allowed here: playlist, loop, display, decode, log)",
-            "playlist[1].url: unknown key (allowed here: uri)",
+            "colour: unknown key (allowed here: playlist, loop, shuffle, display, decode, control, log)",
+            "playlist[1].url: unknown key (allowed here: uri, start, end, gravity, duration)",
             "playlist[1].uri: missing: the file to play",
             "playlist[2].uri: expected a string, found a number",
             "loop: expected true or false, found a string",
-            "display.mode: \"big\" is not a mode: write WxH or WxH@Hz, e.g. 1920x1080@60",
+            "display.mode: \"big\" is not a mode: write preferred, highest, WxH or WxH@Hz, e.g. 1920x1080@60",
             "display.output: \"hdmi\" is not one of \"auto\", \"kms\", \"headless\"",
             "display.background: \"red\" is not a colour: write #rrggbb",
         ])

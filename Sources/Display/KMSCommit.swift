@@ -1,0 +1,147 @@
+import CDRM
+import Foundation
+import Playback
+
+/// What a KMS commit touches: one connector, one CRTC, its primary plane, one mode.
+struct KMSPipe {
+    let connector: UInt32
+    let crtc: UInt32
+    let plane: UInt32
+    let mode: drmModeModeInfo
+    var width: Int { Int(mode.hdisplay) }
+    var height: Int { Int(mode.vdisplay) }
+}
+
+/// One of the two KMS APIs; chosen once when the output starts (kmscube's `drm->run`).
+protocol KMSCommitter: AnyObject {
+    var api: KMSAPI { get }
+    /// Sets the mode and shows `framebuffer`; a flip event follows.
+    func modeset(framebuffer: UInt32) throws
+    /// Shows `framebuffer` on the next vsync without blocking; a flip event follows.
+    func flip(framebuffer: UInt32) throws
+}
+
+/// `drmModeSetCrtc` for the mode, `drmModePageFlip` for every picture.
+final class LegacyCommitter: KMSCommitter {
+    let api = KMSAPI.legacy
+    private let device: DRMDevice
+    private let pipe: KMSPipe
+
+    init(device: DRMDevice, pipe: KMSPipe) {
+        self.device = device
+        self.pipe = pipe
+    }
+
+    func modeset(framebuffer: UInt32) throws {
+        var connector = pipe.connector
+        var mode = pipe.mode
+        try drmCheck("drmModeSetCrtc(CRTC \(pipe.crtc), fb \(framebuffer))",
+                     drmModeSetCrtc(device.fd, pipe.crtc, framebuffer, 0, 0, &connector, 1, &mode))
+        // SetCrtc sends no event; flipping to the same buffer gives the first vsync's timestamp.
+        try flip(framebuffer: framebuffer)
+    }
+
+    func flip(framebuffer: UInt32) throws {
+        try drmCheck("drmModePageFlip(CRTC \(pipe.crtc), fb \(framebuffer))",
+                     drmModePageFlip(device.fd, pipe.crtc, framebuffer, UInt32(DRM_MODE_PAGE_FLIP_EVENT), nil))
+    }
+}
+
+/// Atomic commits: the first with the mode blob, ACTIVE and ALLOW_MODESET, then non-blocking plane
+/// updates with PAGE_FLIP_EVENT. Properties are looked up by name once.
+final class AtomicCommitter: KMSCommitter {
+    let api = KMSAPI.atomic
+    private let device: DRMDevice
+    private let pipe: KMSPipe
+    private let connectorProps: [String: (id: UInt32, value: UInt64)]
+    private let crtcProps: [String: (id: UInt32, value: UInt64)]
+    private let planeProps: [String: (id: UInt32, value: UInt64)]
+    private var modeBlob: UInt32 = 0   // destroyed in deinit
+
+    init(device: DRMDevice, pipe: KMSPipe) throws {
+        self.device = device
+        self.pipe = pipe
+        connectorProps = try device.properties(of: pipe.connector, type: UInt32(DRM_MODE_OBJECT_CONNECTOR))
+        crtcProps = try device.properties(of: pipe.crtc, type: UInt32(DRM_MODE_OBJECT_CRTC))
+        planeProps = try device.properties(of: pipe.plane, type: UInt32(DRM_MODE_OBJECT_PLANE))
+        for (object, table, names) in [("connector", connectorProps, ["CRTC_ID"]), ("CRTC", crtcProps, ["MODE_ID", "ACTIVE"]),
+                                       ("plane", planeProps, ["FB_ID", "CRTC_ID", "SRC_X", "SRC_Y", "SRC_W", "SRC_H",
+                                                              "CRTC_X", "CRTC_Y", "CRTC_W", "CRTC_H"])] {
+            for name in names where table[name] == nil {
+                throw DRMError(call: "drmModeObjectGetProperties", detail: "the \(object) has no \(name) property")
+            }
+        }
+        var mode = pipe.mode
+        try drmCheck("drmModeCreatePropertyBlob(mode)",
+                     drmModeCreatePropertyBlob(device.fd, &mode, MemoryLayout<drmModeModeInfo>.size, &modeBlob))
+    }
+
+    deinit {
+        if modeBlob != 0 && device.isOpen { _ = drmModeDestroyPropertyBlob(device.fd, modeBlob) }
+    }
+
+    private func commit(_ what: String, flags: UInt32, _ fill: (OpaquePointer) -> Void) throws {
+        guard let request = drmModeAtomicAlloc() else { throw DRMError(call: "drmModeAtomicAlloc", errno: ENOMEM) }
+        defer { drmModeAtomicFree(request) }
+        fill(request)
+        try drmCheck("drmModeAtomicCommit(\(what))", drmModeAtomicCommit(device.fd, request, flags, nil))
+    }
+
+    private func add(_ request: OpaquePointer, _ object: UInt32, _ table: [String: (id: UInt32, value: UInt64)], _ name: String, _ value: UInt64) {
+        _ = drmModeAtomicAddProperty(request, object, table[name]!.id, value)
+    }
+
+    private func addPlane(_ request: OpaquePointer, framebuffer: UInt32) {
+        add(request, pipe.plane, planeProps, "FB_ID", UInt64(framebuffer))
+        add(request, pipe.plane, planeProps, "CRTC_ID", UInt64(pipe.crtc))
+    }
+
+    func modeset(framebuffer: UInt32) throws {
+        let (w, h) = (UInt64(pipe.width), UInt64(pipe.height))
+        try commit("modeset, fb \(framebuffer)", flags: UInt32(DRM_MODE_ATOMIC_ALLOW_MODESET | DRM_MODE_PAGE_FLIP_EVENT)) { r in
+            add(r, pipe.connector, connectorProps, "CRTC_ID", UInt64(pipe.crtc))
+            add(r, pipe.crtc, crtcProps, "MODE_ID", UInt64(modeBlob))
+            add(r, pipe.crtc, crtcProps, "ACTIVE", 1)
+            addPlane(r, framebuffer: framebuffer)
+            for (name, value) in [("SRC_X", 0), ("SRC_Y", 0), ("SRC_W", w << 16), ("SRC_H", h << 16),
+                                  ("CRTC_X", 0), ("CRTC_Y", 0), ("CRTC_W", w), ("CRTC_H", h)] as [(String, UInt64)] {
+                add(r, pipe.plane, planeProps, name, value)
+            }
+        }
+    }
+
+    func flip(framebuffer: UInt32) throws {
+        // Without EGL_ANDROID_native_fence_sync (llvmpipe) the commit carries no IN_FENCE_FD: the
+        // buffer is complete because eglSwapBuffers has returned and the driver waits implicitly.
+        try commit("flip, fb \(framebuffer)", flags: UInt32(DRM_MODE_ATOMIC_NONBLOCK | DRM_MODE_PAGE_FLIP_EVENT)) { r in
+            addPlane(r, framebuffer: framebuffer)
+        }
+    }
+}
+
+/// The real `PageFlipDevice`: a DRM device and the committer chosen for it.
+final class KMSScanout: PageFlipDevice {
+    let device: DRMDevice
+    let committer: any KMSCommitter
+    let pipe: KMSPipe
+    private(set) var modeSet = false
+
+    init(device: DRMDevice, committer: any KMSCommitter, pipe: KMSPipe) {
+        self.device = device
+        self.committer = committer
+        self.pipe = pipe
+    }
+
+    func queueFlip(framebuffer: UInt32) throws {
+        if modeSet {
+            try committer.flip(framebuffer: framebuffer)
+        } else {
+            try committer.modeset(framebuffer: framebuffer)
+            modeSet = true
+        }
+    }
+
+    func waitForFlip(timeout: Double) throws -> FlipEvent {
+        try device.readFlipEvent(timeout: timeout, waitingFor: "the page-flip event of CRTC \(pipe.crtc) on \(device.path) (\(committer.api.rawValue) API)")
+    }
+}

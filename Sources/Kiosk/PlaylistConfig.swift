@@ -1,0 +1,149 @@
+import Foundation
+import Render
+
+/// The file extensions a playlist folder is scanned for.
+public let mediaFileExtensions: Set<String> = ["mp4", "m4v", "mov", "mkv", "webm", "avi", "ts", "mpg", "mpeg", "png", "jpg", "jpeg"]
+
+/// How long a still image shows when its item does not say.
+public let defaultStillDuration = 10.0
+
+extension ConfigReader {
+    mutating func bool(_ value: JSONValue, at path: String) -> Bool? {
+        guard case .bool(let b) = value else {
+            problem(path, "expected true or false, found \(value.typeName)")
+            return nil
+        }
+        return b
+    }
+
+    /// A number of seconds, at least 0.
+    mutating func seconds(_ value: JSONValue, at path: String) -> Double? {
+        guard case .number(let n) = value else {
+            problem(path, "expected a number of seconds, found \(value.typeName)")
+            return nil
+        }
+        guard n >= 0, n.isFinite else {
+            problem(path, "\(n) is negative: times are seconds from the start of the item")
+            return nil
+        }
+        return n
+    }
+
+    /// `playlist`: an array of items, `{"directory": "media/"}` or `{"m3u": "list.m3u"}`.
+    mutating func readPlaylist(_ value: JSONValue, into config: inout KioskConfig, baseDirectory: String) {
+        switch value {
+        case .array(let items):
+            if items.isEmpty { problem("playlist", "empty: give at least one item") }
+            for (i, item) in items.enumerated() {
+                if let parsed = readItem(item, at: "playlist[\(i)]", baseDirectory: baseDirectory) {
+                    config.playlist.append(parsed)
+                }
+            }
+        case .object:
+            guard let fields = members(value, at: "playlist", allowed: ["directory", "m3u"]) else { return }
+            guard fields.count == 1, let (key, v) = fields.first else {
+                problem("playlist", "give either \"directory\" or \"m3u\"")
+                return
+            }
+            guard let s = string(v, at: "playlist.\(key)") else { return }
+            let path = KioskConfig.join(baseDirectory, s)
+            config.playlistOrigin = key == "directory" ? .directory(path) : .m3u(path)
+            do {
+                config.playlist = try expandPlaylist(config.playlistOrigin)
+            } catch {
+                problem("playlist.\(key)", error.message)
+            }
+        default:
+            problem("playlist", "expected an array of items, or {\"directory\": ...} or {\"m3u\": ...}, found \(value.typeName)")
+        }
+    }
+
+    mutating func readItem(_ item: JSONValue, at path: String, baseDirectory: String) -> KioskConfig.Item? {
+        guard let fields = members(item, at: path, allowed: ["uri", "start", "end", "gravity", "duration"]) else { return nil }
+        guard let uriValue = item["uri"] else {
+            problem("\(path).uri", "missing: the file to play")
+            return nil
+        }
+        var ok = true
+        var parsed = KioskConfig.Item(uri: "", path: "")
+        for (key, v) in fields {
+            let field = "\(path).\(key)"
+            switch key {
+            case "start": parsed.start = seconds(v, at: field); ok = ok && parsed.start != nil
+            case "end": parsed.end = seconds(v, at: field); ok = ok && parsed.end != nil
+            case "duration":
+                parsed.duration = seconds(v, at: field)
+                if parsed.duration == 0 {
+                    problem(field, "0: a still must show for some time")
+                    parsed.duration = nil
+                }
+                ok = ok && parsed.duration != nil
+            case "gravity":
+                parsed.gravity = choice(v, at: field)
+                ok = ok && parsed.gravity != nil
+            default: break
+            }
+        }
+        if let start = parsed.start, let end = parsed.end, end <= start {
+            problem("\(path).end", "\(end) is not after start (\(start))")
+            ok = false
+        }
+        guard let uri = string(uriValue, at: "\(path).uri") else { return nil }
+        guard let resolved = Self.filePath(of: uri) else {
+            problem("\(path).uri", "\"\(uri)\" is not a file path or a file:// URL")
+            return nil
+        }
+        parsed.uri = uri
+        parsed.path = KioskConfig.join(baseDirectory, resolved)
+        return ok ? parsed : nil
+    }
+}
+
+public struct PlaylistError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+/// The items of a folder or M3U playlist as they are now. A folder gives its media files in name
+/// order; an M3U file its entries (comments and `#EXT` lines skipped), relative to the file's folder.
+public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin) throws(PlaylistError) -> [KioskConfig.Item] {
+    switch origin {
+    case .list:
+        return []
+    case .directory(let folder):
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        } catch {
+            throw PlaylistError(message: "cannot read the folder \(folder): \(posixReason(error))")
+        }
+        let media = names.filter { mediaFileExtensions.contains(($0 as NSString).pathExtension.lowercased()) && !$0.hasPrefix(".") }
+            .sorted { $0.localizedStandardCompare($1) == .orderedAscending }
+        if media.isEmpty { throw PlaylistError(message: "the folder \(folder) has no media files (\(mediaFileExtensions.sorted().joined(separator: ", ")))") }
+        return media.map { KioskConfig.Item(uri: $0, path: KioskConfig.join(folder, $0)) }
+    case .m3u(let file):
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw PlaylistError(message: "cannot read the M3U file \(file): \(String(cString: strerror(errno)))")
+        }
+        let folder = (file as NSString).deletingLastPathComponent
+        let entries = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        if entries.isEmpty { throw PlaylistError(message: "the M3U file \(file) lists no entries") }
+        return try entries.map { entry throws(PlaylistError) in
+            guard let path = ConfigReader.filePath(of: entry) else {
+                throw PlaylistError(message: "\(file): \"\(entry)\" is not a file path or a file:// URL")
+            }
+            return KioskConfig.Item(uri: entry, path: KioskConfig.join(folder, path))
+        }
+    }
+}
+
+private func posixReason(_ error: any Error) -> String {
+    let ns = error as NSError
+    if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+        return String(cString: strerror(Int32(underlying.code)))
+    }
+    if ns.domain == NSCocoaErrorDomain && ns.code == NSFileReadNoSuchFileError { return String(cString: strerror(ENOENT)) }
+    return ns.localizedDescription
+}

@@ -1,0 +1,127 @@
+import CEGL
+import CGBM
+import CGLES
+
+/// A DRM fourcc pixel format code, e.g. `XR24` for XRGB8888.
+public struct ScanoutFormat: Sendable, Hashable, CustomStringConvertible {
+    public let code: UInt32
+    public init(code: UInt32) { self.code = code }
+    public init(_ fourcc: String) {
+        precondition(fourcc.utf8.count == 4, "a fourcc has four characters")
+        code = fourcc.utf8.enumerated().reduce(0) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) }
+    }
+    /// 8 bits per colour, no alpha: what every KMS driver scans out.
+    public static let xrgb8888 = ScanoutFormat("XR24")
+    /// 10 bits per colour, no alpha.
+    public static let xrgb2101010 = ScanoutFormat("XR30")
+    public var description: String {
+        String(decoding: (0..<4).map { UInt8(truncatingIfNeeded: code >> (8 * $0)) }, as: UTF8.self)
+    }
+}
+
+/// A buffer GL has finished drawing into, locked for scan-out until released. Identifies a GBM buffer
+/// object of the surface; `handle` is its GEM handle on the DRM device the surface was made on.
+public struct ScanoutBuffer: Sendable, Hashable {
+    /// Stable while the surface lives: GBM reuses a few buffers round-robin.
+    public let id: UInt
+    public let handle: UInt32
+    public let stride: UInt32
+    public let width: Int
+    public let height: Int
+    public let format: ScanoutFormat
+}
+
+/// Owns a `gbm_device` (destroyed in deinit). Kept by the GLContext made on it, so that it outlives
+/// `eglTerminate`.
+final class GBMDevice {
+    let pointer: OpaquePointer
+    init(fd: Int32) throws {
+        guard let device = gbm_create_device(fd) else {
+            throw RenderError(call: "gbm_create_device", detail: "fd \(fd)")
+        }
+        pointer = device
+    }
+    deinit { gbm_device_destroy(pointer) }
+}
+
+/// An OpenGL ES context drawing into a GBM surface on a DRM device: the window-surface path of the
+/// KMS output. Drawing goes to the default framebuffer; `swapAndLock()` finishes a picture and hands
+/// back the buffer to scan out, `release(_:)` returns a buffer to GBM once it is off screen.
+///
+/// Used from the thread that made it only. Owns the GBM surface and the EGL window surface; the DRM
+/// file descriptor stays the caller's and must outlive this object.
+public final class GBMWindowContext {
+    public let context: GLContext
+    public let width: Int
+    public let height: Int
+    public let format: ScanoutFormat
+    private let surface: OpaquePointer          // gbm_surface, destroyed in deinit
+    private let eglSurface: EGLSurface           // destroyed in deinit, before the gbm_surface
+    private var locked: [UInt: OpaquePointer] = [:]   // buffers locked for scan-out, by id
+
+    /// Makes a GBM device on `drmFD`, an EGL display on it, an ES 3 context and a window surface of
+    /// `width` x `height` in `format`, and makes it current on this thread.
+    public init(drmFD: Int32, width: Int, height: Int, format: ScanoutFormat = .xrgb8888) throws {
+        let device = try GBMDevice(fd: drmFD)
+        let usage = UInt32(GBM_BO_USE_SCANOUT.rawValue | GBM_BO_USE_RENDERING.rawValue)
+        guard gbm_device_is_format_supported(device.pointer, format.code, usage) != 0 else {
+            throw RenderError(call: "gbm_device_is_format_supported", detail: "\(format) cannot be scanned out and rendered to")
+        }
+        context = try GLContext(platform: EGLenum(EGL_PLATFORM_GBM_KHR), nativeDisplay: UnsafeMutableRawPointer(device.pointer),
+                                surfaceType: EGLint(EGL_WINDOW_BIT), nativeVisual: EGLint(bitPattern: format.code),
+                                nativeOwner: device)
+        guard let surface = gbm_surface_create(device.pointer, UInt32(width), UInt32(height), format.code, usage) else {
+            throw RenderError(call: "gbm_surface_create", detail: "\(width)x\(height) \(format)")
+        }
+        guard let eglSurface = eglCreatePlatformWindowSurface(context.display, context.config, UnsafeMutableRawPointer(surface), nil) else {
+            let error = RenderError.egl("eglCreatePlatformWindowSurface")
+            gbm_surface_destroy(surface)
+            throw error
+        }
+        guard eglMakeCurrent(context.display, eglSurface, eglSurface, context.context) == EGL_TRUE else {
+            let error = RenderError.egl("eglMakeCurrent", detail: "window surface")
+            eglDestroySurface(context.display, eglSurface)
+            gbm_surface_destroy(surface)
+            throw error
+        }
+        self.surface = surface
+        self.eglSurface = eglSurface
+        self.width = width
+        self.height = height
+        self.format = format
+    }
+
+    deinit {
+        for bo in locked.values { gbm_surface_release_buffer(surface, bo) }
+        eglMakeCurrent(context.display, nil, nil, nil)
+        eglDestroySurface(context.display, eglSurface)
+        gbm_surface_destroy(surface)
+        // `context` (and with it the EGL display, then the GBM device) is released after this.
+    }
+
+    /// Whether the driver can export render fences as sync files (atomic IN_FENCE_FD).
+    public var hasNativeFences: Bool { context.eglExtensions.contains("EGL_ANDROID_native_fence_sync") }
+
+    /// Binds the window's default framebuffer for drawing.
+    public func bind() {
+        glBindFramebuffer(GLenum(GL_FRAMEBUFFER), 0)
+    }
+
+    /// Ends the picture (`eglSwapBuffers`) and locks the buffer it went to for scan-out.
+    public func swapAndLock() throws -> ScanoutBuffer {
+        guard eglSwapBuffers(context.display, eglSurface) == EGL_TRUE else { throw RenderError.egl("eglSwapBuffers") }
+        guard let bo = gbm_surface_lock_front_buffer(surface) else {
+            throw RenderError(call: "gbm_surface_lock_front_buffer", detail: "no front buffer after eglSwapBuffers")
+        }
+        let id = UInt(bitPattern: UnsafeRawPointer(bo))
+        locked[id] = bo   // released by release(_:) once the buffer is off screen
+        return ScanoutBuffer(id: id, handle: gbm_bo_get_handle(bo).u32, stride: gbm_bo_get_stride(bo),
+                             width: Int(gbm_bo_get_width(bo)), height: Int(gbm_bo_get_height(bo)),
+                             format: ScanoutFormat(code: gbm_bo_get_format(bo)))
+    }
+
+    /// Gives a buffer back to GBM for drawing.
+    public func release(_ buffer: ScanoutBuffer) {
+        if let bo = locked.removeValue(forKey: buffer.id) { gbm_surface_release_buffer(surface, bo) }
+    }
+}
