@@ -27,6 +27,7 @@ let package = Package(
         .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Kiosk"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
+        .executableTarget(name: "layerbench", dependencies: ["Display", "Render", "Media", "Playback"]),
 
         // Test media made with the ffmpeg command at test time.
         .target(name: "TestSupport", path: "Tests/Support"),

@@ -64,4 +64,9 @@ public final class HeadlessOutput: PresentationOutput {
     public func screenshot() throws -> RGBAImage {
         try target.readPixels()
     }
+
+    /// The picture now on the output as PNG (what the control socket's `screenshot` serves).
+    public func screenshotPNG() throws -> Data {
+        try target.readPixels().pngData()
+    }
 }

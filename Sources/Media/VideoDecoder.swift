@@ -21,8 +21,8 @@ public struct VideoStreamInfo: Sendable {
 /// Demuxes and decodes the best video stream of one file in software, with frame threads.
 ///
 /// Used from one thread at a time (the playlist's decode thread). Each decoded frame becomes a
-/// `VideoFrame` that owns its buffers; formats the player layer cannot draw are converted to yuv420p
-/// with swscale once per frame.
+/// `VideoFrame` that owns its buffers; formats the player layer cannot draw are converted with
+/// swscale once per frame to the nearest one it can (`VideoFrame.convertedFrom` says so).
 public final class VideoDecoder {
     public let uri: String
     public let info: VideoStreamInfo
@@ -47,7 +47,10 @@ public final class VideoDecoder {
     /// True once the decoder has switched to software mid-stream (it does so at most once).
     private var switched = false
     private var packet: UnsafeMutablePointer<AVPacket>?
-    private var scaler: OpaquePointer?
+    /// Tags, and swscale for the formats the player layer does not draw (FrameConverter.swift).
+    private lazy var converter = FrameConverter(uri: uri)
+    /// The container's display matrix as a clockwise turn; every frame carries it.
+    private var displayRotation: Rotation = .none
     private let streamIndex: Int32
     private let timeBase: AVRational
     private let startTime: Int64
@@ -80,6 +83,8 @@ public final class VideoDecoder {
         let stream = fmt.pointee.streams[Int(r)]!
         timeBase = stream.pointee.time_base
         startTime = stream.pointee.start_time == noPTS ? 0 : stream.pointee.start_time
+        // av_display_rotation_get counts counter-clockwise; the picture is shown turned back.
+        displayRotation = Rotation(degrees: -mq_stream_display_rotation(stream))
 
         self.stream = stream
         self.threads = threads
@@ -138,7 +143,6 @@ public final class VideoDecoder {
     }
 
     deinit {
-        sws_freeContext(scaler)
         av_packet_free(&packet)
         avformat_close_input(&format)
     }
@@ -199,6 +203,20 @@ public final class VideoDecoder {
         }
     }
 
+    /// Positions the stream so that the next frame is the last keyframe at or before `time`
+    /// (relative to the stream's start); the frames after it follow in order.
+    public func seek(to time: MediaTime) throws {
+        let ticks = time.seconds * Double(timeBase.den) / Double(timeBase.num)
+        let target = startTime + (ticks.isFinite ? Int64(ticks.rounded(.down)) : 0)
+        let r = av_seek_frame(format, streamIndex, target, AVSEEK_FLAG_BACKWARD)
+        guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
+        avcodec_flush_buffers(session.context)
+        draining = false
+        nextPTS = nil
+        skipThrough = nil
+        consecutiveErrors = 0
+    }
+
     /// Counts a failure. A hardware path (or one under test injection) that fails before its first
     /// frame or three times in a row hands over to software at the same position; software gives up
     /// after 16 failures in a row.
@@ -249,65 +267,6 @@ public final class VideoDecoder {
         nextPTS = ts + durationTicks
         let pts = MediaTime(value: (ts - startTime) * Int64(timeBase.num), timescale: timeBase.den)
 
-        let height = Int(frame.pointee.height)
-        let format = AVPixelFormat(rawValue: frame.pointee.format)
-        let range: ColorRange = frame.pointee.color_range == AVCOL_RANGE_JPEG || format == AV_PIX_FMT_YUVJ420P
-            ? .full : .limited
-        let matrix: ColorMatrix
-        switch frame.pointee.colorspace {
-        case AVCOL_SPC_BT709: matrix = .bt709
-        case AVCOL_SPC_BT470BG, AVCOL_SPC_SMPTE170M, AVCOL_SPC_FCC, AVCOL_SPC_SMPTE240M: matrix = .bt601
-        case AVCOL_SPC_BT2020_NCL, AVCOL_SPC_BT2020_CL: matrix = .bt2020
-        default: matrix = height < 720 ? .bt601 : .bt709  // the usual rule for untagged video
-        }
-
-        if format == AV_PIX_FMT_YUV420P || format == AV_PIX_FMT_YUVJ420P {
-            return VideoFrame(taking: frame, pts: pts, duration: duration, colorMatrix: matrix, colorRange: range)
-        }
-        var source: UnsafeMutablePointer<AVFrame>? = frame
-        defer { av_frame_free(&source) }
-        let converted = try convertToYUV420P(frame)
-        let isRGB = av_pix_fmt_desc_get(format).map { ($0.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB)) != 0 } ?? false
-        // swscale writes limited-range BT.601 when it converts from RGB; Y'CbCr keeps its own tags.
-        return VideoFrame(taking: converted, pts: pts, duration: duration,
-                          colorMatrix: isRGB ? .bt601 : matrix, colorRange: isRGB ? .limited : range)
-    }
-
-    /// Converts a frame of any other format to a new yuv420p frame.
-    private func convertToYUV420P(_ frame: UnsafeMutablePointer<AVFrame>) throws -> UnsafeMutablePointer<AVFrame> {
-        let w = frame.pointee.width, h = frame.pointee.height
-        scaler = sws_getCachedContext(scaler, w, h, AVPixelFormat(rawValue: frame.pointee.format),
-                                      w, h, AV_PIX_FMT_YUV420P, Int32(SWS_BILINEAR), nil, nil, nil)
-        guard let scaler else {
-            throw MediaError(uri: uri, call: "sws_getCachedContext", reason: "cannot convert \(info.pixelFormat) to yuv420p")
-        }
-        guard let out = av_frame_alloc() else {
-            throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory")
-        }
-        out.pointee.width = w
-        out.pointee.height = h
-        out.pointee.format = AV_PIX_FMT_YUV420P.rawValue
-        var r = av_frame_get_buffer(out, 0)
-        if r >= 0 {
-            r = withUnsafePointer(to: frame.pointee.data) { src in
-                withUnsafePointer(to: frame.pointee.linesize) { srcStride in
-                    withUnsafeMutablePointer(to: &out.pointee.data) { dst in
-                        withUnsafePointer(to: out.pointee.linesize) { dstStride in
-                            sws_scale(scaler,
-                                      UnsafeRawPointer(src).assumingMemoryBound(to: UnsafePointer<UInt8>?.self),
-                                      UnsafeRawPointer(srcStride).assumingMemoryBound(to: Int32.self), 0, h,
-                                      UnsafeMutableRawPointer(dst).assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self),
-                                      UnsafeRawPointer(dstStride).assumingMemoryBound(to: Int32.self))
-                        }
-                    }
-                }
-            }
-        }
-        guard r >= 0 else {
-            var failed: UnsafeMutablePointer<AVFrame>? = out
-            av_frame_free(&failed)
-            throw MediaError(uri: uri, call: "sws_scale", averror: r)
-        }
-        return out
+        return try converter.makeFrame(taking: frame, pts: pts, duration: duration, rotation: displayRotation)
     }
 }

@@ -24,28 +24,32 @@ public struct RGBColor: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// The affine map from 8-bit-normalised Y'CbCr samples to R'G'B': `rgb = matrix * (yuv - offset)`.
+/// The affine map from sampled texture values to R'G'B': `rgb = matrix * (sample - offset)`.
 /// `matrix` is column-major, as GL's `glUniformMatrix3fv` takes it.
+///
+/// A texture sample `s` (0-1, normalised over the texture's storage) is the code value
+/// `c = s * sampleScale`: 255 for 8-bit textures, 65535 for 16-bit words holding their sample in the
+/// low bits (yuv420p10le), 65535 / 64 for samples in the high bits (p010). The code value is turned
+/// into E'Y (0-1) and E'Cb/E'Cr (-0.5-0.5) as H.273 defines it for `bits`-bit samples:
+/// limited: (c - 16·2^(n-8)) / (219·2^(n-8)) and (c - 2^(n-1)) / (224·2^(n-8));
+/// full: c / (2^n - 1) and (c - 2^(n-1)) / (2^n - 1). Both steps are folded into one matrix.
 struct YUVToRGB: Equatable {
     var matrix: [Float]
     var offset: [Float]
 
-    init(_ colorMatrix: ColorMatrix, _ range: ColorRange) {
-        let (kr, kb): (Double, Double)
-        switch colorMatrix {
-        case .bt601: (kr, kb) = (0.299, 0.114)
-        case .bt709: (kr, kb) = (0.2126, 0.0722)
-        case .bt2020: (kr, kb) = (0.2627, 0.0593)
-        }
+    init(_ colorMatrix: ColorMatrix, _ range: ColorRange, bits: Int = 8, sampleScale: Double = 255) {
+        let (kr, kb) = colorMatrix.coefficients
         let kg = 1 - kr - kb
-        // Scale from the coded range to [0, 1] luma and [-0.5, 0.5] chroma.
-        let (ys, cs, yOffset): (Double, Double, Double) = range == .limited
-            ? (255.0 / 219.0, 255.0 / 224.0, 16.0 / 255.0)
-            : (1.0, 1.0, 0.0)
+        let step = Double(1 << (bits - 8))
+        let (yOffset, yScale, cScale): (Double, Double, Double) = range == .limited
+            ? (16 * step, 219 * step, 224 * step)
+            : (0, Double((1 << bits) - 1), Double((1 << bits) - 1))
+        let cOffset = Double(1 << (bits - 1))
         let crR = 2 * (1 - kr), cbB = 2 * (1 - kb)
         let cbG = -2 * kb * (1 - kb) / kg, crG = -2 * kr * (1 - kr) / kg
+        let ys = sampleScale / yScale, cs = sampleScale / cScale
         // Columns: Y, Cb, Cr.
         matrix = [ys, ys, ys, 0, cbG * cs, cbB * cs, crR * cs, crG * cs, 0].map { Float($0) }
-        offset = [Float(yOffset), Float(128.0 / 255.0), Float(128.0 / 255.0)]
+        offset = [yOffset / sampleScale, cOffset / sampleScale, cOffset / sampleScale].map { Float($0) }
     }
 }

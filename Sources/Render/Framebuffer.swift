@@ -1,4 +1,6 @@
 import CGLES
+import Foundation
+import Media
 
 /// An offscreen RGBA8 render target (a framebuffer object with one renderbuffer).
 /// Owns its GL objects; must be used and released on its context's thread.
@@ -59,5 +61,12 @@ public struct RGBAImage: Sendable {
     public func pixel(x: Int, y: Int) -> (r: UInt8, g: UInt8, b: UInt8, a: UInt8) {
         let i = (y * width + x) * 4
         return (pixels[i], pixels[i + 1], pixels[i + 2], pixels[i + 3])
+    }
+}
+
+extension RGBAImage {
+    /// The picture as PNG bytes (libavcodec's PNG encoder).
+    public func pngData() throws -> Data {
+        try PNGEncoder.encode(rgba: pixels, width: width, height: height)
     }
 }

@@ -1,3 +1,5 @@
+import Media
+
 /// How the picture fills the layer, as AVPlayerLayer's `videoGravity`.
 public enum VideoGravity: String, Sendable, CaseIterable {
     /// Stretch to fill, ignoring the aspect ratio.
@@ -23,10 +25,13 @@ public struct PixelRect: Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(width)x\(height)+\(x)+\(y)" }
 }
 
-/// Where a `contentWidth` x `contentHeight` picture goes inside `bounds` for `gravity`: centred,
-/// edges rounded to whole pixels.
-public func videoRect(contentWidth: Int, contentHeight: Int, bounds: PixelRect, gravity: VideoGravity) -> PixelRect {
+/// Where a `contentWidth` x `contentHeight` picture goes inside `bounds` for `gravity` once turned
+/// clockwise by `rotation` (a quarter turn swaps its width and height): centred, edges rounded to
+/// whole pixels. With `.resizeAspectFill` the rectangle may extend past `bounds` (it is cropped).
+public func videoRect(contentWidth: Int, contentHeight: Int, bounds: PixelRect, gravity: VideoGravity,
+                      rotation: Rotation = .none) -> PixelRect {
     guard contentWidth > 0, contentHeight > 0, gravity != .resize else { return bounds }
+    let (contentWidth, contentHeight) = rotation.swapsAxes ? (contentHeight, contentWidth) : (contentWidth, contentHeight)
     let scaleX = Double(bounds.width) / Double(contentWidth)
     let scaleY = Double(bounds.height) / Double(contentHeight)
     let scale = gravity == .resizeAspect ? min(scaleX, scaleY) : max(scaleX, scaleY)

@@ -2,129 +2,395 @@ import CGLES
 import Media
 import Playback
 
+/// How 10-bit samples (in 16-bit words) are read by the shader.
+public enum HighDepthSampling: String, Sendable, CaseIterable {
+    /// 16-bit normalised textures (`GL_EXT_texture_norm16`: R16/RG16), filtered by the GPU.
+    case normalized
+    /// 16-bit integer textures (R16UI/RG16UI, core GLES 3), filtered in the shader: for GPUs
+    /// without `GL_EXT_texture_norm16`.
+    case integer
+}
+
 /// Draws decoded frames with OpenGL ES: the planes are uploaded into textures that are kept from
-/// frame to frame, and a shader converts Y'CbCr to RGB with the frame's own matrix and range.
-/// The picture is placed by `gravity` on the `background` colour.
+/// frame to frame, and a shader converts Y'CbCr to RGB with the frame's own matrix, range, bit depth
+/// and chroma siting. The picture is turned by the frame's and the display's rotation and placed by
+/// `gravity` on the `background` colour.
 ///
-/// Lives on its GL context's thread; owns its GL objects.
+/// Draws yuv420p, yuvj420p, nv12, yuv422p, yuv444p, yuv420p10le (and 4:2:2/4:4:4 10-bit) and p010
+/// without a CPU conversion. Lives on its GL context's thread; owns its GL objects. The render path
+/// allocates nothing per frame: textures are made once per plane size and format, uniforms are set
+/// only when they change.
 public final class PlayerLayer {
     public var gravity: VideoGravity = .resizeAspect
+    /// The display's own turn (a portrait screen): the picture is turned clockwise by this in the
+    /// output's pixels, on top of the frame's own rotation.
+    public var rotation: Rotation = .none
     public var background: RGBColor = .black
-    /// Where the last frame was drawn, in the target's pixels; nil when no frame was drawn.
+    /// Where the last frame was drawn, in the target's pixels (top-left origin); nil when no frame
+    /// was drawn. May extend past the bounds with `.resizeAspectFill`.
     public private(set) var videoRect: PixelRect?
+    /// How 16-bit planes are sampled (chosen from the context's extensions unless forced).
+    public let highDepthSampling: HighDepthSampling
+    /// Textures made so far (one per plane per size and storage format): stays put while frames
+    /// of one size and format follow each other.
+    public private(set) var textureAllocations = 0
 
-    private var program: GLuint = 0
-    private var textures: [GLuint] = [0, 0, 0]
-    private var textureSizes: [(Int, Int)] = [(0, 0), (0, 0), (0, 0)]
+    private var programs: [ProgramKind: LayerProgram] = [:]
+    private var textures = [PlaneTexture](repeating: PlaneTexture(), count: 3)
     private var vertexArray: GLuint = 0
-    private let matrixLocation: GLint
-    private let offsetLocation: GLint
-    private var lastConversion: (ColorMatrix, ColorRange)?
+    /// What the bound program's uniforms were last set for.
+    private var lastState: UniformState?
 
-    public init() throws {
-        program = try linkProgram(vertex: Self.vertexShader, fragment: Self.fragmentShader)
-        glUseProgram(program)
-        for (i, name) in ["planeY", "planeCb", "planeCr"].enumerated() {
-            glUniform1i(glGetUniformLocation(program, name), GLint(i))
+    /// - Parameter highDepthSampling: nil picks `.normalized` where `GL_EXT_texture_norm16` exists.
+    public init(highDepthSampling: HighDepthSampling? = nil) throws {
+        let extensions = currentGLExtensions()
+        if let highDepthSampling {
+            if highDepthSampling == .normalized && !extensions.contains("GL_EXT_texture_norm16") {
+                throw RenderError(call: "PlayerLayer.init", detail: "normalized 16-bit sampling needs GL_EXT_texture_norm16, which this GL lacks")
+            }
+            self.highDepthSampling = highDepthSampling
+        } else {
+            self.highDepthSampling = extensions.contains("GL_EXT_texture_norm16") ? .normalized : .integer
         }
-        matrixLocation = glGetUniformLocation(program, "yuvToRGB")
-        offsetLocation = glGetUniformLocation(program, "yuvOffset")
         glGenVertexArrays(1, &vertexArray)
+        programs.reserveCapacity(3)
+        _ = try program(.float)
         try checkGL("PlayerLayer setup")
     }
 
     deinit {
-        glDeleteTextures(3, &textures)
+        for i in textures.indices where textures[i].name != 0 { glDeleteTextures(1, &textures[i].name) }
         glDeleteVertexArrays(1, &vertexArray)
-        glDeleteProgram(program)
+        for program in programs.values { glDeleteProgram(program.name) }
     }
 
-    /// Draws `frame` (or only the background when nil) into the currently bound framebuffer of
-    /// size `bounds`.
-    public func draw(_ frame: VideoFrame?, bounds: PixelRect) throws {
-        glViewport(GLint(bounds.x), GLint(bounds.y), GLsizei(bounds.width), GLsizei(bounds.height))
-        glClearColor(Float(background.red) / 255, Float(background.green) / 255, Float(background.blue) / 255, 1)
-        glClear(GLbitfield(GL_COLOR_BUFFER_BIT))
+    /// Draws `frame` (or only the background when nil) into `bounds` of the currently bound
+    /// framebuffer, which is `targetHeight` pixels high (default: the bottom of `bounds`).
+    /// `gravity` overrides the layer's own for this frame (a playlist item's choice).
+    public func draw(_ frame: VideoFrame?, bounds: PixelRect, targetHeight: Int? = nil, gravity: VideoGravity? = nil) throws {
+        let targetHeight = targetHeight ?? bounds.y + bounds.height
+        clear(bounds, targetHeight: targetHeight)
+        defer { glDisable(GLenum(GL_SCISSOR_TEST)) }
         guard let frame else {
             videoRect = nil
             return
         }
-        try upload(frame)
-        let rect = Render.videoRect(contentWidth: frame.width, contentHeight: frame.height, bounds: bounds, gravity: gravity)
+        let format = frame.pixelFormat
+        let kind: ProgramKind = format.bytesPerSample == 2 && highDepthSampling == .integer ? .integer : .float
+        let program = try program(kind)
+        try upload(frame, integer: kind == .integer)
+
+        let turn = frame.rotation + rotation
+        let rect = Render.videoRect(contentWidth: frame.displayWidth, contentHeight: frame.height, bounds: bounds,
+                                    gravity: gravity ?? self.gravity, rotation: turn)
         videoRect = rect
-        // GL's window origin is the bottom left.
-        glViewport(GLint(rect.x), GLint(bounds.height - rect.y - rect.height), GLsizei(rect.width), GLsizei(rect.height))
-        glUseProgram(program)
-        if lastConversion == nil || lastConversion! != (frame.colorMatrix, frame.colorRange) {
-            let conversion = YUVToRGB(frame.colorMatrix, frame.colorRange)
-            glUniformMatrix3fv(matrixLocation, 1, GLboolean(GL_FALSE), conversion.matrix)
-            glUniform3fv(offsetLocation, 1, conversion.offset)
-            lastConversion = (frame.colorMatrix, frame.colorRange)
+        glUseProgram(program.name)
+        let state = UniformState(program: kind, matrix: frame.colorMatrix, range: frame.colorRange, format: format,
+                                 chroma: frame.chromaLocation, turn: turn, lumaWidth: textures[0].width,
+                                 lumaHeight: textures[0].height, chromaWidth: textures[1].width,
+                                 chromaHeight: textures[1].height)
+        if state != lastState {
+            setUniforms(program, state)
+            lastState = state
         }
         for i in 0..<3 {
             glActiveTexture(GLenum(GL_TEXTURE0 + Int32(i)))
-            glBindTexture(GLenum(GL_TEXTURE_2D), textures[i])
+            // The interleaved layouts have no third plane: unit 2 gets the chroma plane (unused).
+            glBindTexture(GLenum(GL_TEXTURE_2D), textures[format.interleavedChroma && i == 2 ? 1 : i].name)
         }
-        glBindVertexArray(vertexArray)
-        glDrawArrays(GLenum(GL_TRIANGLE_STRIP), 0, 4)
+        drawQuad(rect, targetHeight: targetHeight)
         try checkGL("glDrawArrays")
     }
 
-    /// Uploads the three planes; textures are (re)allocated only when a plane's size changes, and
-    /// padded rows are read in place through `GL_UNPACK_ROW_LENGTH`.
-    private func upload(_ frame: VideoFrame) throws {
+    /// Draws an imported DMA-BUF image (already converted to RGB by the sampler, with the colour
+    /// hints given at import) like a frame: same gravity, rotation and background.
+    public func draw(_ image: DMABufTexture, bounds: PixelRect, targetHeight: Int? = nil,
+                     gravity: VideoGravity? = nil, imageRotation: Rotation = .none) throws {
+        let targetHeight = targetHeight ?? bounds.y + bounds.height
+        clear(bounds, targetHeight: targetHeight)
+        defer { glDisable(GLenum(GL_SCISSOR_TEST)) }
+        let program = try program(.external)
+        let turn = imageRotation + rotation
+        let rect = Render.videoRect(contentWidth: image.width, contentHeight: image.height, bounds: bounds,
+                                    gravity: gravity ?? self.gravity, rotation: turn)
+        videoRect = rect
+        glUseProgram(program.name)
+        glUniform1i(program.quarterTurns, GLint(turn.quarterTurns))
+        lastState = nil
+        glActiveTexture(GLenum(GL_TEXTURE0))
+        glBindTexture(GLenum(GL_TEXTURE_EXTERNAL_OES), image.texture)
+        drawQuad(rect, targetHeight: targetHeight)
+        try checkGL("glDrawArrays(external image)")
+    }
+
+    /// Whether the DMA-BUF drawing program compiles here (`GL_OES_EGL_image_external_essl3`).
+    public func prepareExternalImages() throws { _ = try program(.external) }
+
+    // MARK: - Drawing
+
+    private func clear(_ bounds: PixelRect, targetHeight: Int) {
+        // GL's window origin is the bottom left. The scissor keeps the clear, and a fill's crop,
+        // inside the bounds.
+        glEnable(GLenum(GL_SCISSOR_TEST))
+        glScissor(GLint(bounds.x), GLint(targetHeight - bounds.y - bounds.height), GLsizei(bounds.width), GLsizei(bounds.height))
+        glClearColor(Float(background.red) / 255, Float(background.green) / 255, Float(background.blue) / 255, 1)
+        glClear(GLbitfield(GL_COLOR_BUFFER_BIT))
+    }
+
+    private func drawQuad(_ rect: PixelRect, targetHeight: Int) {
+        glViewport(GLint(rect.x), GLint(targetHeight - rect.y - rect.height), GLsizei(rect.width), GLsizei(rect.height))
+        glBindVertexArray(vertexArray)
+        glDrawArrays(GLenum(GL_TRIANGLE_STRIP), 0, 4)
+    }
+
+    private func setUniforms(_ program: LayerProgram, _ state: UniformState) {
+        let format = state.format
+        // What a sampled value is in code values: 8-bit unorm, 16-bit unorm or integer / 65535
+        // (the integer path divides by 65535 too), p010's samples sit 6 bits up.
+        let sampleScale: Double = format.bytesPerSample == 1 ? 255 : 65535 / Double(1 << format.sampleShift)
+        let conversion = YUVToRGB(state.matrix, state.range, bits: format.bitsPerSample, sampleScale: sampleScale)
+        glUniformMatrix3fv(program.matrix, 1, GLboolean(GL_FALSE), conversion.matrix)
+        glUniform3fv(program.offset, 1, conversion.offset)
+        glUniform1i(program.interleaved, format.interleavedChroma ? 1 : 0)
+        // Left-sited chroma sits half a luma pixel left of where GL's sampling puts it: read it a
+        // quarter of a chroma texel further right (and down, for top-left siting).
+        let shift = format.chromaShift
+        var dx: Float = 0, dy: Float = 0
+        if shift.x == 1 && state.chroma != .center && state.chromaWidth > 0 { dx = 0.25 / Float(state.chromaWidth) }
+        if shift.y == 1 && state.chroma == .topLeft && state.chromaHeight > 0 { dy = 0.25 / Float(state.chromaHeight) }
+        glUniform2f(program.chromaOffset, dx, dy)
+        // An odd size rounds the chroma plane up (5 luma pixels, 3 chroma samples): GL would spread
+        // the chroma over 6 luma pixels' worth; scale it back to the luma grid.
+        let sx = state.chromaWidth > 0 ? Float(state.lumaWidth) / Float(1 << shift.x) / Float(state.chromaWidth) : 1
+        let sy = state.chromaHeight > 0 ? Float(state.lumaHeight) / Float(1 << shift.y) / Float(state.chromaHeight) : 1
+        glUniform2f(program.chromaScale, sx, sy)
+        glUniform1i(program.quarterTurns, GLint(state.turn.quarterTurns))
+    }
+
+    // MARK: - Textures
+
+    /// Uploads the planes; a texture is (re)made only when its plane's size or storage format
+    /// changes, and padded rows are read in place through `GL_UNPACK_ROW_LENGTH`.
+    private func upload(_ frame: VideoFrame, integer: Bool) throws {
         glPixelStorei(GLenum(GL_UNPACK_ALIGNMENT), 1)
-        frame.withPlanes { planes in
-            for (i, plane) in planes.enumerated() {
+        try frame.withPlanes { planes in
+            for i in 0..<planes.count {
+                let plane = planes[i]
+                let storage = TextureStorage(plane, integer: integer)
                 glActiveTexture(GLenum(GL_TEXTURE0 + Int32(i)))
-                glBindTexture(GLenum(GL_TEXTURE_2D), textures[i])
-                if textureSizes[i] != (plane.width, plane.height) {
-                    // Immutable storage cannot be resized: make a new texture for the new size.
-                    if textures[i] != 0 { glDeleteTextures(1, &textures[i]) }
-                    glGenTextures(1, &textures[i])
-                    glBindTexture(GLenum(GL_TEXTURE_2D), textures[i])
-                    glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_MIN_FILTER), GL_LINEAR)
-                    glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_MAG_FILTER), GL_LINEAR)
-                    glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_WRAP_S), GL_CLAMP_TO_EDGE)
-                    glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_WRAP_T), GL_CLAMP_TO_EDGE)
-                    glTexStorage2D(GLenum(GL_TEXTURE_2D), 1, GLenum(GL_R8), GLsizei(plane.width), GLsizei(plane.height))
-                    textureSizes[i] = (plane.width, plane.height)
+                if textures[i].width != plane.width || textures[i].height != plane.height || textures[i].storage != storage {
+                    try remakeTexture(i, width: plane.width, height: plane.height, storage: storage)
+                } else {
+                    glBindTexture(GLenum(GL_TEXTURE_2D), textures[i].name)
                 }
-                glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), GLint(plane.bytesPerRow))
+                glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), GLint(plane.bytesPerRow / plane.bytesPerTexel))
                 glTexSubImage2D(GLenum(GL_TEXTURE_2D), 0, 0, 0, GLsizei(plane.width), GLsizei(plane.height),
-                                GLenum(GL_RED), GLenum(GL_UNSIGNED_BYTE), plane.bytes)
+                                storage.format, storage.type, plane.bytes)
             }
         }
         glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), 0)
         try checkGL("glTexSubImage2D")
     }
 
-    // A quad from the vertex index alone: no vertex buffer.
+    private func remakeTexture(_ i: Int, width: Int, height: Int, storage: TextureStorage) throws {
+        // Immutable storage cannot be resized: a new size or format gets a new texture.
+        if textures[i].name != 0 { glDeleteTextures(1, &textures[i].name) }
+        glGenTextures(1, &textures[i].name)
+        glBindTexture(GLenum(GL_TEXTURE_2D), textures[i].name)
+        let filter = storage.filterable ? GL_LINEAR : GL_NEAREST
+        glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_MIN_FILTER), filter)
+        glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_MAG_FILTER), filter)
+        glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_WRAP_S), GL_CLAMP_TO_EDGE)
+        glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_WRAP_T), GL_CLAMP_TO_EDGE)
+        glTexStorage2D(GLenum(GL_TEXTURE_2D), 1, storage.internalFormat, GLsizei(width), GLsizei(height))
+        try checkGL("glTexStorage2D(\(width)x\(height), 0x\(String(storage.internalFormat, radix: 16)))")
+        textures[i].width = width
+        textures[i].height = height
+        textures[i].storage = storage
+        textureAllocations += 1
+        lastState = nil  // the chroma offset depends on the texture size
+    }
+
+    // MARK: - Programs
+
+    private func program(_ kind: ProgramKind) throws -> LayerProgram {
+        if let program = programs[kind] { return program }
+        let fragment: String
+        switch kind {
+        case .float: fragment = Self.fragmentShader(integer: false)
+        case .integer: fragment = Self.fragmentShader(integer: true)
+        case .external: fragment = Self.externalFragmentShader
+        }
+        let name = try linkProgram(vertex: Self.vertexShader, fragment: fragment)
+        glUseProgram(name)
+        if kind == .external {
+            glUniform1i(glGetUniformLocation(name, "image"), 0)
+        } else {
+            for (i, plane) in ["planeY", "planeCb", "planeCr"].enumerated() {
+                glUniform1i(glGetUniformLocation(name, plane), GLint(i))
+            }
+        }
+        let program = LayerProgram(name: name, matrix: glGetUniformLocation(name, "yuvToRGB"),
+                                   offset: glGetUniformLocation(name, "yuvOffset"),
+                                   interleaved: glGetUniformLocation(name, "interleavedChroma"),
+                                   chromaOffset: glGetUniformLocation(name, "chromaOffset"),
+                                   chromaScale: glGetUniformLocation(name, "chromaScale"),
+                                   quarterTurns: glGetUniformLocation(name, "quarterTurns"))
+        programs[kind] = program
+        lastState = nil
+        try checkGL("PlayerLayer program \(kind)")
+        return program
+    }
+
+    // A quad from the vertex index alone: no vertex buffer. `s` is the position inside the picture's
+    // rectangle with y down; the texture coordinate is where that lands in the unturned picture.
     static let vertexShader = """
         #version 300 es
+        uniform int quarterTurns;
         out vec2 texCoord;
         void main() {
             vec2 corner = vec2(float(gl_VertexID & 1), float(gl_VertexID >> 1));
-            texCoord = vec2(corner.x, 1.0 - corner.y);
+            vec2 s = vec2(corner.x, 1.0 - corner.y);
+            vec2 t = s;
+            if (quarterTurns == 1) t = vec2(s.y, 1.0 - s.x);
+            else if (quarterTurns == 2) t = vec2(1.0 - s.x, 1.0 - s.y);
+            else if (quarterTurns == 3) t = vec2(1.0 - s.y, s.x);
+            texCoord = t;
             gl_Position = vec4(corner * 2.0 - 1.0, 0.0, 1.0);
         }
         """
 
-    static let fragmentShader = """
+    /// Y'CbCr from three planes or from a luma plane and an interleaved chroma plane; 16-bit
+    /// integer textures are filtered here (bilinear, edges clamped) and scaled as unorm16 would be.
+    static func fragmentShader(integer: Bool) -> String {
+        let sampling = integer ? """
+            uniform highp usampler2D planeY;
+            uniform highp usampler2D planeCb;
+            uniform highp usampler2D planeCr;
+            vec2 load(highp usampler2D t, vec2 uv) {
+                ivec2 size = textureSize(t, 0);
+                vec2 p = uv * vec2(size) - 0.5;
+                vec2 f = fract(p);
+                ivec2 i = ivec2(floor(p));
+                ivec2 hi = size - 1;
+                vec2 a = vec2(texelFetch(t, clamp(i, ivec2(0), hi), 0).rg);
+                vec2 b = vec2(texelFetch(t, clamp(i + ivec2(1, 0), ivec2(0), hi), 0).rg);
+                vec2 c = vec2(texelFetch(t, clamp(i + ivec2(0, 1), ivec2(0), hi), 0).rg);
+                vec2 d = vec2(texelFetch(t, clamp(i + ivec2(1, 1), ivec2(0), hi), 0).rg);
+                return mix(mix(a, b, f.x), mix(c, d, f.x), f.y) / 65535.0;
+            }
+            """ : """
+            uniform sampler2D planeY;
+            uniform sampler2D planeCb;
+            uniform sampler2D planeCr;
+            vec2 load(sampler2D t, vec2 uv) { return texture(t, uv).rg; }
+            """
+        return """
+            #version 300 es
+            precision highp float;
+            precision highp int;
+            \(sampling)
+            uniform mat3 yuvToRGB;
+            uniform vec3 yuvOffset;
+            uniform bool interleavedChroma;
+            uniform vec2 chromaOffset;
+            uniform vec2 chromaScale;
+            in vec2 texCoord;
+            out vec4 color;
+            void main() {
+                float y = load(planeY, texCoord).r;
+                vec2 uvC = texCoord * chromaScale + chromaOffset;
+                vec2 c = load(planeCb, uvC);
+                if (!interleavedChroma) c.y = load(planeCr, uvC).r;
+                color = vec4(clamp(yuvToRGB * (vec3(y, c) - yuvOffset), 0.0, 1.0), 1.0);
+            }
+            """
+    }
+
+    static let externalFragmentShader = """
         #version 300 es
+        #extension GL_OES_EGL_image_external_essl3 : require
         precision highp float;
-        uniform sampler2D planeY;
-        uniform sampler2D planeCb;
-        uniform sampler2D planeCr;
-        uniform mat3 yuvToRGB;
-        uniform vec3 yuvOffset;
+        uniform samplerExternalOES image;
         in vec2 texCoord;
         out vec4 color;
-        void main() {
-            vec3 yuv = vec3(texture(planeY, texCoord).r, texture(planeCb, texCoord).r, texture(planeCr, texCoord).r);
-            color = vec4(clamp(yuvToRGB * (yuv - yuvOffset), 0.0, 1.0), 1.0);
-        }
+        void main() { color = vec4(texture(image, texCoord).rgb, 1.0); }
         """
+}
+
+private enum ProgramKind: Hashable, CustomStringConvertible {
+    case float, integer, external
+    var description: String {
+        switch self {
+        case .float: "float"
+        case .integer: "integer"
+        case .external: "external"
+        }
+    }
+}
+
+private struct LayerProgram {
+    var name: GLuint
+    var matrix: GLint
+    var offset: GLint
+    var interleaved: GLint
+    var chromaOffset: GLint
+    var chromaScale: GLint
+    var quarterTurns: GLint
+}
+
+private struct UniformState: Equatable {
+    var program: ProgramKind
+    var matrix: ColorMatrix
+    var range: ColorRange
+    var format: Media.PixelFormat  // qualified: Render.PixelFormat is the scanout (DRM) format
+    var chroma: ChromaLocation
+    var turn: Rotation
+    var lumaWidth: Int
+    var lumaHeight: Int
+    var chromaWidth: Int
+    var chromaHeight: Int
+}
+
+/// A texture's storage: sized internal format, and the upload's format and type.
+private struct TextureStorage: Equatable {
+    var internalFormat: GLenum = 0
+    var format: GLenum = 0
+    var type: GLenum = 0
+    var filterable = true
+
+    init() {}
+
+    init(_ plane: Plane, integer: Bool) {
+        let two = plane.components == 2
+        if plane.bytesPerSample == 1 {
+            internalFormat = GLenum(two ? GL_RG8 : GL_R8)
+            format = GLenum(two ? GL_RG : GL_RED)
+            type = GLenum(GL_UNSIGNED_BYTE)
+        } else if integer {
+            internalFormat = GLenum(two ? GL_RG16UI : GL_R16UI)
+            format = GLenum(two ? GL_RG_INTEGER : GL_RED_INTEGER)
+            type = GLenum(GL_UNSIGNED_SHORT)
+            filterable = false
+        } else {
+            internalFormat = GLenum(two ? GL_RG16_EXT : GL_R16_EXT)
+            format = GLenum(two ? GL_RG : GL_RED)
+            type = GLenum(GL_UNSIGNED_SHORT)
+        }
+    }
+}
+
+private struct PlaneTexture {
+    var name: GLuint = 0
+    var width = 0
+    var height = 0
+    var storage = TextureStorage()
+}
+
+/// The extensions of the current GL context.
+func currentGLExtensions() -> Set<String> {
+    guard let text = glGetString(GLenum(GL_EXTENSIONS)) else { return [] }
+    return Set(String(cString: text).split(separator: " ").map(String.init))
 }
 
 private func compileShader(_ type: GLenum, _ source: String) throws -> GLuint {

@@ -49,7 +49,7 @@ import TestSupport
         #expect(error.description.contains("Invalid data found when processing input"))
     }
 
-    @Test func otherPixelFormatsAreConvertedToYUV420P() throws {
+    @Test func yuv444pIsKeptAsDecoded() throws {
         let path = try TestMedia.make("yuv444.mp4", [
             "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10", "-t", "0.3",
             "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv444p", "-f", "mp4",
@@ -57,10 +57,11 @@ import TestSupport
         let decoder = try VideoDecoder(path: path)
         #expect(decoder.info.pixelFormat == "yuv444p")
         let frame = try #require(try decoder.nextFrame())
-        #expect(frame.pixelFormat == .yuv420p)
+        #expect(frame.pixelFormat == .yuv444p)
+        #expect(frame.convertedFrom == nil)
         frame.withPlanes { planes in
-            #expect(planes.map(\.width) == [64, 32, 32])
-            #expect(planes.map(\.height) == [48, 24, 24])
+            #expect(planes.map(\.width) == [64, 64, 64])
+            #expect(planes.map(\.height) == [48, 48, 48])
         }
     }
 }

@@ -30,7 +30,7 @@ import TestSupport
 /// thread (the test's), so the suite runs serialized to keep llvmpipe's threads to itself.
 @Suite(.serialized) struct HeadlessDrawingTests {
     /// The float reference: BT.601 limited range, straight from the definition (Kr = 0.299, Kb = 0.114).
-    static func reference(_ s: (y: UInt8, cb: UInt8, cr: UInt8)) -> [Double] {
+    static func reference(_ s: (y: Int, cb: Int, cr: Int)) -> [Double] {
         let y = (Double(s.y) - 16) / 219, cb = (Double(s.cb) - 128) / 224, cr = (Double(s.cr) - 128) / 224
         let kr = 0.299, kb = 0.114, kg = 1 - kr - kb
         let r = y + 2 * (1 - kr) * cr

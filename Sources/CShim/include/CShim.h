@@ -13,4 +13,10 @@ int mq_averror_decoder_not_found(void);
 /// AV_NOPTS_VALUE: "no timestamp".
 int64_t mq_av_nopts_value(void);
 
+struct AVStream;
+/// The rotation of the stream's display matrix (AV_PKT_DATA_DISPLAYMATRIX side data) in degrees
+/// counter-clockwise, as av_display_rotation_get gives it; 0 when the stream has none. Hides the
+/// side-data API that changed in FFmpeg 6.1.
+double mq_stream_display_rotation(const struct AVStream *stream);
+
 #endif

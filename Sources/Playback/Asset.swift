@@ -1,0 +1,228 @@
+import Foundation
+
+/// A key of an asset's lazily loaded properties, typed by its value (`AVAsyncProperty`):
+/// `let (duration, tracks) = try await asset.load(.duration, .tracks)`.
+public struct AssetKey<Value: Sendable>: Sendable {
+    public let name: String
+    let extract: @Sendable (AssetDescription) -> Value
+}
+
+extension AssetKey where Value == MediaTime {
+    /// The length of the asset.
+    public static var duration: AssetKey<MediaTime> { AssetKey(name: "duration") { $0.duration } }
+}
+
+extension AssetKey where Value == [AssetTrack] {
+    /// Every track of the asset.
+    public static var tracks: AssetKey<[AssetTrack]> { AssetKey(name: "tracks") { $0.tracks } }
+}
+
+extension AssetKey where Value == Bool {
+    /// Whether the asset has a video track the backend can decode.
+    public static var isPlayable: AssetKey<Bool> {
+        AssetKey(name: "isPlayable") { $0.tracks.contains { $0.mediaType == .video } }
+    }
+}
+
+/// A media file (`AVURLAsset`). Nothing is read when it is made; keys load lazily and
+/// asynchronously, all from one probe of the file, and once a key is loaded its value never changes.
+/// Safe to use from any thread.
+public final class Asset: @unchecked Sendable {
+    // @unchecked: every mutable property is guarded by `lock`.
+    public let url: URL
+    public let backend: any MediaBackend
+
+    /// The status of a typed key (`AVAsyncProperty.Status`). Asking never starts loading.
+    public enum Status<Value: Sendable>: Sendable {
+        case notYetLoaded
+        case loading
+        case loaded(Value)
+        case failed(any Error)
+    }
+
+    /// The status of a key in the key-based form (`AVKeyValueStatus`).
+    public enum KeyValueStatus: Sendable, Equatable {
+        case unknown, loading, loaded, failed, cancelled
+    }
+
+    /// Names of the keys the key-based form knows.
+    public static let keyNames: Set<String> = ["duration", "tracks", "isPlayable"]
+
+    private enum KeyState {
+        case loading
+        case loaded
+        case failed(any Error)
+        case cancelled
+    }
+
+    private struct Waiter: @unchecked Sendable {
+        // @unchecked: `resume` is called exactly once, from whichever thread finishes the load.
+        let keys: [String]
+        /// nil: cancelled.
+        let resume: (Result<AssetDescription, any Error>?) -> Void
+    }
+
+    private let lock = NSLock()
+    private var keys: [String: KeyState] = [:]
+    private var probeResult: Result<AssetDescription, any Error>?
+    private var probing = false
+    private var waiters: [Waiter] = []
+    private static let loadQueue = DispatchQueue(label: "marquee.asset-load", attributes: .concurrent)
+
+    public init(url: URL, backend: any MediaBackend) {
+        self.url = url
+        self.backend = backend
+    }
+
+    // MARK: Typed keys
+
+    /// Loads one key.
+    public func load<V>(_ key: AssetKey<V>) async throws -> V {
+        let description = try await loaded([key.name])
+        return key.extract(description)
+    }
+
+    /// Loads several keys at once and returns their values in order.
+    public func load<each V>(_ keys: repeat AssetKey<each V>) async throws -> (repeat each V) {
+        var names: [String] = []
+        for key in repeat each keys { names.append(key.name) }
+        let description = try await loaded(names)
+        return (repeat (each keys).extract(description))
+    }
+
+    /// What is known of `key` now; never starts loading.
+    public func status<V>(of key: AssetKey<V>) -> Status<V> {
+        lock.withLock {
+            switch keys[key.name] {
+            case nil, .cancelled?: return .notYetLoaded
+            case .loading?: return .loading
+            case .failed(let error)?: return .failed(error)
+            case .loaded?:
+                guard case .success(let description)? = probeResult else { return .notYetLoaded }
+                return .loaded(key.extract(description))
+            }
+        }
+    }
+
+    /// Cancels every pending load: their keys become cancelled, and their callers get
+    /// `CancellationError`. Keys already loaded stay loaded.
+    public func cancelLoading() {
+        let cancelled: [Waiter] = lock.withLock {
+            let pending = waiters
+            waiters.removeAll()
+            for waiter in pending {
+                for key in waiter.keys { if case .loading? = keys[key] { keys[key] = .cancelled } }
+            }
+            return pending
+        }
+        for waiter in cancelled { waiter.resume(nil) }
+    }
+
+    // MARK: Key-based form (the AV Foundation Programming Guide's)
+
+    /// Loads `keys` and calls `completion` once, when every one of them is loaded, failed or
+    /// cancelled (`loadValuesAsynchronously(forKeys:completionHandler:)`).
+    public func loadValues(forKeys names: [String], completion: @escaping @Sendable () -> Void) {
+        request(names) { _ in completion() }
+    }
+
+    /// The status of `key` and, when it failed, why (`statusOfValue(forKey:error:)`).
+    public func statusOfValue(forKey name: String) -> (status: KeyValueStatus, error: (any Error)?) {
+        guard Self.keyNames.contains(name) else {
+            return (.failed, AssetError(url: url, reason: "\"\(name)\" is not a key of an asset (known: \(Self.keyNames.sorted().joined(separator: ", ")))"))
+        }
+        return lock.withLock {
+            switch keys[name] {
+            case nil: return (.unknown, nil)
+            case .loading?: return (.loading, nil)
+            case .loaded?: return (.loaded, nil)
+            case .failed(let error)?: return (.failed, error)
+            case .cancelled?: return (.cancelled, nil)
+            }
+        }
+    }
+
+    // MARK: Loading
+
+    /// Blocks the calling thread (never the presentation thread) until the asset is probed.
+    func loadedDescription(keys names: [String] = ["duration", "tracks"], timeout: Double = 30) throws -> AssetDescription {
+        final class Box: @unchecked Sendable { var result: Result<AssetDescription, any Error>?? }
+        let box = Box()
+        let done = DispatchSemaphore(value: 0)
+        request(names) { result in
+            box.result = .some(result)
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + timeout) == .success else {
+            throw WaitTimeout(waitingFor: "probing \(url.path)", seconds: timeout)
+        }
+        switch box.result {
+        case .some(.some(let result)): return try result.get()
+        default: throw CancellationError()
+        }
+    }
+
+    private func loaded(_ names: [String]) async throws -> AssetDescription {
+        let result: Result<AssetDescription, any Error>? = await withCheckedContinuation { continuation in
+            request(names) { continuation.resume(returning: $0) }
+        }
+        guard let result else { throw CancellationError() }
+        return try result.get()
+    }
+
+    /// Marks `names` loading and calls `resume` once the probe is done (nil when cancelled).
+    private func request(_ names: [String], resume: @escaping (Result<AssetDescription, any Error>?) -> Void) {
+        let unknown = names.filter { !Self.keyNames.contains($0) }
+        if !unknown.isEmpty {
+            let error = AssetError(url: url, reason: "\(unknown.map { "\"\($0)\"" }.joined(separator: ", ")) not a key of an asset")
+            resume(.failure(error))
+            return
+        }
+        let (done, startProbe): (Result<AssetDescription, any Error>?, Bool) = lock.withLock {
+            if let probeResult {
+                settle(names, with: probeResult)
+                return (probeResult, false)
+            }
+            for name in names {
+                switch keys[name] {
+                case .loaded?, .failed?: break
+                default: keys[name] = .loading
+                }
+            }
+            waiters.append(Waiter(keys: names, resume: resume))
+            let start = !probing
+            probing = true
+            return (nil, start)
+        }
+        if let done {
+            resume(done)
+            return
+        }
+        if startProbe {
+            Self.loadQueue.async { [self] in
+                let result = Result { try backend.probe(url) }
+                let ready: [Waiter] = lock.withLock {
+                    probeResult = result
+                    probing = false
+                    let all = waiters
+                    waiters.removeAll()
+                    for waiter in all { settle(waiter.keys, with: result) }
+                    return all
+                }
+                // Each caller on its own: one that blocks must not hold up the others.
+                for waiter in ready { DispatchQueue.global().async { waiter.resume(result) } }
+            }
+        }
+    }
+
+    /// Records the outcome for `names` (lock held). A loaded key is never changed again.
+    private func settle(_ names: [String], with result: Result<AssetDescription, any Error>) {
+        for name in names {
+            if case .loaded? = keys[name] { continue }
+            switch result {
+            case .success: keys[name] = .loaded
+            case .failure(let error): keys[name] = .failed(error)
+            }
+        }
+    }
+}

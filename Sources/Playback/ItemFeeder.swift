@@ -1,0 +1,96 @@
+import Foundation
+import Synchronization
+
+/// What an item's decode thread hands to the player.
+enum FeedEvent: @unchecked Sendable {
+    // @unchecked: a frame is handed from the decode thread to the presentation thread and is then
+    // used there only.
+    /// The asset is probed and playable.
+    case ready(AssetDescription)
+    case frame(any PresentableFrame)
+    /// The stream (or the item's forward end time) is reached.
+    case end
+    case failed(any Error)
+}
+
+/// Decodes one run of an item (from its start, or from a seek's target, to its end) on a thread of
+/// its own into a bounded queue, so that decoding runs ahead of presentation by at most `capacity`
+/// frames. The player starts the next item's feeder while the current item plays, so that item's
+/// first frame is decoded before it is due.
+final class ItemFeeder: @unchecked Sendable {
+    // @unchecked: the thread owns the reader; the player touches only `queue` (thread-safe) and
+    // `stopped` (atomic).
+    let queue: FrameQueue<FeedEvent>
+    private let asset: Asset
+    private let start: MediaTime
+    private let toleranceBefore: MediaTime
+    private let end: MediaTime
+    private let stopped = Atomic(false)
+    let name: String
+
+    /// - Parameters:
+    ///   - start: the time to seek to first (zero: the start of the file).
+    ///   - toleranceBefore: frames ending before `start - toleranceBefore` are skipped.
+    ///   - end: frames at or after it are not delivered (invalid: the end of the file).
+    init(asset: Asset, start: MediaTime, toleranceBefore: MediaTime, end: MediaTime, capacity: Int, name: String) {
+        self.asset = asset
+        self.start = start
+        self.toleranceBefore = toleranceBefore
+        self.end = end
+        self.name = name
+        queue = FrameQueue(capacity: capacity)
+    }
+
+    func start(logger: Logger) {
+        let thread = Thread { [self] in run(logger: logger) }
+        thread.name = "marquee-decode"
+        thread.start()
+    }
+
+    /// Ends decoding; the thread exits within one queue timeout, releasing its reader.
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+        queue.close()
+    }
+
+    var isStopped: Bool { stopped.load(ordering: .relaxed) }
+
+    private func send(_ event: FeedEvent) -> Bool {
+        while !isStopped {
+            switch queue.push(event, timeout: 0.5) {
+            case .pushed: return true
+            case .closed: return false
+            case .timedOut: continue  // presentation is showing earlier frames; keep waiting
+            }
+        }
+        return false
+    }
+
+    private func run(logger: Logger) {
+        do {
+            let description = try asset.loadedDescription()
+            guard description.tracks.contains(where: { $0.mediaType == .video }) else {
+                throw AssetError(url: asset.url, reason: "no video track")
+            }
+            guard send(.ready(description)) else { return }
+            let reader = try asset.backend.openReader(asset.url)
+            if start.isNumeric && start > .zero { try reader.seek(to: start) }
+            let skipBefore = start - toleranceBefore
+            while !isStopped {
+                guard let frame = try reader.nextFrame() else {
+                    _ = send(.end)
+                    return
+                }
+                if start > .zero && frame.pts + frame.duration <= skipBefore { continue }
+                if end.isNumeric && frame.pts >= end {
+                    _ = send(.end)
+                    return
+                }
+                guard send(.frame(frame)) else { return }
+            }
+        } catch {
+            logger.debug("decode failed", ["uri": asset.url.path, "error": "\(error)"])
+            _ = send(.failed(error))
+        }
+    }
+}

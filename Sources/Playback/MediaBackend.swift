@@ -1,0 +1,116 @@
+import Foundation
+
+/// Width and height in pixels.
+public struct VideoSize: Sendable, Hashable, CustomStringConvertible {
+    public var width: Int
+    public var height: Int
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+    public static let zero = VideoSize(width: 0, height: 0)
+    public var description: String { "\(width)x\(height)" }
+}
+
+/// A 2D affine transform `[a b; c d] + (tx, ty)` as CGAffineTransform writes it; a track's
+/// `preferredTransform` holds the container's rotation.
+public struct Transform2D: Sendable, Hashable {
+    public var a, b, c, d, tx, ty: Double
+    public init(a: Double, b: Double, c: Double, d: Double, tx: Double = 0, ty: Double = 0) {
+        (self.a, self.b, self.c, self.d, self.tx, self.ty) = (a, b, c, d, tx, ty)
+    }
+    public static let identity = Transform2D(a: 1, b: 0, c: 0, d: 1)
+
+    /// A rotation by a multiple of 90 degrees (clockwise on screen, as containers state it), exact.
+    public init(rotationDegrees degrees: Int) {
+        switch ((degrees % 360) + 360) % 360 {
+        case 90: self.init(a: 0, b: 1, c: -1, d: 0)
+        case 180: self.init(a: -1, b: 0, c: 0, d: -1)
+        case 270: self.init(a: 0, b: -1, c: 1, d: 0)
+        default: self.init(a: 1, b: 0, c: 0, d: 1)
+        }
+    }
+
+    /// The rotation in whole degrees [0, 360).
+    public var rotationDegrees: Int {
+        let degrees = Int((atan2(b, a) * 180 / .pi).rounded())
+        return ((degrees % 360) + 360) % 360
+    }
+}
+
+/// One track of an asset, as its container and codec describe it.
+public struct AssetTrack: Sendable, Hashable {
+    public enum MediaType: String, Sendable { case video, audio, other }
+    public var trackID: Int
+    public var mediaType: MediaType
+    /// Size of the decoded picture, before `preferredTransform`.
+    public var naturalSize: VideoSize
+    public var preferredTransform: Transform2D
+    /// Frames per second the container states; 0 when unknown.
+    public var nominalFrameRate: Double
+    /// The shortest frame duration; invalid when unknown.
+    public var minFrameDuration: MediaTime
+    /// Codec name (`h264`, `hevc`, `vp9`, ...).
+    public var codec: String
+    /// Pixel format of decoded frames (`yuv420p`, `nv12`, ...).
+    public var pixelFormat: String
+    /// Colour space tag (`bt709`, `bt601`, `bt2020`, or `unspecified`).
+    public var colorSpace: String
+
+    public init(trackID: Int, mediaType: MediaType, naturalSize: VideoSize = .zero,
+                preferredTransform: Transform2D = .identity, nominalFrameRate: Double = 0,
+                minFrameDuration: MediaTime = .invalid, codec: String = "", pixelFormat: String = "",
+                colorSpace: String = "unspecified") {
+        self.trackID = trackID
+        self.mediaType = mediaType
+        self.naturalSize = naturalSize
+        self.preferredTransform = preferredTransform
+        self.nominalFrameRate = nominalFrameRate
+        self.minFrameDuration = minFrameDuration
+        self.codec = codec
+        self.pixelFormat = pixelFormat
+        self.colorSpace = colorSpace
+    }
+}
+
+/// What probing a media file tells: everything an `Asset`'s keys can give.
+public struct AssetDescription: Sendable {
+    public var duration: MediaTime
+    public var tracks: [AssetTrack]
+    public init(duration: MediaTime, tracks: [AssetTrack]) {
+        self.duration = duration
+        self.tracks = tracks
+    }
+}
+
+/// Reads the frames of one file in presentation order. Used from one thread at a time (an item's
+/// decode thread); released when playback of that item ends.
+public protocol FrameReader: AnyObject {
+    /// The next frame, or nil at the end of the stream.
+    func nextFrame() throws -> (any PresentableFrame)?
+    /// Positions the reader so that the next frame is the last sync frame at or before `time`
+    /// (later frames up to `time` follow it).
+    func seek(to time: MediaTime) throws
+}
+
+/// Where assets get their facts and their frames: the FFmpeg backend in `Media`, or a test's
+/// scripted one. Chosen once, when the asset is made. `probe` and `openReader` block; Marquee calls
+/// them off the presentation thread.
+public protocol MediaBackend: Sendable {
+    /// Reads what `url` holds. Throws an error saying why a missing, unreadable, non-media or
+    /// unsupported file cannot be played.
+    func probe(_ url: URL) throws -> AssetDescription
+    /// Opens a reader positioned at the start.
+    func openReader(_ url: URL) throws -> any FrameReader
+}
+
+/// Why an asset cannot be used, when the backend's own error does not say.
+public struct AssetError: Error, CustomStringConvertible, Sendable {
+    public let url: URL
+    public let reason: String
+    public init(url: URL, reason: String) {
+        self.url = url
+        self.reason = reason
+    }
+    public var description: String { "\(url.isFileURL ? url.path : url.absoluteString): \(reason)" }
+}

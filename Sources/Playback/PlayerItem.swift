@@ -1,0 +1,208 @@
+import Foundation
+
+/// The playback state of one asset in one player (`AVPlayerItem`). An item belongs to at most one
+/// player at a time; to queue the same asset twice, make two items.
+public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked: mutable state is guarded by `lock`; the player changes it under its own lock
+    // through the internal setters.
+    public enum Status: Sendable, Equatable { case unknown, readyToPlay, failed }
+
+    /// Notifications about the item (their object is the item).
+    public enum Event: Sendable, CustomStringConvertible {
+        case didPlayToEndTime
+        case failedToPlayToEndTime(any Error)
+        /// Time jumped: a seek, or any other discontinuity.
+        case timeJumped
+        /// Frames did not arrive in time; the picture froze.
+        case playbackStalled
+        case newErrorLogEntry(String)
+
+        public var description: String {
+            switch self {
+            case .didPlayToEndTime: "didPlayToEndTime"
+            case .failedToPlayToEndTime(let error): "failedToPlayToEndTime(\(error))"
+            case .timeJumped: "timeJumped"
+            case .playbackStalled: "playbackStalled"
+            case .newErrorLogEntry(let text): "newErrorLogEntry(\(text))"
+            }
+        }
+    }
+
+    public let asset: Asset
+    /// Keys loaded when the item is attached to a player; one failing fails the item.
+    public let automaticallyLoadedAssetKeys: [String]
+
+    private let lock = NSLock()
+    private var _status = Status.unknown
+    private var _error: (any Error)?
+    private var _duration = MediaTime.indefinite
+    private var _tracks: [AssetTrack] = []
+    private var _forwardPlaybackEndTime = MediaTime.invalid
+    private var _playlistIndex: Int?
+    private var loadingStarted = false
+    var isAttachedLoading: Bool { lock.withLock { loadingStarted } }
+    private let statusBroadcast = Broadcast<Status>()
+    private let eventBroadcast = Broadcast<Event>()
+
+    private weak var _owner: Player?
+    /// The player the item is in.
+    var owner: Player? {
+        get { lock.withLock { _owner } }
+        set { lock.withLock { _owner = newValue } }
+    }
+    /// Where the item starts when it begins to play (set by an item-level seek before it plays,
+    /// or by a looper's time range); guarded by the player's lock.
+    var pendingStart: (time: MediaTime, toleranceBefore: MediaTime, completion: (@Sendable (Bool) -> Void)?)?
+    /// The decode thread of the item's next run, started ahead of time (guarded by the player's lock).
+    var preroll: ItemFeeder?
+    /// Serial number for traces when no playlist index is set.
+    let serial: Int
+    private static let serials = NSLock()
+    nonisolated(unsafe) private static var lastSerial = 0
+
+    public init(asset: Asset, automaticallyLoadedAssetKeys: [String] = []) {
+        self.asset = asset
+        self.automaticallyLoadedAssetKeys = automaticallyLoadedAssetKeys
+        serial = Self.serials.withLock {
+            Self.lastSerial += 1
+            return Self.lastSerial
+        }
+    }
+
+    public convenience init(url: URL, backend: any MediaBackend) {
+        self.init(asset: Asset(url: url, backend: backend))
+    }
+
+    public var description: String { "PlayerItem(\(asset.url.lastPathComponent))" }
+
+    /// unknown until the item is in a player and its asset's duration and tracks have loaded.
+    public var status: Status { lock.withLock { _status } }
+    /// Why the item failed; nil unless `status == .failed`.
+    public var error: (any Error)? { lock.withLock { _error } }
+    /// Indefinite until loaded.
+    public var duration: MediaTime { lock.withLock { _duration } }
+    /// Empty until loaded.
+    public var tracks: [AssetTrack] { lock.withLock { _tracks } }
+    /// The size of the picture as shown (after the track's rotation); zero until loaded.
+    public var presentationSize: VideoSize {
+        lock.withLock {
+            guard let video = _tracks.first(where: { $0.mediaType == .video }) else { return .zero }
+            let size = video.naturalSize
+            return video.preferredTransform.rotationDegrees % 180 == 90
+                ? VideoSize(width: size.height, height: size.width) : size
+        }
+    }
+
+    /// Where playback of the item ends; invalid (the default) means its duration. Reaching it ends
+    /// the item exactly as reaching the real end does.
+    public var forwardPlaybackEndTime: MediaTime {
+        get { lock.withLock { _forwardPlaybackEndTime } }
+        set { lock.withLock { _forwardPlaybackEndTime = newValue } }
+    }
+
+    /// Marquee: the item's place in a playlist, written in traces and logs.
+    public var playlistIndex: Int? {
+        get { lock.withLock { _playlistIndex } }
+        set { lock.withLock { _playlistIndex = newValue } }
+    }
+
+    var traceIndex: Int { playlistIndex ?? serial }
+
+    /// The item's time now (read it when needed; observe time with a periodic time observer).
+    public func currentTime() -> MediaTime {
+        owner?.currentTime(of: self) ?? pendingStartTime
+    }
+
+    private var pendingStartTime: MediaTime {
+        owner?.withLock { pendingStart?.time } ?? .zero
+    }
+
+    /// Every status change, starting with the status now.
+    public func statusUpdates() -> AsyncStream<Status> { statusBroadcast.stream(initial: status) }
+
+    /// The item's notifications.
+    public func events() -> AsyncStream<Event> { eventBroadcast.stream() }
+
+    /// Moves the item's time to `time` (`AVPlayerItem.seek(to:completionHandler:)`). Finishes with
+    /// false when `time` is outside the seekable range [0, duration] or the item cannot play.
+    /// On an item not yet playing, the seek sets where it will start.
+    public func seek(to time: MediaTime, toleranceBefore: MediaTime = .zero, toleranceAfter: MediaTime = .zero,
+                     completion: @escaping @Sendable (Bool) -> Void) {
+        let duration = self.duration
+        guard time.isNumeric, time >= .zero, !duration.isNumeric || time <= duration, status != .failed else {
+            completion(false)
+            return
+        }
+        guard let owner else {
+            completion(false)
+            return
+        }
+        owner.seek(item: self, to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, completion: completion)
+    }
+
+    public func seek(to time: MediaTime, toleranceBefore: MediaTime = .zero, toleranceAfter: MediaTime = .zero) async -> Bool {
+        await withCheckedContinuation { continuation in
+            seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter) { continuation.resume(returning: $0) }
+        }
+    }
+
+    // MARK: Internal state changes
+
+    func post(_ event: Event) { eventBroadcast.send(event) }
+
+    /// Starts loading the keys an item needs when it is attached to a player.
+    func attached(to player: Player) {
+        let first: Bool = lock.withLock {
+            defer { loadingStarted = true }
+            return !loadingStarted
+        }
+        owner = player
+        guard first else { return }
+        let keys = Array(Set(["duration", "tracks"] + automaticallyLoadedAssetKeys))
+        asset.loadValues(forKeys: keys) { [weak self] in
+            guard let self else { return }
+            var failure: (any Error)?
+            for key in keys {
+                let (status, error) = self.asset.statusOfValue(forKey: key)
+                if status == .failed { failure = error; break }
+            }
+            if let failure {
+                self.fail(failure)
+            } else if case .loaded(let tracks) = self.asset.status(of: .tracks), case .loaded(let duration) = self.asset.status(of: .duration) {
+                if !tracks.contains(where: { $0.mediaType == .video }) {
+                    self.fail(AssetError(url: self.asset.url, reason: "no video track"))
+                } else {
+                    self.becomeReady(duration: duration, tracks: tracks)
+                }
+            }
+        }
+    }
+
+    func becomeReady(duration: MediaTime, tracks: [AssetTrack]) {
+        let changed: Bool = lock.withLock {
+            guard _status == .unknown else { return false }
+            _duration = duration
+            _tracks = tracks
+            _status = .readyToPlay
+            return true
+        }
+        if changed {
+            statusBroadcast.send(.readyToPlay)
+            owner?.itemStatusChanged(self)
+        }
+    }
+
+    /// Failed is terminal.
+    func fail(_ error: any Error) {
+        let changed: Bool = lock.withLock {
+            guard _status != .failed else { return false }
+            _status = .failed
+            _error = error
+            return true
+        }
+        if changed {
+            statusBroadcast.send(.failed)
+            owner?.itemStatusChanged(self)
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+
+/// Loops a template item on a queue player (`AVPlayerLooper`) by keeping replicas of it queued:
+/// the template itself never plays, and later edits to it are ignored. Each replica is a new item
+/// of the same asset; a time range is applied to each by a seek to its start and its
+/// `forwardPlaybackEndTime`. Marquee's player makes the loop point gapless.
+///
+/// Marquee adds a playlist form, `init(player:templateItems:)`, which loops a list of items as a
+/// whole and skips items that fail (they are tried again on the next pass).
+public final class PlayerLooper: @unchecked Sendable {
+    // @unchecked: mutable state is guarded by the player's lock.
+    public enum Status: Sendable, Equatable { case unknown, ready, failed, cancelled }
+
+    private struct Template {
+        let asset: Asset
+        let forwardEnd: MediaTime
+        let playlistIndex: Int?
+    }
+
+    public let player: QueuePlayer
+    private let templates: [Template]
+    private var timeRange: TimeRange
+    private let isPlaylist: Bool
+    private var replicas: [(item: PlayerItem, template: Int)] = []
+    private var nextTemplate = 0
+    /// Guards `_status` and `_error` (set from loading callbacks, which must not wait for the player).
+    private let statusLock = NSLock()
+    private var _status = Status.unknown
+    private var _error: (any Error)?
+    private var _loopCount = 0
+    private var looping = true
+
+    /// Loops `templateItem` within `timeRange` (invalid: the whole item). Throws for a template
+    /// whose known duration is zero, or a range that is empty or outside [0, duration].
+    public init(player: QueuePlayer, templateItem: PlayerItem, timeRange: TimeRange = .invalid) throws {
+        self.player = player
+        templates = [Template(asset: templateItem.asset, forwardEnd: templateItem.forwardPlaybackEndTime,
+                              playlistIndex: templateItem.playlistIndex)]
+        self.timeRange = timeRange
+        isPlaylist = false
+        if timeRange.isValid {
+            guard timeRange.duration > .zero else { throw PlayerError.looperTimeRangeInvalid("\(timeRange) is empty") }
+            guard timeRange.start >= .zero else { throw PlayerError.looperTimeRangeInvalid("\(timeRange) starts before 0") }
+        }
+        if case .loaded(let duration) = templateItem.asset.status(of: .duration) {
+            try Self.check(duration: duration, range: timeRange)
+        }
+        start()
+        let asset = templateItem.asset
+        asset.loadValues(forKeys: ["duration"]) { [weak self] in
+            guard let self else { return }
+            switch asset.status(of: .duration) {
+            case .loaded(let duration):
+                do {
+                    try Self.check(duration: duration, range: self.timeRange)
+                    self.setStatus(.ready, error: nil)
+                } catch {
+                    self.setStatus(.failed, error: error)
+                    self.disableLooping(status: .failed)
+                }
+            case .failed(let error):
+                self.setStatus(.failed, error: error)
+                self.disableLooping(status: .failed)
+            default: break
+            }
+        }
+    }
+
+    /// Marquee: loops `templateItems` in order as a whole. Items that fail are skipped and tried
+    /// again on the next pass; `loopCount` goes up each time the last one ends.
+    public init(player: QueuePlayer, templateItems: [PlayerItem]) {
+        self.player = player
+        templates = templateItems.enumerated().map {
+            Template(asset: $0.element.asset, forwardEnd: $0.element.forwardPlaybackEndTime,
+                     playlistIndex: $0.element.playlistIndex ?? $0.offset)
+        }
+        starts = templateItems.map { $0.pendingStart?.time }
+        timeRange = .invalid
+        isPlaylist = true
+        start()
+        setStatus(templates.isEmpty ? .failed : .ready, error: nil)
+    }
+
+    private var starts: [MediaTime?] = []
+
+    private static func check(duration: MediaTime, range: TimeRange) throws {
+        guard !(duration.isNumeric && duration <= .zero) else { throw PlayerError.looperTemplateHasNoDuration }
+        guard range.isValid, duration.isNumeric else { return }
+        guard range.end <= duration else {
+            throw PlayerError.looperTimeRangeInvalid("\(range) ends after the item's duration \(duration)")
+        }
+    }
+
+    public var status: Status { statusLock.withLock { _status } }
+    public var error: (any Error)? { statusLock.withLock { _error } }
+    /// How many times playback wrapped around to the start.
+    public var loopCount: Int { player.withLock { _loopCount } }
+    /// The replicas now queued.
+    public var loopingPlayerItems: [PlayerItem] { player.withLock { replicas.map(\.item) } }
+
+    private var wanted: Int { max(3, templates.count) }
+
+    private func setStatus(_ status: Status, error: (any Error)?) {
+        statusLock.withLock {
+            guard _status != .cancelled else { return }
+            _status = status
+            _error = error
+        }
+    }
+
+    private func start() {
+        try? player.setActionAtItemEnd(.advance)
+        player.locked { outbox in
+            player.loopers.append(WeakLooper(looper: self))
+            var index = 0
+            while replicas.count < wanted && !templates.isEmpty {
+                let (item, template) = makeReplica()
+                player.insertLocked(item, at: index, &outbox)
+                replicas.append((item, template))
+                index += 1
+            }
+        }
+    }
+
+    private func makeReplica() -> (PlayerItem, Int) {
+        let index = nextTemplate
+        nextTemplate = (nextTemplate + 1) % templates.count
+        let template = templates[index]
+        let item = PlayerItem(asset: template.asset)
+        item.playlistIndex = template.playlistIndex
+        if timeRange.isValid {
+            item.pendingStart = (timeRange.start, .zero, nil)
+            item.forwardPlaybackEndTime = timeRange.end
+        } else {
+            item.forwardPlaybackEndTime = template.forwardEnd
+            if isPlaylist, let start = starts[index], start > .zero { item.pendingStart = (start, .zero, nil) }
+        }
+        return (item, index)
+    }
+
+    /// Called by the player (its lock held) when `item` has left the queue at its end.
+    func itemLeftLocked(_ item: PlayerItem, _ outbox: inout Player.Outbox) {
+        guard let position = replicas.firstIndex(where: { $0.item === item }) else { return }
+        let template = replicas[position].template
+        replicas.remove(at: position)
+        if template == templates.count - 1 && looping { _loopCount += 1 }
+        guard looping else { return }
+        // The new replica goes right behind the last one, ahead of any other items.
+        let after = replicas.last.flatMap { last in self.player.queue.firstIndex { $0 === last.item } }
+        let (replica, index) = makeReplica()
+        player.insertLocked(replica, at: (after ?? -1) + 1, &outbox)
+        replicas.append((replica, index))
+    }
+
+    /// Stops looping: the current replica plays to its end, the others leave the queue, and the
+    /// queue is as it was apart from them.
+    public func disableLooping() { disableLooping(status: .cancelled) }
+
+    private func disableLooping(status: Status) {
+        player.locked { outbox in
+            guard looping else { return }
+            looping = false
+            statusLock.withLock { if _status != .failed { _status = status } }
+            let current = player.queue.first
+            for replica in replicas where replica.item !== current {
+                player.removeLocked(replica.item, &outbox)
+            }
+            replicas.removeAll { $0.item !== current }
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import Playback
+
+/// A frame of a scripted clip: `index` counts from the clip's first frame.
+struct ScriptFrame: PresentableFrame {
+    let pts: MediaTime
+    let duration: MediaTime
+    let index: Int
+}
+
+/// A media backend of scripted clips: exact, fast, and able to hold decoding or fail on cue.
+final class FakeBackend: MediaBackend, @unchecked Sendable {
+    struct Clip {
+        var frames: Int
+        var fps: Int32
+        var size = VideoSize(width: 320, height: 180)
+        var rotation = 0
+        /// Every `keyframeInterval`-th frame is a sync frame (seeks land on them).
+        var keyframeInterval = 1
+        /// Decoding throws when it reaches this frame.
+        var failAt: Int?
+        var duration: MediaTime { MediaTime(value: Int64(frames), timescale: fps) }
+    }
+
+    struct Missing: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "\(path): avformat_open_input failed: No such file or directory" }
+    }
+    struct Corrupt: Error, CustomStringConvertible {
+        let path: String
+        let frame: Int
+        var description: String { "\(path): avcodec_receive_frame failed at frame \(frame): Invalid data found when processing input" }
+    }
+
+    private let lock = NSCondition()
+    private var clips: [String: Clip] = [:]
+    private var held = false
+    private var probeHeld = false
+    private(set) var probes = 0
+
+    func add(_ name: String, _ clip: Clip) -> URL {
+        lock.withLock { clips["/fake/" + name] = clip }
+        return URL(fileURLWithPath: "/fake/" + name)
+    }
+
+    /// While held, readers wait before each frame (decoding is slow).
+    func holdDecoding(_ hold: Bool) {
+        lock.withLock {
+            held = hold
+            lock.broadcast()
+        }
+    }
+
+    func holdProbes(_ hold: Bool) {
+        lock.withLock {
+            probeHeld = hold
+            lock.broadcast()
+        }
+    }
+
+    var probeCount: Int { lock.withLock { probes } }
+
+    func probe(_ url: URL) throws -> AssetDescription {
+        let clip: Clip? = lock.withLock {
+            probes += 1
+            while probeHeld { lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+            return clips[url.path]
+        }
+        guard let clip else { throw Missing(path: url.path) }
+        let track = AssetTrack(trackID: 1, mediaType: .video, naturalSize: clip.size,
+                               preferredTransform: Transform2D(rotationDegrees: clip.rotation),
+                               nominalFrameRate: Double(clip.fps), minFrameDuration: MediaTime(value: 1, timescale: clip.fps),
+                               codec: "h264", pixelFormat: "yuv420p", colorSpace: "bt709")
+        return AssetDescription(duration: clip.duration, tracks: [track])
+    }
+
+    func openReader(_ url: URL) throws -> any FrameReader {
+        guard let clip = lock.withLock({ clips[url.path] }) else { throw Missing(path: url.path) }
+        return Reader(clip: clip, path: url.path, backend: self)
+    }
+
+    func waitWhileHeld() {
+        lock.withLock {
+            let deadline = Date(timeIntervalSinceNow: 10)
+            while held && Date() < deadline { lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+        }
+    }
+
+    final class Reader: FrameReader {
+        let clip: Clip
+        let path: String
+        let backend: FakeBackend
+        var next = 0
+        init(clip: Clip, path: String, backend: FakeBackend) {
+            self.clip = clip
+            self.path = path
+            self.backend = backend
+        }
+        func nextFrame() throws -> (any PresentableFrame)? {
+            backend.waitWhileHeld()
+            guard next < clip.frames else { return nil }
+            if let failAt = clip.failAt, next >= failAt { throw Corrupt(path: path, frame: next) }
+            defer { next += 1 }
+            return ScriptFrame(pts: MediaTime(value: Int64(next), timescale: clip.fps),
+                               duration: MediaTime(value: 1, timescale: clip.fps), index: next)
+        }
+        func seek(to time: MediaTime) throws {
+            let frame = Int((time.seconds * Double(clip.fps) + 1e-9).rounded(.down))
+            next = max(0, min(clip.frames, frame - frame % clip.keyframeInterval))
+        }
+    }
+}
+
+/// Drives a player's output by hand, one vsync at a time.
+final class VirtualDisplay {
+    let output: PlayerVideoOutput
+    private(set) var vsync: Int64 = -1
+    /// Every new picture: (vsync, item index, frame index), nil frame for the background.
+    private(set) var shown: [(vsync: Int64, item: Int?, frame: Int?)] = []
+
+    init(_ player: Player, refresh: Int64 = 60) throws {
+        output = try PlayerVideoOutput(player: player, refresh: RefreshRate(numerator: refresh), name: "test-0")
+    }
+
+    @discardableResult
+    func step(_ count: Int = 1, wait: Double = 5) -> Player.Picture? {
+        var last: Player.Picture?
+        for _ in 0..<count {
+            vsync += 1
+            let picture = output.picture(forVsync: vsync, waitingUpTo: wait)
+            if picture.isNew {
+                shown.append((vsync, picture.item?.playlistIndex, (picture.frame as? ScriptFrame)?.index))
+            }
+            last = picture
+        }
+        return last
+    }
+
+    /// Vsyncs of the shown frames.
+    var frameVsyncs: [Int64] { shown.filter { $0.frame != nil }.map(\.vsync) }
+}
+
+/// Polls `condition` until it holds or `seconds` pass.
+func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date(timeIntervalSinceNow: seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(nanoseconds: 2_000_000)
+    }
+    return condition()
+}
+
+/// A thread-safe list for callbacks to record into.
+final class Recorder<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [T] = []
+    func append(_ item: T) { lock.withLock { items.append(item) } }
+    var all: [T] { lock.withLock { items } }
+}
+
+let quiet = Logger(level: .error, sink: { _ in })
+
+func tm(_ value: Int64, _ scale: Int32) -> MediaTime { MediaTime(value: value, timescale: scale) }

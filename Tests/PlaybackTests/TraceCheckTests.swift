@@ -1,0 +1,81 @@
+import Foundation
+import Playback
+import Testing
+
+/// An output that only records (virtual clock).
+final class TraceTestOutput: PresentationOutput {
+    typealias Frame = ScriptFrame
+    let name = "test-0"
+    let clock: any VsyncClock
+    init(refresh: RefreshRate) { clock = VirtualVsyncClock(refresh: refresh) }
+    func present(_ frame: ScriptFrame?, atVsync vsync: Int64) throws -> Int64 { vsync }
+}
+
+/// Runs tools/check-trace.py on `trace`; nil when python3 is not installed.
+func checkTrace(_ path: String) throws -> (status: Int32, report: [String: Any])? {
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("tools/check-trace.py").path
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else { return nil }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    process.arguments = [script, path, "--json"]
+    let out = Pipe()
+    process.standardOutput = out
+    try process.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let report = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    return (process.terminationStatus, (report["test-0"] as? [String: Any]) ?? [:])
+}
+
+@Suite struct TraceCheckTests {
+    @Test func loopingPlaylistOfFiveRatesHasNoGapDropRepeatOrCadenceErrorPerTheChecker() throws {
+        let backend = FakeBackend()
+        let rates: [Int32] = [24, 25, 30, 50, 60]
+        let templates = rates.enumerated().map { index, fps in
+            PlayerItem(url: backend.add("clip\(fps).mp4", .init(frames: Int(fps), fps: fps,
+                                                                  size: VideoSize(width: 160 * (index + 1), height: 90 * (index + 1)))),
+                       backend: backend)
+        }
+        let player = QueuePlayer(logger: quiet)
+        let looper = PlayerLooper(player: player, templateItems: templates)
+        let path = NSTemporaryDirectory() + "check-trace-\(getpid()).jsonl"
+        let trace = try TraceWriter(path: path)
+        let presenter = try PlayerPresenter(player: player, output: TraceTestOutput(refresh: RefreshRate(numerator: 60)),
+                                            trace: trace, logger: quiet, exitAfter: MediaTime(value: 100, timescale: 1))
+        player.play()
+        let stats = try presenter.run { true }
+        trace.flush()
+        #expect(looper.loopCount == 19)  // 100 s of 5-second loops: the 20th wrap is at the exit vsync
+        #expect(stats.dropped == 0 && stats.delayed == 0)
+        guard let (status, report) = try checkTrace(path) else { return }
+        #expect(status == 0, "\(report["problems"] ?? "")")
+        #expect(report["frames"] as? Int == 20 * rates.reduce(0) { $0 + Int($1) })
+        #expect(report["item_changes"] as? Int == 20 * 5 - 1)
+        for key in ["gaps", "drops", "repeats", "cadence_errors", "blanks_after_start"] {
+            #expect(report[key] as? Int == 0, "\(key)")
+        }
+        // start-file / end-file events are in the trace.
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains(#""event":"start-file","item":0"#) && text.contains(#""reason":"eof""#))
+    }
+
+    @Test func theCheckerReportsABlankARepeatAndADrop() throws {
+        let path = NSTemporaryDirectory() + "bad-trace-\(getpid()).jsonl"
+        var lines: [String] = []
+        func frame(_ v: Int, _ item: Int, _ pts: Double) {
+            lines.append(#"{"type":"frame","vsync":\#(v),"t":\#(Double(v) / 60),"output":"test-0","item":\#(item),"uri":"a","pts":\#(pts)}"#)
+        }
+        for i in 0..<10 { frame(i * 2, 0, Double(i) / 30) }
+        frame(20, 0, 9.0 / 30)                              // a repeat
+        lines.append(#"{"type":"blank","vsync":22,"t":0.366667,"output":"test-0"}"#)  // a gap
+        for i in 0..<5 { frame(24 + i * 2, 1, Double(i) / 30) }
+        frame(34, 1, 7.0 / 30)                              // two frames dropped
+        try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        guard let (status, report) = try checkTrace(path) else { return }
+        #expect(status == 1)
+        #expect(report["repeats"] as? Int == 1)
+        #expect(report["blanks_after_start"] as? Int == 1)
+        #expect(report["drops"] as? Int == 2)
+    }
+}

@@ -1,0 +1,265 @@
+import Display
+import Foundation
+import Media
+import Playback
+import Render
+import Testing
+import TestSupport
+
+/// 4:3, 16:9 and 9:16 clips (as their frame sizes).
+let clipShapes: [(name: String, width: Int, height: Int)] = [("4:3", 640, 480), ("16:9", 1280, 720), ("9:16", 720, 1280)]
+let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
+
+@Suite struct VideoRectRotationTests {
+    /// The ideal (unrounded) rectangle, straight from the definitions.
+    static func ideal(_ w: Int, _ h: Int, _ gravity: VideoGravity, _ rotation: Rotation) -> (x0: Double, y0: Double, x1: Double, y1: Double) {
+        let (cw, ch) = rotation == .clockwise90 || rotation == .clockwise270 ? (Double(h), Double(w)) : (Double(w), Double(h))
+        let sx = 1920 / cw, sy = 1080 / ch
+        let (w1, h1): (Double, Double)
+        switch gravity {
+        case .resize: (w1, h1) = (1920, 1080)
+        case .resizeAspect: (w1, h1) = (cw * min(sx, sy), ch * min(sx, sy))
+        case .resizeAspectFill: (w1, h1) = (cw * max(sx, sy), ch * max(sx, sy))
+        }
+        return ((1920 - w1) / 2, (1080 - h1) / 2, (1920 + w1) / 2, (1080 + h1) / 2)
+    }
+
+    @Test func everyGravityAndRotationIsExactToAPixel() {
+        for clip in clipShapes {
+            for gravity in VideoGravity.allCases {
+                for rotation in Rotation.allCases {
+                    let rect = videoRect(contentWidth: clip.width, contentHeight: clip.height, bounds: fullHD,
+                                         gravity: gravity, rotation: rotation)
+                    let i = Self.ideal(clip.width, clip.height, gravity, rotation)
+                    let edges = [Double(rect.x) - i.x0, Double(rect.y) - i.y0,
+                                 Double(rect.x + rect.width) - i.x1, Double(rect.y + rect.height) - i.y1]
+                    #expect(edges.allSatisfy { abs($0) <= 0.5 }, "\(clip.name) \(gravity) \(rotation): \(rect) vs \(i)")
+                }
+            }
+        }
+    }
+
+    @Test func knownRectanglesOnFullHD() {
+        func fit(_ w: Int, _ h: Int, _ r: Rotation) -> PixelRect {
+            videoRect(contentWidth: w, contentHeight: h, bounds: fullHD, gravity: .resizeAspect, rotation: r)
+        }
+        #expect(fit(640, 480, .none) == PixelRect(x: 240, y: 0, width: 1440, height: 1080))
+        #expect(fit(640, 480, .clockwise90) == PixelRect(x: 555, y: 0, width: 810, height: 1080))
+        #expect(fit(1280, 720, .upsideDown) == fullHD)
+        #expect(fit(1280, 720, .clockwise270) == PixelRect(x: 656, y: 0, width: 608, height: 1080))
+        #expect(fit(720, 1280, .none) == PixelRect(x: 656, y: 0, width: 608, height: 1080))
+        #expect(fit(720, 1280, .clockwise90) == fullHD)
+        #expect(videoRect(contentWidth: 720, contentHeight: 1280, bounds: fullHD, gravity: .resizeAspectFill)
+            == PixelRect(x: 0, y: -1167, width: 1920, height: 3414))
+    }
+
+    @Test func rotationsCombineAndRound() {
+        #expect(Rotation.clockwise90 + .clockwise270 == Rotation.none)
+        #expect(Rotation.upsideDown + .clockwise270 == .clockwise90)
+        #expect(Rotation(degrees: -90) == .clockwise270)
+        #expect(Rotation(degrees: 89.7) == .clockwise90)
+        #expect(Rotation(degrees: 450) == .clockwise90)
+        #expect(Rotation(degrees: .nan) == Rotation.none)
+    }
+}
+
+@Suite(.serialized) struct PlayerLayerGeometryDrawingTests {
+    /// A flat frame of one luma level (full range, neutral chroma).
+    static func flat(_ width: Int, _ height: Int, luma: Int = 255, rotation: Rotation = .none) throws -> VideoFrame {
+        try VideoFrame(format: .yuv420p, width: width, height: height, colorMatrix: .bt709, colorRange: .full,
+                       rotation: rotation) { c, _, _ in c == 0 ? luma : 128 }
+    }
+
+    /// Four flat quadrants of distinct grey levels: TL 40, TR 100, BL 160, BR 220.
+    static func quadrants(_ size: Int, rotation: Rotation = .none) throws -> VideoFrame {
+        let half = size / 2
+        return try VideoFrame(format: .yuv444p, width: size, height: size, colorMatrix: .bt709, colorRange: .full,
+                              rotation: rotation) { c, x, y in
+            c != 0 ? 128 : [[40, 100], [160, 220]][y < half ? 0 : 1][x < half ? 0 : 1]
+        }
+    }
+
+    /// The first and last lit pixel along a row and a column through (x, y).
+    static func litSpan(_ image: RGBAImage, x: Int, y: Int) -> (x0: Int, x1: Int, y0: Int, y1: Int)? {
+        let row = (0..<image.width).filter { image.pixel(x: $0, y: y).r > 128 }
+        let column = (0..<image.height).filter { image.pixel(x: x, y: $0).r > 128 }
+        guard let x0 = row.first, let x1 = row.last, let y0 = column.first, let y1 = column.last else { return nil }
+        return (x0, x1 + 1, y0, y1 + 1)
+    }
+
+    /// What is drawn is where `videoRect` says, for every gravity, display rotation and clip shape.
+    @Test func drawnPictureFillsTheReportedRectangle() throws {
+        let output = try HeadlessOutput(mode: DisplayMode(width: 1920, height: 1080, refresh: RefreshRate(numerator: 60)),
+                                        clock: .virtual)
+        // Small frames of the clip shapes (the rectangle depends only on the aspect ratio).
+        for (name, w, h) in [("4:3", 64, 48), ("16:9", 64, 36), ("9:16", 36, 64)] {
+            let frame = try Self.flat(w, h)
+            for gravity in VideoGravity.allCases {
+                for rotation in Rotation.allCases {
+                    output.layer.gravity = gravity
+                    output.layer.rotation = rotation
+                    _ = try output.present(frame, atVsync: 0)
+                    let rect = try #require(output.layer.videoRect)
+                    #expect(rect == videoRect(contentWidth: w, contentHeight: h, bounds: fullHD, gravity: gravity, rotation: rotation))
+                    let span = try #require(Self.litSpan(try output.screenshot(), x: 960, y: 540))
+                    let visible = (max(rect.x, 0), min(rect.x + rect.width, 1920), max(rect.y, 0), min(rect.y + rect.height, 1080))
+                    #expect(span == visible, "\(name) \(gravity) \(rotation): drawn \(span), reported \(rect)")
+                }
+            }
+        }
+    }
+
+    @Test func perItemGravityOverridesTheLayers() throws {
+        let context = try GLContext.surfaceless()
+        let target = try Framebuffer(width: 192, height: 108)
+        let layer = try PlayerLayer()
+        let bounds = PixelRect(x: 0, y: 0, width: 192, height: 108)
+        target.bind()
+        try layer.draw(try Self.flat(64, 48), bounds: bounds, gravity: .resize)
+        #expect(layer.videoRect == bounds)
+        try layer.draw(try Self.flat(64, 48), bounds: bounds)
+        #expect(layer.videoRect == PixelRect(x: 24, y: 0, width: 144, height: 108))
+        _ = context
+    }
+
+    /// The display's rotation turns the picture clockwise: bottom-left comes to the top-left.
+    @Test func displayRotationTurnsClockwise() throws {
+        let output = try HeadlessOutput(mode: DisplayMode(width: 64, height: 64, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        let frame = try Self.quadrants(32)
+        let expectations: [(Rotation, [Int])] = [  // TL, TR, BL, BR of the output
+            (.none, [40, 100, 160, 220]), (.clockwise90, [160, 40, 220, 100]),
+            (.upsideDown, [220, 160, 100, 40]), (.clockwise270, [100, 220, 40, 160]),
+        ]
+        for (rotation, levels) in expectations {
+            output.layer.rotation = rotation
+            _ = try output.present(frame, atVsync: 0)
+            let image = try output.screenshot()
+            let drawn = [(16, 16), (48, 16), (16, 48), (48, 48)].map { Int(image.pixel(x: $0.0, y: $0.1).g) }
+            #expect(zip(drawn, levels).allSatisfy { abs($0 - $1) <= 2 }, "\(rotation): \(drawn)")
+        }
+    }
+
+    /// A phone's portrait clip: stored landscape (the upright picture turned counter-clockwise) with
+    /// a display matrix saying "turn 90° clockwise" (ffprobe: rotation of -90.00 degrees, the
+    /// legacy tag rotate=90). It must show upright: red top-left, green top-right, blue bottom-left,
+    /// white bottom-right.
+    @Test func containerRotationShowsAPhoneClipUpright() throws {
+        let stored = try TestMedia.make("portrait-stored.mp4", [
+            "-f", "lavfi", "-i", "color=c=red:size=90x160:rate=10", "-f", "lavfi", "-i", "color=c=0x00ff00:size=90x160:rate=10",
+            "-f", "lavfi", "-i", "color=c=blue:size=90x160:rate=10", "-f", "lavfi", "-i", "color=c=white:size=90x160:rate=10",
+            "-filter_complex", "[0][1][2][3]xstack=inputs=4:layout=0_0|w0_0|0_h0|w0_h0,transpose=cclock,format=yuv420p",
+            "-t", "0.5", "-c:v", "libx264", "-qp", "0", "-f", "mp4",
+        ])
+        // ffmpeg 5.1 writes `rotate` metadata as a counter-clockwise angle: 270 gives the phone's -90.
+        let phone = try TestMedia.make("portrait-phone.mp4", ["-i", stored, "-c", "copy", "-metadata:s:v:0", "rotate=270", "-f", "mp4"])
+        let decoder = try VideoDecoder(path: phone)
+        let frame = try #require(try decoder.nextFrame())
+        #expect(frame.width == 320 && frame.height == 180)
+        #expect(frame.rotation == .clockwise90)
+
+        let output = try HeadlessOutput(mode: DisplayMode(width: 1920, height: 1080, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        _ = try output.present(frame, atVsync: 0)
+        let rect = try #require(output.layer.videoRect)
+        #expect(rect == PixelRect(x: 656, y: 0, width: 608, height: 1080))
+        let image = try output.screenshot()
+        func at(_ fx: Double, _ fy: Double) -> [UInt8] {
+            let p = image.pixel(x: rect.x + Int(Double(rect.width) * fx), y: rect.y + Int(Double(rect.height) * fy))
+            return [p.r, p.g, p.b]
+        }
+        func near(_ got: [UInt8], _ want: [UInt8]) -> Bool { zip(got, want).allSatisfy { abs(Int($0) - Int($1)) <= 6 } }
+        #expect(near(at(0.25, 0.25), [255, 0, 0]), "top-left \(at(0.25, 0.25))")
+        #expect(near(at(0.75, 0.25), [0, 255, 0]), "top-right \(at(0.75, 0.25))")
+        #expect(near(at(0.25, 0.75), [0, 0, 255]), "bottom-left \(at(0.25, 0.75))")
+        #expect(near(at(0.75, 0.75), [255, 255, 255]), "bottom-right \(at(0.75, 0.75))")
+        // The display's own rotation goes on top: a portrait screen turned back shows it sideways.
+        output.layer.rotation = .clockwise270
+        _ = try output.present(frame, atVsync: 0)
+        #expect(output.layer.videoRect == fullHD)
+    }
+
+    @Test func texturesAreMadeOncePerSizeAndFormat() throws {
+        let output = try HeadlessOutput(mode: DisplayMode(width: 64, height: 36, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        let a = try Self.flat(64, 36), b = try Self.flat(64, 36, luma: 20)
+        for i in 0..<6 { _ = try output.present(i % 2 == 0 ? a : b, atVsync: Int64(i)) }
+        #expect(output.layer.textureAllocations == 3)
+        let nv12 = try VideoFrame(format: .nv12, width: 64, height: 36, colorMatrix: .bt709, colorRange: .limited) { _, _, _ in 128 }
+        _ = try output.present(nv12, atVsync: 6)
+        _ = try output.present(nv12, atVsync: 7)
+        // Luma keeps its R8 texture; chroma becomes one RG8 plane.
+        #expect(output.layer.textureAllocations == 4)
+    }
+}
+
+@Suite(.serialized) struct ScreenshotAndImportTests {
+    @Test func screenshotPNGDecodesToTheSamePixels() throws {
+        let output = try HeadlessOutput(mode: DisplayMode(width: 96, height: 54, refresh: RefreshRate(numerator: 60)),
+                                        clock: .virtual, background: RGBColor(hex: "#204060")!)
+        let frame = try VideoFrame(format: .yuv444p, width: 32, height: 32, colorMatrix: .bt709, colorRange: .limited) { c, x, y in
+            c == 0 ? 16 + (x * 7 + y * 3) % 220 : c == 1 ? 60 + x * 4 : 200 - y * 4
+        }
+        _ = try output.present(frame, atVsync: 0)
+        let image = try output.screenshot()
+        let png = try output.screenshotPNG()
+        #expect(png.prefix(8) == Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]))
+        let path = TestMedia.folder + "/screenshot-\(UUID().uuidString).png"
+        try png.write(to: URL(fileURLWithPath: path))
+        // Decoded by the ffmpeg command, independently of our encoder's caller.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "rgba", "-"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let decoded = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect([UInt8](decoded) == image.pixels)
+    }
+
+    @Test func pngOfWrongSizeIsRefusedClearly() throws {
+        let error = try #require(throws: MediaError.self) { try PNGEncoder.encode(rgba: [1, 2, 3], width: 2, height: 2) }
+        #expect(error.description.contains("expected 16 bytes of RGBA, got 3"))
+    }
+
+    /// An RGB picture (a PNG) is converted once with swscale, says so, and still draws its colours.
+    @Test func rgbSourceIsConvertedAndFlagged() throws {
+        let width = 48, height = 32
+        var rgba = [UInt8](repeating: 255, count: width * height * 4)
+        let colours: [[UInt8]] = [[230, 30, 40], [20, 200, 60], [40, 60, 220], [128, 128, 128]]
+        for y in 0..<height {
+            for x in 0..<width {
+                let c = colours[(x / 24) + 2 * (y / 16)]
+                rgba.replaceSubrange((y * width + x) * 4..<(y * width + x) * 4 + 3, with: c)
+            }
+        }
+        let path = TestMedia.folder + "/rgb-\(UUID().uuidString).png"
+        try PNGEncoder.encode(rgba: rgba, width: width, height: height).write(to: URL(fileURLWithPath: path))
+        let decoder = try VideoDecoder(path: path)
+        let frame = try #require(try decoder.nextFrame())
+        #expect(frame.convertedFrom == "rgba")
+        #expect(frame.pixelFormat == .yuv444p)
+        let output = try HeadlessOutput(mode: DisplayMode(width: width, height: height, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        output.layer.gravity = .resize
+        _ = try output.present(frame, atVsync: 0)
+        let image = try output.screenshot()
+        for (i, c) in colours.enumerated() {
+            let p = image.pixel(x: 12 + 24 * (i % 2), y: 8 + 16 * (i / 2))
+            let error = zip([p.r, p.g, p.b], c).map { abs(Int($0) - Int($1)) }.max()!
+            #expect(error <= 3, "colour \(c) drew \([p.r, p.g, p.b])")
+        }
+    }
+
+    @Test func dmaBufImportSaysWhatIsMissing() throws {
+        let context = try GLContext.surfaceless()
+        let layer = try PlayerLayer()
+        if context.glExtensions.contains("GL_OES_EGL_image_external_essl3") {
+            try layer.prepareExternalImages()  // the external-image program compiles
+        }
+        guard !context.eglExtensions.contains("EGL_EXT_image_dma_buf_import") else {
+            // With the extension, importing needs a real buffer from a device this test does not have.
+            return
+        }
+        let error = try #require(throws: RenderError.self) { try DMABufImporter(context: context) }
+        #expect(error.description.contains("EGL_EXT_image_dma_buf_import is not available"))
+    }
+}
