@@ -28,6 +28,10 @@ let package = Package(
         .executableTarget(name: "marqueectl", dependencies: ["Kiosk"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
         .executableTarget(name: "layerbench", dependencies: ["Display", "Render", "Media", "Playback"]),
+        // The examples of issue 3: AV Foundation Programming Guide playback with this API (run by ExamplesTests).
+        .target(name: "ExampleSupport", dependencies: ["Playback", "Display"], path: "Examples/Support"),
+        .executableTarget(name: "PlayFileExample", dependencies: ["Playback", "Media", "Display", "ExampleSupport"], path: "Examples/PlayFile"),
+        .executableTarget(name: "QueuePlayerExample", dependencies: ["Playback", "Media", "Display", "ExampleSupport"], path: "Examples/QueuePlayer"),
 
         // Test media made with the ffmpeg command at test time.
         .target(name: "TestSupport", path: "Tests/Support"),
@@ -36,5 +40,6 @@ let package = Package(
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
         .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Display", "Media", "Playback", "TestSupport"]),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Playback", "TestSupport"]),
+        .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
     ]
 )

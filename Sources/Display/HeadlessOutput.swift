@@ -49,6 +49,19 @@ public final class HeadlessOutput: PresentationOutput {
     public func present(_ frame: VideoFrame?, atVsync vsync: Int64) throws -> Int64 {
         target.bind()
         try layer.draw(frame, bounds: bounds)
+        return try finish(atVsync: vsync)
+    }
+
+    /// A wall output showing several regions (a mosaic): the part of each region's picture that
+    /// `window`, this output's rectangle on the canvas, shows. (One region: set
+    /// `layer.wallPlacement` and use `present(_:atVsync:)`.)
+    public func present(regions: [PlayerLayer.WallRegionFrame], window: PixelRect, atVsync vsync: Int64) throws -> Int64 {
+        target.bind()
+        try layer.draw(regions: regions, window: window, bounds: bounds)
+        return try finish(atVsync: vsync)
+    }
+
+    private func finish(atVsync vsync: Int64) throws -> Int64 {
         guard let realClock else {
             glFlushRenderer()
             return vsync

@@ -74,6 +74,8 @@ public struct KioskConfig: Sendable {
     public var logLevel: Logger.Level = .info
     /// `decode.hwdec`: which decoder to try first.
     public var hardwareDecoding: HardwareDecoding = .auto
+    /// `wall`: a canvas across several outputs (WallConfig.swift); nil: one screen (`effectiveWall`).
+    public var wall: WallConfig?
 
     public init() {}
 
@@ -172,8 +174,8 @@ struct ConfigReader {
 
     mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
         var config = KioskConfig()
-        guard let top = members(json, at: "", allowed: ["playlist", "loop", "shuffle", "display", "decode", "control", "log"]) else { return config }
-        if json["playlist"] == nil { problem("playlist", "missing: the list of items to play") }
+        guard let top = members(json, at: "", allowed: ["playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall"]) else { return config }
+        if json["playlist"] == nil && !Self.wallHasOwnPlaylists(json["wall"]) { problem("playlist", "missing: the list of items to play") }
         for (key, value) in top {
             switch key {
             case "playlist":
@@ -248,6 +250,8 @@ struct ConfigReader {
                 for (_, v) in fields {
                     if let hwdec: HardwareDecoding = choice(v, at: "decode.hwdec") { config.hardwareDecoding = hwdec }
                 }
+            case "wall":
+                config.wall = readWall(value, baseDirectory: baseDirectory)
             case "log":
                 guard let fields = members(value, at: "log", allowed: ["level"]) else { continue }
                 for (_, v) in fields {

@@ -51,8 +51,8 @@ public final class KioskController: ControlHandler {
         switch name {
         case "pid": return .number(Double(getpid()))
         case "path":
-            guard let p = s.position, p < s.items.count else { throw .propertyUnavailable }
-            return .string(s.items[p].uri)
+            guard let path = s.currentPath else { throw .propertyUnavailable }
+            return .string(path)
         case "playlist-pos": return .number(Double(s.position ?? -1))
         case "playlist-count": return .number(Double(s.items.count))
         case "playlist":

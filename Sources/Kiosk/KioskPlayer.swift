@@ -13,11 +13,23 @@ public struct RunOptions: Sendable {
 }
 
 /// Plays a config on its output until `shouldContinue` turns false, `exitAfter` passes, or a
-/// playlist without loop ends. Runs on the calling thread, which becomes the presentation thread
-/// (the GL context is made and used there); decoding runs on a thread of its own.
+/// playlist without loop ends.
 public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
                      shouldContinue: @escaping () -> Bool) throws -> PresentationStats {
+    let session = KioskSession(config: config, configPath: nil, logger: logger)
+    return try runKiosk(session: session, config: config, options: options, logger: logger, shouldContinue: shouldContinue)
+}
+
+/// Makes the output `config` asks for and presents `session` on it. Runs on the calling thread,
+/// which becomes the presentation thread (the GL context is made and used there); each item
+/// decodes on a thread of its own.
+public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOptions, logger: Logger,
+                     onVsync: ((Int64) -> Void)? = nil, shouldContinue: @escaping () -> Bool) throws -> PresentationStats {
     let (kind, reason) = try resolveOutputKind(config.display.output)
+    logger.info("decoder chosen", ["hwdec": config.hardwareDecoding.rawValue,
+                                   "order": config.hardwareDecoding == .auto ? HardwareDecoding.autoOrder.map(\.rawValue).joined(separator: ",") : config.hardwareDecoding.rawValue,
+                                   "fallback": "software (FFmpeg libavcodec, frame threads)"])
+    let stats: PresentationStats
     if kind == .kms {
         let output = try KMSOutput(settings: config.display.kms, background: config.display.background, logger: logger)
         defer { output.close() }  // the saved display state goes back on every way out
@@ -25,32 +37,16 @@ public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
         logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
                                       "connector": output.connectorName, "mode": "\(output.mode)", "api": output.api.rawValue,
                                       "fences": output.nativeFences ? "native" : "none", "renderer": output.renderer])
-        return try play(config: config, options: options, output: output, logger: logger, shouldContinue: shouldContinue)
+        stats = try session.present(on: output, options: options, shouldContinue: shouldContinue, onVsync: onVsync)
+    } else {
+        let output = try HeadlessOutput(mode: config.display.mode, clock: options.clock, background: config.display.background)
+        output.layer.gravity = config.display.gravity
+        logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason,
+                                      "mode": "\(config.display.mode)", "clock": options.clock.rawValue,
+                                      "renderer": output.context.renderer])
+        stats = try session.present(on: output, options: options, shouldContinue: shouldContinue, onVsync: onVsync)
     }
-    let output = try HeadlessOutput(mode: config.display.mode, clock: options.clock, background: config.display.background)
-    output.layer.gravity = config.display.gravity
-    logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason,
-                                  "mode": "\(config.display.mode)", "clock": options.clock.rawValue,
-                                  "renderer": output.context.renderer])
-    return try play(config: config, options: options, output: output, logger: logger, shouldContinue: shouldContinue)
-}
-
-/// Decodes the playlist and presents it on `output` (the part of `runKiosk` after the output is made).
-private func play<Output: PresentationOutput>(config: KioskConfig, options: RunOptions, output: Output, logger: Logger,
-                                             shouldContinue: @escaping () -> Bool) throws -> PresentationStats
-    where Output.Frame == VideoFrame {
-    logger.info("decoder chosen", ["hwdec": config.hardwareDecoding.rawValue,
-                                   "order": config.hardwareDecoding == .auto ? HardwareDecoding.autoOrder.map(\.rawValue).joined(separator: ",") : config.hardwareDecoding.rawValue,
-                                   "fallback": "software (FFmpeg libavcodec, frame threads)"])
-
-    let trace = try options.tracePath.map { try TraceWriter(path: $0) }
-    let source = PlaylistSource(items: config.playlist, loop: config.loop, hardware: config.hardwareDecoding, logger: logger)
-    source.start()
-    defer { source.stop() }
-    let presenter = PresentationLoop(source: source, output: output, trace: trace, logger: logger,
-                                     exitAfter: options.exitAfter.map { MediaTime(seconds: $0, preferredTimescale: 1_000_000) })
-    try presenter.run(while: shouldContinue)
-    logger.info("stopped", ["frames": "\(presenter.stats.presented)", "dropped": "\(presenter.stats.dropped)",
-                            "delayed": "\(presenter.stats.delayed)", "vsync": "\(presenter.stats.lastVsync)"])
-    return presenter.stats
+    logger.info("stopped", ["frames": "\(stats.presented)", "dropped": "\(stats.dropped)",
+                            "delayed": "\(stats.delayed)", "vsync": "\(stats.lastVsync)"])
+    return stats
 }

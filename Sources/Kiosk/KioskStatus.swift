@@ -24,6 +24,8 @@ public final class KioskStatus: @unchecked Sendable {
     public struct Snapshot: Sendable {
         public var items: [Item] = []
         public var position: Int?
+        /// The file of the item playing now (after a reload it may be from the old playlist).
+        public var currentPath: String?
         public var timePos: Double?
         public var duration: Double?
         public var paused = false

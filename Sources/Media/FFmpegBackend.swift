@@ -7,8 +7,17 @@ import Playback
 public struct FFmpegBackend: MediaBackend {
     /// Decoder threads per reader; 0 lets FFmpeg choose.
     public var threads: Int
+    /// The hardware path readers try first (`decode.hwdec`).
+    public var hardware: HardwareDecoding
+    /// Told about every reader opened: the file, its stream and the decoding path in use.
+    public var onOpen: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)?
 
-    public init(threads: Int = 0) { self.threads = threads }
+    public init(threads: Int = 0, hardware: HardwareDecoding = .none,
+                onOpen: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil) {
+        self.threads = threads
+        self.hardware = hardware
+        self.onOpen = onOpen
+    }
 
     public func probe(_ url: URL) throws -> AssetDescription {
         let decoder = try VideoDecoder(path: url.path, threads: 1)
@@ -28,14 +37,33 @@ public struct FFmpegBackend: MediaBackend {
     }
 
     public func openReader(_ url: URL) throws -> any FrameReader {
-        DecoderReader(decoder: try VideoDecoder(path: url.path, threads: threads))
+        let decoder = try VideoDecoder(path: url.path, threads: threads, hardware: hardware)
+        onOpen?(url.path, decoder.info, decoder.decodingPath)
+        return DecoderReader(decoder: decoder, onChange: onOpen)
     }
 }
 
-/// A `VideoDecoder` as a frame reader; owned by one item's decode thread.
+/// A `VideoDecoder` as a frame reader; owned by one item's decode thread. Reports a change of
+/// decoding path (hardware failing over to software mid-stream) through `onChange`.
 final class DecoderReader: FrameReader {
     let decoder: VideoDecoder
-    init(decoder: VideoDecoder) { self.decoder = decoder }
-    func nextFrame() throws -> (any PresentableFrame)? { try decoder.nextFrame() }
+    private let onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)?
+    private var path: DecodingPath
+
+    init(decoder: VideoDecoder, onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil) {
+        self.decoder = decoder
+        self.onChange = onChange
+        path = decoder.decodingPath
+    }
+
+    func nextFrame() throws -> (any PresentableFrame)? {
+        let frame = try decoder.nextFrame()
+        if decoder.decodingPath != path {
+            path = decoder.decodingPath
+            onChange?(decoder.uri, decoder.info, path)
+        }
+        return frame
+    }
+
     func seek(to time: MediaTime) throws { try decoder.seek(to: time) }
 }

@@ -206,14 +206,24 @@ public final class VideoDecoder {
     /// Positions the stream so that the next frame is the last keyframe at or before `time`
     /// (relative to the stream's start); the frames after it follow in order.
     public func seek(to time: MediaTime) throws {
-        let ticks = time.seconds * Double(timeBase.den) / Double(timeBase.num)
-        let target = startTime + (ticks.isFinite ? Int64(ticks.rounded(.down)) : 0)
+        // In integers: through a Double, a frame's own time can land one tick early (15015/30000 s
+        // in a 1/30000 time base), and a backward seek then goes to the previous sync frame.
+        var ticks: Int128 = 0
+        if time.isNumeric && time.timescale > 0 && timeBase.num > 0 && timeBase.den > 0 {
+            let numerator = Int128(time.value) * Int128(timeBase.den)
+            let denominator = Int128(time.timescale) * Int128(timeBase.num)
+            ticks = numerator / denominator
+            if numerator % denominator != 0 && numerator < 0 { ticks -= 1 }  // floor
+        }
+        let target = startTime + Int64(clamping: max(0, ticks))
         let r = av_seek_frame(format, streamIndex, target, AVSEEK_FLAG_BACKWARD)
         guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
         avcodec_flush_buffers(session.context)
         draining = false
         nextPTS = nil
         skipThrough = nil
+        // A switch to software right after the seek resumes at the seek's target, not before it.
+        lastDelivered = target > startTime ? target - 1 : nil
         consecutiveErrors = 0
     }
 

@@ -26,6 +26,7 @@ final class ItemFeeder: @unchecked Sendable {
     private let toleranceBefore: MediaTime
     private let end: MediaTime
     private let stopped = Atomic(false)
+    private let failed = Atomic(false)
     let name: String
 
     /// - Parameters:
@@ -54,6 +55,10 @@ final class ItemFeeder: @unchecked Sendable {
     }
 
     var isStopped: Bool { stopped.load(ordering: .relaxed) }
+
+    /// True once decoding has failed: the player prerolls past such an item, so that the item after
+    /// it is ready in time.
+    var hasFailed: Bool { failed.load(ordering: .relaxed) }
 
     private func send(_ event: FeedEvent) -> Bool {
         while !isStopped {
@@ -90,6 +95,7 @@ final class ItemFeeder: @unchecked Sendable {
             }
         } catch {
             logger.debug("decode failed", ["uri": asset.url.path, "error": "\(error)"])
+            failed.store(true, ordering: .relaxed)
             _ = send(.failed(error))
         }
     }

@@ -738,7 +738,7 @@ public class Player: @unchecked Sendable {
                 item.preroll = makeFeeder(item, start: item.pendingStart?.time ?? .zero,
                                           toleranceBefore: item.pendingStart?.toleranceBefore ?? .zero)
             }
-            guard item.status == .failed else { break }
+            guard item.status == .failed || item.preroll?.hasFailed == true else { break }
             index += 1
         }
     }

@@ -67,8 +67,11 @@ public final class PlayerLooper: @unchecked Sendable {
     }
 
     /// Marquee: loops `templateItems` in order as a whole. Items that fail are skipped and tried
-    /// again on the next pass; `loopCount` goes up each time the last one ends.
-    public init(player: QueuePlayer, templateItems: [PlayerItem]) {
+    /// again on the next pass; `loopCount` goes up each time the last one ends. With
+    /// `afterCurrentItem` the replicas go behind the item playing now instead of ahead of it, so a
+    /// new playlist takes over at the next item boundary, without a gap (a kiosk reload).
+    public init(player: QueuePlayer, templateItems: [PlayerItem], afterCurrentItem: Bool = false) {
+        self.afterCurrentItem = afterCurrentItem
         self.player = player
         templates = templateItems.enumerated().map {
             Template(asset: $0.element.asset, forwardEnd: $0.element.forwardPlaybackEndTime,
@@ -82,6 +85,7 @@ public final class PlayerLooper: @unchecked Sendable {
     }
 
     private var starts: [MediaTime?] = []
+    private var afterCurrentItem = false
 
     private static func check(duration: MediaTime, range: TimeRange) throws {
         guard !(duration.isNumeric && duration <= .zero) else { throw PlayerError.looperTemplateHasNoDuration }
@@ -112,7 +116,7 @@ public final class PlayerLooper: @unchecked Sendable {
         try? player.setActionAtItemEnd(.advance)
         player.locked { outbox in
             player.loopers.append(WeakLooper(looper: self))
-            var index = 0
+            var index = afterCurrentItem ? min(1, player.queue.count) : 0
             while replicas.count < wanted && !templates.isEmpty {
                 let (item, template) = makeReplica()
                 player.insertLocked(item, at: index, &outbox)

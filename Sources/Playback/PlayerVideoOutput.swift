@@ -40,6 +40,9 @@ public final class PlayerPresenter<Output: PresentationOutput> {
     private let trace: TraceWriter?
     private let logger: Logger
     private let exitAfter: MediaTime?
+    /// Called on the presentation thread once per vsync, before its picture is asked for: the
+    /// place for work that must run on the output's thread (screenshots) and for liveness pings.
+    public var onVsync: ((Int64) throws -> Void)?
 
     public init(player: Player, output: Output, trace: TraceWriter? = nil, logger: Logger, exitAfter: MediaTime? = nil) throws {
         self.player = player
@@ -63,6 +66,7 @@ public final class PlayerPresenter<Output: PresentationOutput> {
         while shouldContinue() {
             let n = clock.earliestVsync(after: last)
             if let exitAfter, clock.time(ofVsync: n) >= exitAfter { break }
+            try onVsync?(n)
             let picture = videoOutput.picture(forVsync: n, waitingUpTo: wait)
             guard picture.isNew || showingBlank == nil || (picture.frame == nil && showingBlank == false) else {
                 try clock.wait(forVsync: n)

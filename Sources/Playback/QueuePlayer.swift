@@ -59,7 +59,10 @@ public final class QueuePlayer: Player, @unchecked Sendable {
     /// Ends the current item now and plays the next one.
     public func advanceToNextItem() {
         locked { outbox in
-            if let current = queue.first { removeLocked(current, &outbox) }
+            guard let current = queue.first else { return }
+            removeLocked(current, &outbox)
+            // A looper replaces the replica that left, as at its end.
+            for looper in loopers { looper.looper?.itemLeftLocked(current, &outbox) }
         }
     }
 

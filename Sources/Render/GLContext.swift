@@ -1,5 +1,6 @@
 import CEGL
 import CGLES
+import Synchronization
 
 /// An EGL display with an OpenGL ES 3 context, current on the thread that made it.
 ///
@@ -37,13 +38,13 @@ public final class GLContext {
             throw RenderError.egl("eglGetPlatformDisplay")
         }
         var major: EGLint = 0, minor: EGLint = 0
-        guard eglInitialize(display, &major, &minor) == EGL_TRUE else {
+        guard initializeDisplay(display, &major, &minor) else {
             throw RenderError.egl("eglInitialize")
         }
-        self.display = display  // terminated in deinit from here on
+        self.display = display  // released (terminated with its last context) in deinit from here on
         eglExtensions = Set(String(cString: eglQueryString(display, EGLint(EGL_EXTENSIONS))).split(separator: " ").map(String.init))
         guard eglBindAPI(EGLenum(EGL_OPENGL_ES_API)) == EGL_TRUE else {
-            eglTerminate(display)
+            releaseDisplay(display)
             throw RenderError.egl("eglBindAPI")
         }
         let configAttributes: [EGLint] = [
@@ -55,7 +56,7 @@ public final class GLContext {
         var configs = [EGLConfig?](repeating: nil, count: 64)
         var count: EGLint = 0
         guard eglChooseConfig(display, configAttributes, &configs, 64, &count) == EGL_TRUE, count > 0 else {
-            eglTerminate(display)
+            releaseDisplay(display)
             throw RenderError.egl("eglChooseConfig", detail: "no OpenGL ES 3 config")
         }
         let config = configs.prefix(Int(count)).first { candidate in
@@ -64,21 +65,21 @@ public final class GLContext {
             return eglGetConfigAttrib(display, candidate, EGLint(EGL_NATIVE_VISUAL_ID), &visual) == EGL_TRUE && visual == nativeVisual
         } ?? nil
         guard let config else {
-            eglTerminate(display)
+            releaseDisplay(display)
             throw RenderError(call: "eglChooseConfig", detail: "no OpenGL ES 3 config with native visual 0x\(String(nativeVisual ?? 0, radix: 16))")
         }
         self.config = config
         let contextAttributes: [EGLint] = [EGLint(EGL_CONTEXT_MAJOR_VERSION), 3, EGLint(EGL_NONE)]
         guard let context = eglCreateContext(display, config, nil, contextAttributes) else {
             let error = RenderError.egl("eglCreateContext")
-            eglTerminate(display)
+            releaseDisplay(display)
             throw error
         }
         self.context = context
         guard eglMakeCurrent(display, nil, nil, context) == EGL_TRUE else {
             let error = RenderError.egl("eglMakeCurrent")
             eglDestroyContext(display, context)
-            eglTerminate(display)
+            releaseDisplay(display)
             throw error
         }
         renderer = String(cString: glGetString(GLenum(GL_RENDERER)))
@@ -88,7 +89,35 @@ public final class GLContext {
     deinit {
         eglMakeCurrent(display, nil, nil, nil)
         eglDestroyContext(display, context)
-        eglTerminate(display)
+        releaseDisplay(display)
+    }
+}
+
+/// Contexts per EGL display. Mesa hands every caller of `eglGetPlatformDisplay` for one platform
+/// and native display the same EGLDisplay, and `eglTerminate` is not counted: the display is
+/// terminated only when its last context goes, so that one output closing (or one test ending)
+/// does not pull the display from under another thread's context.
+private let displayUsers = Mutex<[UInt: Int]>([:])
+
+/// `eglInitialize`, counted: under the lock, so that no other thread terminates it meanwhile.
+private func initializeDisplay(_ display: EGLDisplay, _ major: inout EGLint, _ minor: inout EGLint) -> Bool {
+    displayUsers.withLock { users in
+        guard eglInitialize(display, &major, &minor) == EGL_TRUE else { return false }
+        users[UInt(bitPattern: display), default: 0] += 1
+        return true
+    }
+}
+
+private func releaseDisplay(_ display: EGLDisplay) {
+    displayUsers.withLock { users in
+        let key = UInt(bitPattern: display)
+        let count = (users[key] ?? 1) - 1
+        if count <= 0 {
+            users[key] = nil
+            eglTerminate(display)
+        } else {
+            users[key] = count
+        }
     }
 }
 

@@ -34,12 +34,18 @@ public final class PlayerLayer {
     /// Textures made so far (one per plane per size and storage format): stays put while frames
     /// of one size and format follow each other.
     public private(set) var textureAllocations = 0
+    /// A wall: when set, the target is a window onto a canvas (`wallPlacement.window`) and the
+    /// picture is placed in `wallPlacement.region` of the canvas; `draw` then draws only the part
+    /// the window shows (see `wallPiece`). nil (the default): the picture is placed in the bounds.
+    public var wallPlacement: WallPlacement?
 
     private var programs: [ProgramKind: LayerProgram] = [:]
     private var textures = [PlaneTexture](repeating: PlaneTexture(), count: 3)
     private var vertexArray: GLuint = 0
     /// What the bound program's uniforms were last set for.
     private var lastState: UniformState?
+    /// The source rectangle each program's uniform holds.
+    private var lastSourceRect: [ProgramKind: TextureRect] = [:]
 
     /// - Parameter highDepthSampling: nil picks `.normalized` where `GL_EXT_texture_norm16` exists.
     public init(highDepthSampling: HighDepthSampling? = nil) throws {
@@ -75,16 +81,64 @@ public final class PlayerLayer {
             videoRect = nil
             return
         }
+        if let wallPlacement {
+            videoRect = nil
+            try drawPiece(frame, region: wallPlacement.region, window: wallPlacement.window, bounds: bounds,
+                          targetHeight: targetHeight, gravity: gravity)
+            return
+        }
+        try drawFrame(frame, bounds: bounds, targetHeight: targetHeight, gravity: gravity)
+    }
+
+    /// One region's picture on a wall: `frame` placed by gravity in `region` of the canvas.
+    public struct WallRegionFrame {
+        public var frame: VideoFrame?
+        public var region: PixelRect
+        public var gravity: VideoGravity?
+        public init(frame: VideoFrame?, region: PixelRect, gravity: VideoGravity? = nil) {
+            self.frame = frame
+            self.region = region
+            self.gravity = gravity
+        }
+    }
+
+    /// A mosaic: clears `bounds` to the background once, then draws the part of each region's
+    /// picture that `window` (the output's rectangle on the canvas) shows. `wallPlacement` is not
+    /// used; `videoRect` is the last part drawn.
+    public func draw(regions: [WallRegionFrame], window: PixelRect, bounds: PixelRect, targetHeight: Int? = nil) throws {
+        let targetHeight = targetHeight ?? bounds.y + bounds.height
+        clear(bounds, targetHeight: targetHeight)
+        defer { glDisable(GLenum(GL_SCISSOR_TEST)) }
+        videoRect = nil
+        for region in regions {
+            guard let frame = region.frame else { continue }
+            try drawPiece(frame, region: region.region, window: window, bounds: bounds, targetHeight: targetHeight,
+                          gravity: region.gravity)
+        }
+    }
+
+    private func drawPiece(_ frame: VideoFrame, region: PixelRect, window: PixelRect, bounds: PixelRect,
+                           targetHeight: Int, gravity: VideoGravity?) throws {
+        guard let piece = wallPiece(WallPlacement(window: window, region: region), bounds: bounds, displayRotation: rotation,
+                                    contentWidth: frame.displayWidth, contentHeight: frame.height,
+                                    gravity: gravity ?? self.gravity, contentRotation: frame.rotation) else { return }
+        try drawFrame(frame, bounds: bounds, targetHeight: targetHeight, gravity: gravity, piece: piece)
+    }
+
+    /// Uploads and draws `frame`: placed in `bounds` by gravity, or only `piece` of it.
+    private func drawFrame(_ frame: VideoFrame, bounds: PixelRect, targetHeight: Int, gravity: VideoGravity?,
+                           piece: WallPiece? = nil) throws {
         let format = frame.pixelFormat
         let kind: ProgramKind = format.bytesPerSample == 2 && highDepthSampling == .integer ? .integer : .float
         let program = try program(kind)
         try upload(frame, integer: kind == .integer)
 
         let turn = frame.rotation + rotation
-        let rect = Render.videoRect(contentWidth: frame.displayWidth, contentHeight: frame.height, bounds: bounds,
-                                    gravity: gravity ?? self.gravity, rotation: turn)
+        let rect = piece?.destination ?? Render.videoRect(contentWidth: frame.displayWidth, contentHeight: frame.height, bounds: bounds,
+                                                          gravity: gravity ?? self.gravity, rotation: turn)
         videoRect = rect
         glUseProgram(program.name)
+        setSourceRect(program, kind, piece?.source ?? .full)
         let state = UniformState(program: kind, matrix: frame.colorMatrix, range: frame.colorRange, format: format,
                                  chroma: frame.chromaLocation, turn: turn, lumaWidth: textures[0].width,
                                  lumaHeight: textures[0].height, chromaWidth: textures[1].width,
@@ -111,11 +165,22 @@ public final class PlayerLayer {
         defer { glDisable(GLenum(GL_SCISSOR_TEST)) }
         let program = try program(.external)
         let turn = imageRotation + rotation
-        let rect = Render.videoRect(contentWidth: image.width, contentHeight: image.height, bounds: bounds,
-                                    gravity: gravity ?? self.gravity, rotation: turn)
+        // On a wall, only the part of the image the window shows.
+        var piece: WallPiece?
+        if let wallPlacement {
+            piece = wallPiece(wallPlacement, bounds: bounds, displayRotation: rotation, contentWidth: image.width,
+                              contentHeight: image.height, gravity: gravity ?? self.gravity, contentRotation: imageRotation)
+            guard piece != nil else {
+                videoRect = nil
+                return
+            }
+        }
+        let rect = piece?.destination ?? Render.videoRect(contentWidth: image.width, contentHeight: image.height, bounds: bounds,
+                                                          gravity: gravity ?? self.gravity, rotation: turn)
         videoRect = rect
         glUseProgram(program.name)
         glUniform1i(program.quarterTurns, GLint(turn.quarterTurns))
+        setSourceRect(program, .external, piece?.source ?? .full)
         lastState = nil
         glActiveTexture(GLenum(GL_TEXTURE0))
         glBindTexture(GLenum(GL_TEXTURE_EXTERNAL_OES), image.texture)
@@ -141,6 +206,13 @@ public final class PlayerLayer {
         glViewport(GLint(rect.x), GLint(targetHeight - rect.y - rect.height), GLsizei(rect.width), GLsizei(rect.height))
         glBindVertexArray(vertexArray)
         glDrawArrays(GLenum(GL_TRIANGLE_STRIP), 0, 4)
+    }
+
+    /// The part of the frame the quad shows (the whole frame but on a wall).
+    private func setSourceRect(_ program: LayerProgram, _ kind: ProgramKind, _ rect: TextureRect) {
+        guard lastSourceRect[kind] != rect else { return }
+        glUniform4f(program.sourceRect, Float(rect.x0), Float(rect.y0), Float(rect.x1), Float(rect.y1))
+        lastSourceRect[kind] = rect
     }
 
     private func setUniforms(_ program: LayerProgram, _ state: UniformState) {
@@ -235,7 +307,10 @@ public final class PlayerLayer {
                                    interleaved: glGetUniformLocation(name, "interleavedChroma"),
                                    chromaOffset: glGetUniformLocation(name, "chromaOffset"),
                                    chromaScale: glGetUniformLocation(name, "chromaScale"),
-                                   quarterTurns: glGetUniformLocation(name, "quarterTurns"))
+                                   quarterTurns: glGetUniformLocation(name, "quarterTurns"),
+                                   sourceRect: glGetUniformLocation(name, "sourceRect"))
+        glUniform4f(program.sourceRect, 0, 0, 1, 1)
+        lastSourceRect[kind] = .full
         programs[kind] = program
         lastState = nil
         try checkGL("PlayerLayer program \(kind)")
@@ -243,10 +318,12 @@ public final class PlayerLayer {
     }
 
     // A quad from the vertex index alone: no vertex buffer. `s` is the position inside the picture's
-    // rectangle with y down; the texture coordinate is where that lands in the unturned picture.
+    // rectangle with y down; the texture coordinate is where that lands in the unturned picture,
+    // within `sourceRect` (x0, y0, x1, y1) of it: the whole frame, or the part a wall output shows.
     static let vertexShader = """
         #version 300 es
         uniform int quarterTurns;
+        uniform vec4 sourceRect;
         out vec2 texCoord;
         void main() {
             vec2 corner = vec2(float(gl_VertexID & 1), float(gl_VertexID >> 1));
@@ -255,7 +332,7 @@ public final class PlayerLayer {
             if (quarterTurns == 1) t = vec2(s.y, 1.0 - s.x);
             else if (quarterTurns == 2) t = vec2(1.0 - s.x, 1.0 - s.y);
             else if (quarterTurns == 3) t = vec2(1.0 - s.y, s.x);
-            texCoord = t;
+            texCoord = mix(sourceRect.xy, sourceRect.zw, t);
             gl_Position = vec4(corner * 2.0 - 1.0, 0.0, 1.0);
         }
         """
@@ -337,6 +414,7 @@ private struct LayerProgram {
     var chromaOffset: GLint
     var chromaScale: GLint
     var quarterTurns: GLint
+    var sourceRect: GLint
 }
 
 private struct UniformState: Equatable {

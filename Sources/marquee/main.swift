@@ -3,7 +3,6 @@ import Foundation
 import Kiosk
 import Media
 import Playback
-import Synchronization
 
 let usage = """
     Usage: marquee [options]
@@ -20,7 +19,13 @@ let usage = """
       --exit-after SECS    exit with status 0 after SECS of presentation-clock time
       --trace FILE         write the presentation trace (JSON Lines, one line per picture change)
       --log-level LEVEL    debug | info | warning | error (default: the config's, or info)
+      --socket PATH        the control socket (default: the config's control.socket, else
+                           $RUNTIME_DIRECTORY/marquee.sock, /run/marquee/marquee.sock as root, else
+                           $XDG_RUNTIME_DIR/marquee.sock); --socket none turns it off
       --check-config       validate the config, print every problem, exit 0 if valid, 2 if not
+
+    Signals: SIGTERM and SIGINT stop (the display is restored); SIGHUP reloads the config (a broken
+    one is refused and the old one keeps playing).
       -h, --help           show this help
 
     """
@@ -32,12 +37,13 @@ func fail(_ message: String, status: Int32 = 2) -> Never {
 
 // MARK: Arguments
 
-struct Arguments {
+struct Arguments: Sendable {
     var configPath: String?
     var output: OutputKind?
     var mode: DisplayMode?
     var logLevel: Logger.Level?
     var checkOnly = false
+    var socketPath: String?
     var run = RunOptions()
 }
 
@@ -71,6 +77,7 @@ func parseArguments(_ list: [String]) -> Arguments {
             guard let seconds = Double(v), seconds.isFinite, seconds >= 0 else { fail("--exit-after \(v): expected a number of seconds") }
             parsed.run.exitAfter = seconds
         case "--trace": parsed.run.tracePath = value(for: argument)
+        case "--socket": parsed.socketPath = value(for: argument)
         case "--log-level":
             let v = value(for: argument)
             guard let level = Logger.Level(name: v) else { fail("--log-level \(v): expected debug, info, warning or error") }
@@ -120,42 +127,78 @@ if arguments.checkOnly {
     print("\(arguments.configPath ?? "embedded default config"): valid (\(config.playlist.count) items)")
     exit(0)
 }
-if let output = arguments.output { config.display.output = output }
-if let mode = arguments.mode { config.display.mode = mode }
+/// What the command line says over the config; applied again on every reload.
+let overrides: @Sendable (inout KioskConfig) -> Void = { [arguments] config in
+    if let output = arguments.output { config.display.output = output }
+    if let mode = arguments.mode { config.display.mode = mode }
+}
+overrides(&config)
 
 let logger = Logger(level: arguments.logLevel ?? config.logLevel)
 setFFmpegLogLevel(logger.level)
 
 // MARK: Run
 
-/// Set by SIGINT/SIGTERM; the presentation thread checks it between frames.
-final class StopFlag: Sendable {
-    private let flag = Atomic(false)
-    func stop() { flag.store(true, ordering: .relaxed) }
-    var isStopped: Bool { flag.load(ordering: .relaxed) }
-}
-let stopFlag = StopFlag()
+signal(SIGPIPE, SIG_IGN)  // a control client that goes away must not end the player
+let notifier = ServiceNotifier()
+let session = KioskSession(config: config, configPath: arguments.configPath, logger: logger, overrides: overrides)
+
+let socketPath = arguments.socketPath ?? config.control.socket ?? defaultControlSocketPath()
+let controlServer: ControlServer? = {
+    guard socketPath != "none" else { return nil }
+    do {
+        let controller = KioskController(status: session.status) { command in session.perform(command) }
+        let server = try ControlServer(path: socketPath, mode: mode_t(config.control.mode), handler: controller, logger: logger)
+        logger.info("control socket ready", ["socket": socketPath])
+        return server
+    } catch {
+        // Playing matters more than the socket: say so; the log still tells what happens.
+        logger.error("no control socket", ["error": "\(error)"])
+        return nil
+    }
+}()
+session.onEvent = { [controlServer] event in controlServer?.broadcast(event) }
+session.onItemChange = { notifier.status($0) }
 
 var signalSources: [any DispatchSourceSignal] = []
-for sig in [SIGINT, SIGTERM] {
+for sig in [SIGINT, SIGTERM, SIGHUP] {
     signal(sig, SIG_IGN)
     let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
     source.setEventHandler {
+        if sig == SIGHUP {
+            logger.info("signal received; reloading", ["signal": "SIGHUP"])
+            notifier.reloading()
+            _ = session.reload()
+            notifier.ready(status: "reloaded")
+            return
+        }
         logger.info("signal received; stopping", ["signal": sig == SIGINT ? "SIGINT" : "SIGTERM"])
-        stopFlag.stop()
+        notifier.stopping()
+        session.stop()
     }
     source.resume()
     signalSources.append(source)
 }
 
-let presentation = Thread { [config, options] in
+let presentation = Thread { [config, options, controlServer] in
+    var ready = false
+    var status: Int32 = 0
     do {
-        _ = try runKiosk(config: config, options: options, logger: logger) { !stopFlag.isStopped }
-        exit(0)
+        _ = try runKiosk(session: session, config: config, options: options, logger: logger, onVsync: { _ in
+            if !ready {
+                ready = true
+                notifier.ready(status: "playing \(config.playlist.count) items")
+            }
+            notifier.watchdogPing()  // only while vsyncs go on: a hung presenter gets restarted
+        }, shouldContinue: { true })
     } catch {
         logger.error("cannot play", ["error": "\(error)"])
-        exit(1)
+        status = 1
     }
+    notifier.stopping()
+    controlServer?.broadcast(["event": "shutdown"])
+    controlServer?.stop()
+    exit(status)
 }
 presentation.name = "marquee-present"
 presentation.start()

@@ -38,7 +38,7 @@ import TestSupport
              "display": {"mode": "big", "output": "hdmi", "background": "red"}}
             """)
         #expect(found == [
-            "colour: unknown key (allowed here: playlist, loop, shuffle, display, decode, control, log)",
+            "colour: unknown key (allowed here: playlist, loop, shuffle, display, decode, control, log, wall)",
             "playlist[1].url: unknown key (allowed here: uri, start, end, gravity, duration)",
             "playlist[1].uri: missing: the file to play",
             "playlist[2].uri: expected a string, found a number",
@@ -132,8 +132,13 @@ import TestSupport
 
     @Test func nothingPlayableShowsTheBackgroundAndKeepsRunning() throws {
         let trace = try play([TestMedia.folder + "/nothing-here.mp4"], seconds: 0.5)
-        #expect(trace.first?["type"] as? String == "blank")
-        #expect(trace.allSatisfy { $0["type"] as? String == "blank" })
+        let pictures = trace.filter { $0["type"] as? String != "event" }
+        #expect(pictures.first?["type"] as? String == "blank")
+        #expect(pictures.allSatisfy { $0["type"] as? String == "blank" })
+        // The item's failure is in the trace with FFmpeg's reason.
+        let ends = trace.filter { $0["event"] as? String == "end-file" }
+        #expect(ends.first?["reason"] as? String == "error")
+        #expect((ends.first?["error"] as? String)?.contains("No such file or directory") == true)
     }
 }
 

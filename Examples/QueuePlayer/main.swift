@@ -1,0 +1,94 @@
+// QueuePlayerExample: a queue player as in Apple's "AV Foundation Programming Guide": items are
+// appended with `canInsert(_:after:)` / `insert(_:after: nil)`, a boundary time observer logs
+// when playback crosses one and two thirds of the first item's duration, and an item that cannot
+// be played reports its failed status with the error.
+//
+//     QueuePlayerExample [FILE]
+//
+// Queues FILE (without one: a 1.5 s test pattern made with the ffmpeg command), then a file that
+// does not exist, then FILE again; plays the queue to its end on a headless output whose virtual
+// clock runs as fast as frames are ready, and exits.
+import Display
+import ExampleSupport
+import Foundation
+import Media
+import Playback
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let logger = Logger(level: .error, sink: { _ in })  // the failed item is reported below, not logged
+
+func output(_ line: String) {
+    FileHandle.standardOutput.write(Data(("QueuePlayerExample: " + line + "\n").utf8))
+}
+
+let path: String
+do {
+    path = try arguments.first ?? ExampleMedia.testPattern(named: "queue", seconds: 1.5, fps: 30)
+} catch {
+    output("cannot make a test clip: \(error)")
+    exit(1)
+}
+let backend = FFmpegBackend()
+let missing = NSTemporaryDirectory() + "marquee-example-missing-\(getpid()).mp4"
+output("queueing \(path), then \(missing) (which does not exist), then \(path) again")
+
+let first = PlayerItem(url: URL(fileURLWithPath: path), backend: backend)
+let player = QueuePlayer(items: [first], logger: logger)
+
+// Appending: ask first whether the item can go at the end.
+let items = [first,
+             PlayerItem(url: URL(fileURLWithPath: missing), backend: backend),
+             PlayerItem(url: URL(fileURLWithPath: path), backend: backend)]
+for (index, item) in items.enumerated() {
+    item.playlistIndex = index + 1
+    guard item !== first else { continue }
+    if player.canInsert(item, after: nil) {
+        try player.insert(item, after: nil)
+        output("appended item \(index + 1) (\(item.asset.url.lastPathComponent))")
+    } else {
+        output("cannot append item \(index + 1)")
+    }
+}
+
+// Each item's status: ready to play, or failed with the reason.
+let statusObservers = items.map { item in
+    Task {
+        for await status in item.statusUpdates() where status != .unknown {
+            if status == .failed {
+                output("item \(item.playlistIndex!) status: failed: \(item.error.map { "\($0)" } ?? "no error")")
+            } else {
+                output("item \(item.playlistIndex!) status: \(status)")
+            }
+            return
+        }
+    }
+}
+
+// Boundary times at one and two thirds of the first item's duration.
+let duration: MediaTime
+do {
+    duration = try await first.asset.load(.duration)
+} catch {
+    output("the first item's duration did not load: \(error)")
+    exit(1)
+}
+let thirds = [MediaTime(seconds: duration.seconds / 3, preferredTimescale: 600),
+              MediaTime(seconds: duration.seconds * 2 / 3, preferredTimescale: 600)]
+output("duration \(duration); boundaries at \(thirds.map(\.description).joined(separator: " and "))")
+for boundary in thirds {
+    _ = try player.addBoundaryTimeObserver(forTimes: [boundary]) { [player] in
+        let item = player.currentItem.map { "item \($0.playlistIndex!)" } ?? "no item"
+        output("crossed boundary \(boundary) in \(item) at \(player.currentTime())")
+    }
+}
+
+player.play()
+let result = await ExampleDisplay.present(player, seconds: 60, untilEmpty: true, logger: logger)
+for observer in statusObservers { await observer.value }
+switch result {
+case .success(let stats):
+    output("queue played out: \(stats.presented) frames presented, \(stats.dropped) dropped; current item: \(player.currentItem.map { "\($0)" } ?? "none")")
+case .failure(let error):
+    output("the display failed: \(error)")
+    exit(1)
+}

@@ -1,0 +1,383 @@
+import Display
+import Foundation
+import Media
+import Playback
+import Render
+import Synchronization
+
+/// An output whose picture can be read back as PNG (for the control socket's `screenshot`).
+public protocol ScreenshotSource {
+    func screenshotPNG() throws -> Data
+}
+
+extension HeadlessOutput: ScreenshotSource {}
+
+/// An output the kiosk can present on: it draws `VideoFrame`s with a `PlayerLayer` into `bounds`.
+public protocol KioskOutput: PresentationOutput where Frame == VideoFrame {
+    var layer: PlayerLayer { get }
+    var bounds: PixelRect { get }
+}
+
+extension HeadlessOutput: KioskOutput {}
+extension KMSOutput: KioskOutput {}
+
+/// One running kiosk: the playlist as a `QueuePlayer` (looped by a `PlayerLooper`), the status the
+/// control socket reports, and the commands it sends. `run` presents on the calling thread;
+/// `perform` may be called from any thread.
+public final class KioskSession: @unchecked Sendable {
+    // @unchecked: `config`, `looper`, `loggedOpens` and `loggedErrors` are guarded by `lock`; the
+    // player, the status and the task queue are thread-safe themselves. Never call into the player
+    // with `lock` held: the presentation thread holds the player's lock while it waits for a decode
+    // thread, and decode threads report here.
+    public let status = KioskStatus()
+    public let player: QueuePlayer
+    /// Sends control-socket events (`start-file`, `end-file`); set before `run`.
+    public var onEvent: (@Sendable (JSONValue) -> Void)?
+    /// Told of every change of the playing item, for systemd's STATUS=.
+    public var onItemChange: (@Sendable (String) -> Void)?
+
+    private let logger: Logger
+    private let configPath: String?
+    /// Command-line overrides, applied again to every reloaded config.
+    private let overrides: @Sendable (inout KioskConfig) -> Void
+    private let lock = NSLock()
+    private var config: KioskConfig
+    private var looper: PlayerLooper?
+    private var loggedOpens = Set<String>()
+    /// The failure last logged for each file: a file is reported once per reason, not every loop.
+    private var loggedErrors = [String: String]()
+    private let stopped = Atomic(false)
+    private let presentationTasks = PresentationTasks()
+    private var backend: ReportingBackend!
+
+    /// - Parameter configPath: the file `reload` reads again (nil: reload is refused).
+    public init(config: KioskConfig, configPath: String?, logger: Logger,
+                overrides: @escaping @Sendable (inout KioskConfig) -> Void = { _ in }) {
+        self.config = config
+        self.configPath = configPath
+        self.overrides = overrides
+        self.logger = logger
+        player = QueuePlayer(logger: logger)
+        let ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding) { [weak self] uri, info, path in
+            self?.decoderOpened(uri: uri, info: info, path: path)
+        }
+        backend = ReportingBackend(inner: ffmpeg) { [weak self] url, error in
+            self?.logFailure(uri: url.path, reason: "\(error)")
+        }
+        status.update {
+            $0.items = config.playlist.map { .init(uri: $0.uri) }
+            $0.hwdecRequested = config.hardwareDecoding.rawValue
+        }
+        watchPlayer()
+        startPlaylist(config, afterCurrentItem: false)
+        player.play()
+    }
+
+    public var isStopped: Bool { stopped.load(ordering: .relaxed) }
+
+    /// Stops playback at the next vsync.
+    public func stop() { stopped.store(true, ordering: .relaxed) }
+
+    // MARK: Playlist
+
+    private func makeItems(_ config: KioskConfig, from first: Int = 0) -> [PlayerItem] {
+        let list = config.playlist.enumerated().map { $0 }
+        let ordered = Array(list[first...] + list[..<first])
+        return ordered.map { index, entry in
+            let item = PlayerItem(asset: Asset(url: URL(fileURLWithPath: entry.path), backend: backend))
+            item.playlistIndex = index
+            if let end = entry.end { item.forwardPlaybackEndTime = MediaTime(seconds: end, preferredTimescale: 90_000) }
+            if let start = entry.start, start > 0 {
+                item.seek(to: MediaTime(seconds: start, preferredTimescale: 90_000)) { _ in }
+            }
+            return item
+        }
+    }
+
+    /// Queues `config`'s playlist from item `first`: looped, or once. With `afterCurrentItem` the
+    /// item playing now finishes first (a reload takes over at the next item boundary).
+    private func startPlaylist(_ config: KioskConfig, from first: Int = 0, afterCurrentItem: Bool) {
+        var items = makeItems(config, from: first)
+        if config.shuffle { items.shuffle() }
+        let old = lock.withLock { () -> PlayerLooper? in
+            defer { looper = nil }
+            return looper
+        }
+        old?.disableLooping()
+        if config.loop {
+            let newLooper = PlayerLooper(player: player, templateItems: items, afterCurrentItem: afterCurrentItem)
+            lock.withLock { looper = newLooper }
+        } else {
+            var after = afterCurrentItem ? player.currentItem : nil
+            if !afterCurrentItem { player.removeAllItems() }
+            for item in items {
+                try? player.insert(item, after: after)
+                after = item
+            }
+        }
+    }
+
+    // MARK: What the player says
+
+    private func watchPlayer() {
+        let events = player.events(), changes = player.changes()
+        Task.detached { [weak self] in
+            for await event in events { self?.itemEvent(event) }
+        }
+        Task.detached { [weak self] in
+            for await change in changes { self?.playerChange(change) }
+        }
+        let queue = DispatchQueue(label: "marquee-status")
+        _ = try? player.addPeriodicTimeObserver(forInterval: MediaTime(value: 1, timescale: 4), queue: queue) { [weak self] time in
+            self?.timeObserved(time)
+        }
+    }
+
+    private func decoderOpened(uri: String, info: VideoStreamInfo, path: DecodingPath) {
+        status.update {
+            $0.hwdecCurrent = path.hwdecCurrent
+            $0.hwdecInterop = path.interop
+            $0.hwdecFallback = path.fallbackReason
+            $0.hwdecDegraded = path.degraded
+        }
+        let key = "\(uri)|\(path.hwdecCurrent)|\(path.fallbackReason ?? "")"
+        guard lock.withLock({ loggedOpens.insert(key).inserted }) else { return }
+        // A named hardware path not in use is a warning; auto finding none is not.
+        logger.log(path.degraded ? .warning : .info, "opened",
+                   ["uri": uri, "codec": info.codec, "size": "\(info.width)x\(info.height)",
+                    "fps": info.frameRate.formatted(decimals: 3), "pixel_format": info.pixelFormat,
+                    "threads": "\(info.threads)", "hwdec_current": path.hwdecCurrent, "hwdec_interop": path.interop,
+                    "fallback": path.fallbackReason ?? "-"])
+    }
+
+    private func itemEvent(_ event: Player.Event) {
+        guard let index = event.item.playlistIndex else { return }
+        let loop = lock.withLock { looper }?.loopCount ?? 0
+        switch event.event {
+        case .didPlayToEndTime:
+            status.update { s in
+                guard index < s.items.count else { return }
+                s.items[index].state = .played
+                s.items[index].error = nil
+            }
+            lock.withLock { _ = loggedErrors.removeValue(forKey: event.item.asset.url.path) }
+            onEvent?(["event": "end-file", "reason": "eof", "playlist_entry_id": .number(Double(index))])
+        case .failedToPlayToEndTime(let error):
+            let reason = "\(error)"
+            status.update { s in
+                guard index < s.items.count else { return }
+                s.items[index].state = .failed
+                s.items[index].error = reason
+                s.items[index].failedInLoop = loop
+            }
+            logFailure(uri: event.item.asset.url.path, reason: reason)
+            onEvent?(["event": "end-file", "reason": "error", "playlist_entry_id": .number(Double(index)), "file_error": .string(reason)])
+        default:
+            break
+        }
+    }
+
+    /// Logs that `uri` cannot be played, unless the same reason was logged for it already. Called
+    /// by the backend as soon as a probe or open fails (before presentation reaches the item), and
+    /// for failures mid-stream when the player reports them.
+    private func logFailure(uri: String, reason: String) {
+        guard lock.withLock({ loggedErrors.updateValue(reason, forKey: uri) != reason }) else { return }
+        let items = lock.withLock { config.playlist.enumerated().filter { $0.element.path == uri }.map { "\($0.offset)" } }
+        logger.error("cannot play item; skipped", ["item": items.joined(separator: ","), "uri": uri, "error": reason])
+    }
+
+    private func playerChange(_ change: Player.Change) {
+        guard case .currentItem(let item) = change else { return }
+        let loop = lock.withLock { looper }?.loopCount ?? 0
+        let index = item?.playlistIndex
+        status.update { s in
+            s.position = index
+            s.currentPath = item?.asset.url.path
+            s.loopPass = loop
+            if let index, index < s.items.count, s.items[index].state != .failed { s.items[index].state = .playing }
+        }
+        if let index, let item {
+            onEvent?(["event": "start-file", "playlist_entry_id": .number(Double(index))])
+            onItemChange?("playing item \(index): \(item.asset.url.lastPathComponent)")
+        }
+    }
+
+    private func timeObserved(_ time: MediaTime) {
+        let stats = player.stats
+        let item = player.currentItem
+        let paused = player.rate == 0
+        status.update { s in
+            if let index = item?.playlistIndex, s.position != index {
+                s.position = index
+                s.currentPath = item?.asset.url.path
+                if index < s.items.count, s.items[index].state != .failed { s.items[index].state = .playing }
+            }
+            s.timePos = time.isNumeric ? time.seconds : nil
+            s.duration = item.map { $0.duration.isNumeric ? $0.duration.seconds : nil } ?? nil
+            s.paused = paused
+            let now = ContinuousClock.now
+            for _ in 0..<min(max(stats.dropped - s.dropped, 0), 100) { s.recentDrops.append(now) }
+            s.recentDrops.removeAll { now - $0 > .seconds(60) }
+            s.dropped = stats.dropped
+            s.delayed = stats.delayed
+        }
+    }
+
+    // MARK: Commands
+
+    /// Carries out a control command; may be called from any thread.
+    public func perform(_ command: KioskCommand) -> KioskCommandResult {
+        switch command {
+        case .next:
+            player.advanceToNextItem()
+        case .previous:
+            let config = lock.withLock { self.config }
+            let current = player.currentItem?.playlistIndex ?? 0
+            let count = config.playlist.count
+            startPlaylist(config, from: (current - 1 + count) % count, afterCurrentItem: true)
+            player.advanceToNextItem()
+        case .pause(let paused):
+            if paused { player.pause() } else { player.play() }
+            status.update { $0.paused = paused }
+        case .seek(let seconds, let relative):
+            let target = relative ? player.currentTime().seconds + seconds : seconds
+            player.seek(to: MediaTime(seconds: max(0, target), preferredTimescale: 90_000)) { _ in }
+        case .reload:
+            return reload()
+        case .screenshot(let output):
+            return presentationTasks.run(timeout: 4) { context in
+                if let output, output != context.name { return .failed("no output named \(output) (this one is \(context.name))") }
+                guard let source = context.screenshots else { return .failed("the \(context.name) output cannot take screenshots") }
+                do {
+                    let png = try source.screenshotPNG()
+                    return .screenshot(png: png, width: context.width, height: context.height, output: context.name)
+                } catch {
+                    return .failed("screenshot of \(context.name) failed: \(error)")
+                }
+            }
+        case .quit:
+            stop()
+        }
+        return .done
+    }
+
+    /// Reads the config file again. A broken one is refused (the old playlist keeps playing and
+    /// health says why); a good one takes over at the next item boundary.
+    public func reload() -> KioskCommandResult {
+        guard let configPath else { return .failed("no config file to reload (started with the embedded default)") }
+        var newConfig: KioskConfig
+        do {
+            newConfig = try KioskConfig.load(path: configPath)
+            overrides(&newConfig)
+        } catch {
+            status.update { $0.reloadError = "\(error)" }
+            logger.error("reload refused; the old config keeps playing", ["config": configPath, "error": "\(error)"])
+            return .failed("\(error)")
+        }
+        let old = lock.withLock { () -> KioskConfig in
+            defer { config = newConfig }
+            return config
+        }
+        if old.display.mode != newConfig.display.mode || old.display.output != newConfig.display.output {
+            logger.warning("display settings change at the next start; the playlist changes now", ["config": configPath])
+        }
+        status.update {
+            $0.reloadError = nil
+            $0.items = newConfig.playlist.map { .init(uri: $0.uri) }
+        }
+        lock.withLock { loggedErrors.removeAll() }
+        startPlaylist(newConfig, afterCurrentItem: true)
+        logger.info("reloaded; the new playlist starts at the next item boundary", ["config": configPath, "items": "\(newConfig.playlist.count)"])
+        return .done
+    }
+
+    // MARK: Presentation
+
+    /// Presents on `output` until stopped, `exitAfter` passes, `shouldContinue` says no, or a
+    /// playlist without loop has played out. Runs on the output's thread.
+    public func present<Output: KioskOutput>(on output: Output, options: RunOptions,
+                                             shouldContinue: @escaping () -> Bool,
+                                             onVsync: ((Int64) -> Void)? = nil) throws -> PresentationStats {
+        let layer = output.layer
+        let trace = try options.tracePath.map { try TraceWriter(path: $0) }
+        let presenter = try PlayerPresenter(player: player, output: output, trace: trace, logger: logger,
+                                            exitAfter: options.exitAfter.map { MediaTime(seconds: $0, preferredTimescale: 1_000_000) })
+        let context = PresentationContext(name: output.name, width: output.bounds.width, height: output.bounds.height,
+                                          screenshots: output as? ScreenshotSource)
+        status.update { $0.outputs = [.init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)")] }
+        presenter.onVsync = { [presentationTasks, status] n in
+            presentationTasks.drain(context)
+            if n % 30 == 0, let rect = layer.videoRect {
+                status.update { $0.outputs[0].videoRect = [rect.x, rect.y, rect.width, rect.height] }
+            }
+            onVsync?(n)
+        }
+        let loop = lock.withLock { config.loop }
+        return try presenter.run(stopWhenEmpty: !loop) { [self] in !isStopped && shouldContinue() }
+    }
+}
+
+/// What a task on the presentation thread may use.
+struct PresentationContext {
+    let name: String
+    let width: Int
+    let height: Int
+    let screenshots: ScreenshotSource?
+}
+
+/// Work handed to the presentation thread (where the GL context is current), run between vsyncs.
+final class PresentationTasks: @unchecked Sendable {
+    // @unchecked: `tasks` is guarded by `condition`.
+    private let condition = NSCondition()
+    private var tasks: [(PresentationContext) -> Void] = []
+
+    /// Runs `body` on the presentation thread and waits up to `timeout` seconds for its result.
+    func run(timeout: Double, _ body: @escaping (PresentationContext) -> KioskCommandResult) -> KioskCommandResult {
+        let done = NSCondition()
+        nonisolated(unsafe) var result: KioskCommandResult?
+        condition.withLock {
+            tasks.append { context in
+                let value = body(context)
+                done.withLock {
+                    result = value
+                    done.broadcast()
+                }
+            }
+        }
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        return done.withLock {
+            while result == nil {
+                if !done.wait(until: deadline) { return .failed("the output did not answer within \(timeout) s") }
+            }
+            return result!
+        }
+    }
+
+    func drain(_ context: PresentationContext) {
+        let pending = condition.withLock { () -> [(PresentationContext) -> Void] in
+            defer { tasks.removeAll() }
+            return tasks
+        }
+        for task in pending { task(context) }
+    }
+}
+
+/// A media backend that reports every failure to probe or open a file as soon as it happens.
+struct ReportingBackend: MediaBackend {
+    let inner: any MediaBackend
+    let onFailure: @Sendable (URL, any Error) -> Void
+
+    func probe(_ url: URL) throws -> AssetDescription {
+        do { return try inner.probe(url) } catch {
+            onFailure(url, error)
+            throw error
+        }
+    }
+
+    func openReader(_ url: URL) throws -> any FrameReader {
+        do { return try inner.openReader(url) } catch {
+            onFailure(url, error)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Runs the example programs (Examples/) built next to this test binary and checks what they print.
+/// `make test` builds them (`swift build --build-tests` builds every target).
+@Suite struct ExamplesTests {
+    struct NotBuilt: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    struct Run {
+        let status: Int32
+        let lines: [String]
+        var text: String { lines.joined(separator: "\n") }
+    }
+
+    /// The build folder: where SwiftPM puts this test binary and the example executables.
+    static var binFolder: URL {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+    }
+
+    func run(_ name: String, _ arguments: [String], timeout: Double = 120) throws -> Run {
+        let binary = Self.binFolder.appendingPathComponent(name)
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw NotBuilt(description: "\(binary.path) is not built (swift build --build-tests builds it)")
+        }
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = out
+        try process.run()
+        // The example exits by itself; a hang ends it after `timeout`.
+        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        killer.cancel()
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        return Run(status: process.terminationStatus, lines: lines)
+    }
+
+    @Test func playFileExampleLoadsPlaysWhenReadyAndLoopsBySeekingToZero() throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let run = try run("PlayFileExample", [clip, "3"])
+        #expect(run.status == 0, "\(run.text)")
+        let text = run.text
+        #expect(text.contains("track 1: video h264 320x180 30.0 fps, rotated 0 degrees"), "\(text)")
+        // Status observed before attaching: unknown first, then ready, then play.
+        let unknown = run.lines.firstIndex { $0.hasSuffix("item status: unknown") }
+        let ready = run.lines.firstIndex { $0.hasSuffix("item status: readyToPlay") }
+        #expect(unknown != nil && ready != nil && unknown! < ready!, "\(text)")
+        #expect(text.contains(" = 1.000}, presentation size 320x180; playing"), "\(text)")
+        #expect(text.contains("didPlayToEndTime (1): seeking to zero"), "\(text)")
+        // 3 s (vsyncs 0-179 at 60 Hz) of a 1 s clip, every frame of a pass shown once, two vsyncs
+        // apart: the ends come at vsyncs 60 and 121 (the seek back shows frame 0 on the vsync after
+        // the end), so the passes show 30, 30 and (from vsync 122) 29 frames.
+        #expect(text.contains("didPlayToEndTime (2): seeking to zero"), "\(text)")
+        #expect(text.contains("stopped after 3.0 s: 89 frames presented, 0 dropped; played to the end 2 times, 2 seeks to zero landed"), "\(text)")
+    }
+
+    @Test func queuePlayerExampleLogsBoundariesAndTheFailedItemsError() throws {
+        let clip = try TestMedia.clip(seconds: 1.5, fps: 30)
+        let run = try run("QueuePlayerExample", [clip])
+        #expect(run.status == 0, "\(run.text)")
+        let text = run.text
+        #expect(text.contains("appended item 2 (marquee-example-missing-"), "\(text)")
+        #expect(text.contains("appended item 3 (\(URL(fileURLWithPath: clip).lastPathComponent))"), "\(text)")
+        // Boundaries at 0.5 s and 1.0 s of the 1.5 s clip, in each playable item.
+        #expect(text.contains("boundaries at {300/600 = 0.500} and {600/600 = 1.000}"), "\(text)")
+        let crossings = run.lines.filter { $0.contains("crossed boundary") }
+        #expect(crossings.count == 4, "\(text)")
+        #expect(crossings.map { $0.contains("{300/600 = 0.500} in item 1") }.first == true, "\(text)")
+        #expect(crossings.contains { $0.contains("{600/600 = 1.000} in item 3") }, "\(text)")
+        #expect(!crossings.contains { $0.contains("in item 2") }, "\(text)")
+        // The missing file: failed, with FFmpeg's reason.
+        let failed = try #require(run.lines.first { $0.contains("item 2 status: failed:") }, "\(text)")
+        #expect(failed.contains("avformat_open_input failed: No such file or directory"), "\(failed)")
+        #expect(text.contains("item 1 status: readyToPlay") && text.contains("item 3 status: readyToPlay"), "\(text)")
+        // Two playable items of 45 frames each, and nothing left in the queue.
+        #expect(text.contains("queue played out: 90 frames presented, 0 dropped; current item: none"), "\(text)")
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import Kiosk
+import Testing
+import TestSupport
+
+/// Runs the `marquee` binary built next to this test binary (`swift build --build-tests` builds it)
+/// headless, and talks to it as a kiosk script would.
+@Suite(.serialized) struct MarqueeProcessTests {
+    struct NotBuilt: Error, CustomStringConvertible { let description: String }
+
+    static var binary: URL {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("marquee")
+    }
+
+    final class Running: @unchecked Sendable {
+        // @unchecked: `captured` is guarded by `lock`; the rest is set in init.
+        let process = Process()
+        let socket: String
+        let trace: String
+        private let output = Pipe()
+        private var captured = Data()
+        private let lock = NSLock()
+
+        init(config: String, clock: String = "real", exitAfter: Double = 60) throws {
+            guard FileManager.default.isExecutableFile(atPath: MarqueeProcessTests.binary.path) else {
+                throw NotBuilt(description: "\(MarqueeProcessTests.binary.path) is not built")
+            }
+            let id = UUID().uuidString.prefix(8)
+            socket = "/tmp/marquee-proc-\(id).sock"
+            trace = TestMedia.folder + "/proc-\(id).jsonl"
+            process.executableURL = MarqueeProcessTests.binary
+            process.arguments = ["--config", config, "--output", "headless", "--mode", "320x180@60", "--clock", clock,
+                                 "--exit-after", "\(exitAfter)", "--trace", trace, "--socket", socket]
+            process.standardOutput = output
+            process.standardError = output
+            output.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                self?.lock.withLock { self?.captured.append(data) }
+            }
+            try process.run()
+        }
+
+        var log: String { lock.withLock { String(decoding: captured, as: UTF8.self) } }
+
+        /// A client once the socket answers (up to 10 s after start).
+        func connect() throws -> UnixSocketClient {
+            for _ in 0..<200 {
+                if let client = UnixSocketClient.connect(path: socket, timeout: 5) { return client }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            throw NotBuilt(description: "no control socket at \(socket); log:\n\(log)")
+        }
+
+        /// Waits for the process to end (at most `timeout` s) and returns its status.
+        func wait(timeout: Double = 30) -> Int32? {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            if process.isRunning {
+                process.terminate()
+                return nil
+            }
+            return process.terminationStatus
+        }
+
+        func traceLines() throws -> [[String: Any]] {
+            try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").map {
+                try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+            }
+        }
+
+        deinit { if process.isRunning { process.terminate() } }
+    }
+
+    func writeConfig(_ items: [String], name: String = "config-\(UUID().uuidString).json") throws -> String {
+        let path = TestMedia.folder + "/" + name
+        let playlist = items.map { #"{"uri": "\#($0)"}"# }.joined(separator: ", ")
+        try #"{"playlist": [\#(playlist)], "loop": true}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    func data(_ reply: JSONValue?) -> JSONValue? { reply?["data"] }
+
+    @Test func brokenConfigsExitTwoWithThePath() throws {
+        let cases: [(String, String)] = [
+            (#"{"playlist": [{"uri": "a.mp4"}],"#, "syntax error at line 1, column"),
+            (#"{"playlist": [{"uri": 5}]}"#, "playlist[0].uri: expected a string, found a number"),
+            (#"{"playlist": [{"uri": "a.mp4", "start": -2}]}"#, "playlist[0].start: -2.0 is negative"),
+            (#"{"playlist": [{"uri": "a.mp4", "start": 5, "end": 1}]}"#, "playlist[0].end: 1.0 is not after start (5.0)"),
+            (#"{"playlist": [{"uri": "a.mp4"}], "display": {"output": "screen-7"}}"#, "display.output: \"screen-7\" is not one of"),
+            (#"{"playlist": [{"uri": "a.mp4"}], "speed": 2}"#, "speed: unknown key"),
+        ]
+        for (text, expected) in cases {
+            let path = TestMedia.folder + "/broken-\(UUID().uuidString).json"
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            for flags in [["--check-config"], ["--output", "headless", "--exit-after", "1"]] {
+                let process = Process()
+                process.executableURL = Self.binary
+                process.arguments = ["--config", path] + flags
+                let err = Pipe()
+                process.standardError = err
+                process.standardOutput = Pipe()
+                try process.run()
+                let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                #expect(process.terminationStatus == 2, "\(text) \(flags)")
+                #expect(message.contains(expected), "\(text): \(message)")
+                // Refused before any output was made.
+                #expect(!message.contains("output chosen"))
+            }
+        }
+    }
+
+    @Test func mpvStyleConversationWithAPlayingMarquee() throws {
+        let a = try TestMedia.clip(seconds: 2, fps: 30)
+        let b = try TestMedia.clip(seconds: 1, fps: 30, width: 160, height: 120)
+        let running = try Running(config: try writeConfig([a, b]))
+        let client = try running.connect()
+
+        #expect(data(client.request(["get_property", "pid"], id: 1))?.numberValue == Double(running.process.processIdentifier))
+        #expect(data(client.request(["get_property", "playlist-count"], id: 2))?.numberValue == 2)
+        #expect(data(client.request(["get_property", "health"], id: 3))?["status"]?.stringValue == "ok")
+        #expect(client.request(["get_property", "no-such-thing"], id: 4)?["error"]?.stringValue == "property not found")
+        #expect(client.request(["frobnicate"], id: 5)?["error"]?.stringValue == "invalid parameter")
+        #expect(client.request(["set_property", "playlist-pos", 3], id: 6)?["error"]?.stringValue == "invalid parameter")
+
+        // Observe playlist-pos, then go to the next item: the change arrives as an event.
+        #expect(client.request(["observe_property", 1, "playlist-pos"], id: 7)?["error"]?.stringValue == "success")
+        #expect(client.request(["playlist-next"], id: 8)?["error"]?.stringValue == "success")
+        var sawChangeToOne = false
+        for _ in 0..<50 {
+            guard let line = client.readLine(), let event = try? JSONParser.parse(line) else { break }
+            if event["event"]?.stringValue == "property-change", event["data"]?.numberValue == 1 {
+                sawChangeToOne = true
+                break
+            }
+        }
+        #expect(sawChangeToOne)
+
+        // The screenshot is a PNG of the output.
+        let shot = try #require(data(client.request(["screenshot"], id: 9)))
+        #expect(shot["width"]?.numberValue == 320 && shot["height"]?.numberValue == 180)
+        let png = try #require(Data(base64Encoded: shot["data"]?.stringValue ?? ""))
+        #expect(Array(png.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        #expect(client.request(["screenshot", "hdmi-9"], id: 10)?["error"]?.stringValue == "error running command")
+
+        // 1,000 garbage lines and 64 clients at once do not disturb playback.
+        let garbage = try running.connect()
+        for i in 0..<1000 { garbage.send(i % 2 == 0 ? "not json at all \(i)" : #"{"command": 42}"#) }
+        var errors = 0
+        while errors < 1000, let line = garbage.readLine() {
+            if line.contains("invalid parameter") { errors += 1 }
+        }
+        #expect(errors == 1000)
+        let clients = try (0..<62).map { _ in try running.connect() }  // with `client` and `garbage`: 64 at once
+        var answered = 0
+        var refused = 0
+        for c in clients {
+            guard let reply = c.request(["get_property", "playlist-pos"], id: 1) else { refused += 1; continue }
+            if reply["error"]?.stringValue == "success" { answered += 1 }
+        }
+        #expect(answered == 30 && refused == 32, "past 32 clients are refused, the others answered")
+        #expect(client.request(["get_property", "pause"], id: 11)?["data"]?.boolValue == false)
+
+        Thread.sleep(forTimeInterval: 1)
+        #expect(client.request(["quit"], id: 12)?["error"]?.stringValue == "success")
+        #expect(running.wait() == 0)
+        let trace = try running.traceLines()
+        #expect(trace.filter { $0["type"] as? String == "blank" }.isEmpty, "no blank vsync")
+        #expect(trace.filter { $0["type"] as? String == "frame" }.count > 30)
+    }
+
+    @Test func reloadRefusesABrokenConfigAndSwitchesGaplesslyToAGoodOne() throws {
+        let a = try TestMedia.clip(seconds: 2, fps: 30)
+        let b = try TestMedia.clip(seconds: 1, fps: 30, width: 160, height: 120)
+        let config = try writeConfig([a])
+        let running = try Running(config: config, clock: "virtual", exitAfter: 600)
+        let client = try running.connect()
+
+        try #"{"playlist": [{"uri": 7}]}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let refused = client.request(["reload"], id: 1)
+        #expect(refused?["error"]?.stringValue == "error running command")
+        #expect(refused?["detail"]?.stringValue?.contains("playlist[0].uri: expected a string") == true)
+        let health = data(client.request(["get_property", "health"], id: 2))
+        #expect(health?["status"]?.stringValue == "degraded")
+        #expect(data(client.request(["get_property", "playlist-count"], id: 3))?.numberValue == 1)
+
+        _ = try writeConfig([b], name: (config as NSString).lastPathComponent)
+        #expect(client.request(["reload"], id: 4)?["error"]?.stringValue == "success")
+        #expect(data(client.request(["get_property", "health"], id: 5))?["status"]?.stringValue == "ok")
+        // Wait for the new playlist on screen, then stop.
+        var switched = false
+        for _ in 0..<200 where !switched {
+            Thread.sleep(forTimeInterval: 0.05)
+            switched = data(client.request(["get_property", "path"], id: 6))?.stringValue == b
+        }
+        #expect(switched)
+        kill(running.process.processIdentifier, SIGTERM)
+        #expect(running.wait() == 0)
+
+        let frames = try running.traceLines().filter { $0["type"] as? String != "event" }
+        #expect(frames.allSatisfy { $0["type"] as? String == "frame" }, "no blank vsync")
+        let firstNew = try #require(frames.firstIndex { $0["uri"] as? String == b })
+        #expect(firstNew > 0)
+        // The switch is at an item boundary: the old item had played to its last frame, and the
+        // new one follows on the next frame's vsync.
+        #expect(abs((frames[firstNew - 1]["pts"] as! Double) - 59.0 / 30) < 1e-5)
+        #expect(frames[firstNew]["pts"] as? Double == 0)
+        #expect((frames[firstNew]["vsync"] as! Int) - (frames[firstNew - 1]["vsync"] as! Int) == 2)
+    }
+}
