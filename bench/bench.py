@@ -1,0 +1,860 @@
+#!/usr/bin/env python3
+"""Marquee's benchmark, side by side with ffmpeg (decode only) and mpv (EGL on llvmpipe under Xvfb).
+
+Run through `make bench`, which builds Marquee in release mode, installs the peers and matplotlib,
+and calls:  bench/bench.py --marquee PATH/TO/marquee
+
+Writes bench/results.json (every figure), bench/RESULTS.md (tables with the ratios) and
+bench/frame-intervals.png. Media is generated with the ffmpeg command and cached in bench/cache/.
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / "cache"
+MEDIA = CACHE / "media"
+RUNS = CACHE / "runs"
+
+# --------------------------------------------------------------------------------------------------
+# Media (made once with the ffmpeg command, cached under bench/cache/media)
+
+PACING_FPS = [24, 25, 30, 50, 60]
+PACING_SECONDS = 2          # one loop of a pacing clip
+LOOP_CLIP_FRAMES = 6        # the short clip of the memory test: 0.2 s at 30 fps
+
+
+def _x264(preset="veryfast"):
+    return ["-c:v", "libx264", "-preset", preset, "-pix_fmt", "yuv420p"]
+
+
+CLIPS = {
+    # The main clip: 1080p H.264 at 30 fps, 20 s (real-time runs play it once through).
+    "h264-1080p30": dict(fps=30, frames=600, args=[
+        "-f", "lavfi", "-i", "testsrc2=size=1920x1080:rate=30", "-t", "20", *_x264(), "-crf", "23", "-g", "60"]),
+    # 4K HEVC, 1 s (its encoder is slow here).
+    "hevc-2160p30": dict(fps=30, frames=30, args=[
+        "-f", "lavfi", "-i", "testsrc2=size=3840x2160:rate=30", "-t", "1", "-c:v", "libx265", "-preset", "ultrafast",
+        "-crf", "28", "-pix_fmt", "yuv420p", "-tag:v", "hvc1", "-x265-params", "log-level=error"]),
+    # A flat 1080p picture: decoding it costs almost nothing, so playing it measures the draw ceiling.
+    "flat-1080p30": dict(fps=30, frames=60, args=[
+        "-f", "lavfi", "-i", "color=c=0x336699:size=1920x1080:rate=30", "-t", "2", *_x264("ultrafast")]),
+    # The short clip looped 1,000 times for the memory test.
+    "loop-180p30": dict(fps=30, frames=LOOP_CLIP_FRAMES, args=[
+        "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-frames:v", str(LOOP_CLIP_FRAMES), *_x264("ultrafast")]),
+}
+for _fps in PACING_FPS:
+    # Pacing clips (the 24 fps one is the film-cadence clip): 2 s, looped.
+    CLIPS[f"pacing-360p{_fps}"] = dict(fps=_fps, frames=_fps * PACING_SECONDS, args=[
+        "-f", "lavfi", "-i", f"testsrc2=size=640x360:rate={_fps}", "-t", str(PACING_SECONDS), *_x264("ultrafast"),
+        "-g", str(_fps)])
+
+
+def make_media(name):
+    path = MEDIA / f"{name}.mp4"
+    if path.exists():
+        return path
+    MEDIA.mkdir(parents=True, exist_ok=True)
+    part = MEDIA / f"{name}.part.mp4"
+    log(f"  making {path.name} with ffmpeg")
+    subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", *CLIPS[name]["args"], "-f", "mp4", str(part)],
+                   check=True)
+    part.rename(path)
+    return path
+
+
+# --------------------------------------------------------------------------------------------------
+# Running things and measuring them
+
+def log(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+class Measured:
+    """A finished child: wall time, CPU (user+sys of it and its waited-for children), peak RSS."""
+
+    def __init__(self, wall, usage, status, stderr_path):
+        self.wall = wall
+        self.user = usage.ru_utime
+        self.sys = usage.ru_stime
+        self.cpu = usage.ru_utime + usage.ru_stime
+        self.max_rss_kb = usage.ru_maxrss
+        self.status = status
+        self.stderr_path = stderr_path
+
+    def check(self, what):
+        if self.status != 0:
+            tail = Path(self.stderr_path).read_text(errors="replace")[-2000:] if self.stderr_path else ""
+            raise RuntimeError(f"{what} exited with status {self.status}:\n{tail}")
+        return self
+
+
+def run_measured(cmd, name, env=None, sampler=None, timeout=300):
+    """Runs cmd, returns a Measured. `sampler(pid, t)` is called about every 5 ms while it runs."""
+    RUNS.mkdir(parents=True, exist_ok=True)
+    err_path = RUNS / f"{name}.stderr"
+    with open(err_path, "wb") as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                env=env)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG if sampler else 0)
+            if pid:
+                break
+            now = time.monotonic() - start
+            if now > timeout:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                raise RuntimeError(f"{name}: still running after {timeout} s: {' '.join(map(str, cmd))}")
+            sampler(proc.pid, now)
+            time.sleep(0.005)
+        wall = time.monotonic() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return Measured(wall, usage, proc.returncode, err_path)
+
+
+def proc_cpu_seconds(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_status_kb(pid, key):
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return None
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+# --------------------------------------------------------------------------------------------------
+# The players
+
+class Marquee:
+    def __init__(self, binary):
+        self.binary = str(binary)
+
+    def config(self, clip, loop=True, mode="1920x1080@60"):
+        path = RUNS / f"config-{Path(clip).stem}-{'loop' if loop else 'once'}-{mode.replace('@', '_')}.json"
+        RUNS.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"playlist": [{"uri": str(clip)}], "loop": loop,
+                                    "display": {"output": "headless", "mode": mode}}))
+        return path
+
+    def command(self, clip, clock, exit_after, trace, mode="1920x1080@60", loop=True):
+        return [self.binary, "--config", str(self.config(clip, loop, mode)), "--output", "headless",
+                "--mode", mode, "--clock", clock, "--exit-after", f"{exit_after:.6f}", "--trace", str(trace)]
+
+    def version(self):
+        root = HERE.parent
+        try:
+            commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                    text=True).stdout.strip()
+            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True).stdout.strip()
+        except OSError:
+            commit, dirty = "", ""
+        swift = subprocess.run(["swift", "--version"], capture_output=True, text=True)
+        swift_line = (swift.stdout + swift.stderr).strip().splitlines()
+        return {"commit": (commit + ("+local changes" if dirty else "")) if commit else "unknown (not a git checkout)",
+                "swift": next((l for l in swift_line if "Swift version" in l), None),
+                "build": "release"}
+
+
+class Xvfb:
+    """One X server for every mpv run, so that no run pays for starting it."""
+
+    def __init__(self):
+        for n in range(90, 140):
+            if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists():
+                self.display = f":{n}"
+                break
+        else:
+            raise RuntimeError("no free X display number between :90 and :139")
+        self.proc = subprocess.Popen(["Xvfb", self.display, "-screen", "0", "1920x1080x24", "-nolisten", "tcp"],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        socket = Path(f"/tmp/.X11-unix/X{self.display[1:]}")
+        deadline = time.monotonic() + 10
+        while not socket.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"Xvfb {self.display} did not come up within 10 s")
+            time.sleep(0.05)
+        time.sleep(0.2)
+
+    def cpu_seconds(self):
+        return proc_cpu_seconds(self.proc.pid)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Mpv:
+    BASE = ["mpv", "--no-config", "--really-quiet", "--vo=gpu", "--gpu-api=opengl", "--opengl-es=yes",
+            "--gpu-context=x11egl", "--hwdec=no", "--no-audio", "--no-osc", "--no-input-default-bindings"]
+
+    def __init__(self, xvfb):
+        self.xvfb = xvfb
+        self.env = dict(os.environ, DISPLAY=xvfb.display)
+        self.env.pop("WAYLAND_DISPLAY", None)
+
+    def run(self, name, clip, extra, log_file=False, stats=False):
+        cmd = list(self.BASE) + extra
+        stats_path = RUNS / f"{name}.stats.json"
+        log_path = RUNS / f"{name}.mpv.log"
+        if stats:
+            stats_path.unlink(missing_ok=True)
+            cmd += [f"--script={HERE / 'mpv-stats.lua'}", f"--script-opts=benchstats-out={stats_path}"]
+        if log_file:
+            cmd += [f"--log-file={log_path}"]
+        cmd.append(str(clip))
+        x_before = self.xvfb.cpu_seconds()
+        m = run_measured(cmd, name, env=self.env).check(name)
+        m.xvfb_cpu = self.xvfb.cpu_seconds() - x_before
+        m.stats = json.loads(stats_path.read_text()) if stats and stats_path.exists() else {}
+        m.log_path = log_path
+        return m
+
+    def version(self):
+        return subprocess.run(["mpv", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+
+    def renderer(self, clip):
+        m = self.run("mpv-renderer", clip, ["--frames=1"], log_file=True)
+        text = m.log_path.read_text(errors="replace")
+        found = re.search(r"GL_RENDERER='([^']*)'", text)
+        version = re.search(r"GL_VERSION='([^']*)'", text)
+        return {"renderer": found.group(1) if found else None, "gl_version": version.group(1) if version else None}
+
+
+def ffmpeg_version():
+    return subprocess.run(["ffmpeg", "-version"], capture_output=True, text=True).stdout.splitlines()[0]
+
+
+# --------------------------------------------------------------------------------------------------
+# Traces
+
+def read_trace(path):
+    lines = []
+    for raw in Path(path).read_text().splitlines():
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            lines.append(json.loads(raw))
+        except json.JSONDecodeError:
+            continue  # a line cut short by a kill
+    return lines
+
+
+def frame_lines(lines):
+    return [l for l in lines if l.get("type") == "frame"]
+
+
+def analyse_pacing(lines, fps, refresh, frames_per_clip):
+    """Compares a trace with the ideal cadence: frame k of the (looped) clip belongs on vsync
+    round(k * refresh / fps), halves up, relative to the first frame shown. A frame k whose ideal
+    vsync equals that of frame k+1 is an expected drop (60 fps on 59.94 Hz)."""
+    frames = frame_lines(lines)
+    blanks = sum(1 for l in lines if l.get("type") == "blank")
+    per_vsync = Fraction(refresh) / fps
+
+    def ideal(k):
+        x = k * per_vsync + Fraction(1, 2)
+        return x.numerator // x.denominator
+
+    run, prev_index, repeats = 0, None, 0
+    keyed = []  # (global frame number, vsync)
+    for f in frames:
+        index = round(f["pts"] * fps)
+        if prev_index is not None:
+            if index == prev_index:
+                repeats += 1
+                continue
+            if index < prev_index:
+                run += 1
+        prev_index = index
+        keyed.append((run * frames_per_clip + index, f["vsync"]))
+
+    result = {"presented": len(frames), "blanks": blanks, "repeats": repeats, "cadence_errors": 0, "gaps": 0,
+              "drops": 0, "expected_drops": 0, "extra_frames": 0, "max_position_error_vsyncs": 0,
+              "interval_histogram": {}}
+    if not keyed:
+        return result
+    g0, v0 = keyed[0]
+    shown = {g for g, _ in keyed}
+    last = keyed[-1][0]
+    for g in range(g0, last):
+        expected_drop = ideal(g + 1) == ideal(g)
+        if expected_drop:
+            result["expected_drops"] += 1
+            if g in shown:
+                result["extra_frames"] += 1
+        elif g not in shown:
+            result["drops"] += 1
+    histogram = {}
+    for (pg, pv), (g, v) in zip(keyed, keyed[1:]):
+        interval = v - pv
+        want = ideal(g) - ideal(pg)
+        histogram[interval] = histogram.get(interval, 0) + 1
+        if interval != want:
+            result["cadence_errors"] += 1
+            if interval > want:
+                result["gaps"] += 1
+    for g, v in keyed:
+        error = abs((v - v0) - (ideal(g) - ideal(g0)))
+        result["max_position_error_vsyncs"] = max(result["max_position_error_vsyncs"], error)
+    result["interval_histogram"] = {str(k): histogram[k] for k in sorted(histogram)}
+    return result
+
+
+# --------------------------------------------------------------------------------------------------
+# The benchmarks
+
+def renderer_ceiling(results):
+    """Builds and runs gl-ceiling.c: the EGL/GLES driver's own rate for uploading and drawing one
+    1080p picture with no decoding (cheapest: one RGBA texture, nearest), and for 4:2:0 planes."""
+    source = HERE / "gl-ceiling.c"
+    binary = CACHE / "gl-ceiling"
+    if not binary.exists() or binary.stat().st_mtime < source.stat().st_mtime:
+        errors = []
+        for cc in ("cc", "clang", "gcc"):
+            try:
+                done = subprocess.run([cc, "-O2", "-o", str(binary), str(source), "-lEGL", "-lGLESv2"],
+                                      capture_output=True, text=True)
+            except FileNotFoundError:
+                errors.append(f"{cc}: not found")
+                continue
+            if done.returncode == 0:
+                break
+            errors.append(f"{cc}: {done.stderr.strip()[-300:]}")
+        else:
+            results["renderer_ceiling"] = {"error": "cannot build gl-ceiling.c: " + "; ".join(errors)}
+            return
+    log("  renderer ceiling: upload + draw of a 1920x1080 picture, no decoding")
+    done = subprocess.run([str(binary), "1920", "1080", "40"], capture_output=True, text=True, timeout=120)
+    try:
+        results["renderer_ceiling"] = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        results["renderer_ceiling"] = {"error": f"gl-ceiling exited {done.returncode}: {done.stderr.strip()[-300:]}"}
+
+
+def bench_throughput(marquee, mpv, reps, results):
+    """Untimed: frames per second from process start to exit, the same frames for every tool."""
+    out = {}
+    cases = [("h264-1080p30", 120), ("hevc-2160p30", 30), ("flat-1080p30", 120)]
+    for clip_name, frames in cases:
+        clip = make_media(clip_name)
+        fps = CLIPS[clip_name]["fps"]
+        per = {"marquee": [], "mpv": [], "ffmpeg": []}
+        cpu = {"marquee": [], "mpv": [], "ffmpeg": []}
+        presented = []
+        for rep in range(reps):
+            log(f"  throughput {clip_name} {frames} frames, run {rep + 1}/{reps}")
+            trace = RUNS / f"tp-{clip_name}-{rep}.jsonl"
+            m = run_measured(marquee.command(clip, "virtual", frames / fps, trace), f"tp-marquee-{clip_name}-{rep}")
+            m.check("marquee")
+            shown = len(frame_lines(read_trace(trace)))
+            presented.append(shown)
+            per["marquee"].append(shown / m.wall)
+            cpu["marquee"].append(m.cpu / max(shown, 1))
+            f = run_measured(["ffmpeg", "-nostdin", "-v", "error", "-i", str(clip), "-frames:v", str(frames),
+                              "-f", "null", "-"], f"tp-ffmpeg-{clip_name}-{rep}").check("ffmpeg")
+            per["ffmpeg"].append(frames / f.wall)
+            cpu["ffmpeg"].append(f.cpu / frames)
+            if clip_name != "flat-1080p30" or rep == 0:
+                p = mpv.run(f"tp-mpv-{clip_name}-{rep}", clip, ["--untimed", f"--frames={frames}"])
+                per["mpv"].append(frames / p.wall)
+                cpu["mpv"].append(p.cpu / frames)
+        out[clip_name] = {
+            "frames": frames, "marquee_presented": presented,
+            "fps": {k: v for k, v in per.items()}, "median_fps": {k: median(v) for k, v in per.items()},
+            "cpu_ms_per_frame": {k: (median(v) * 1000 if v else None) for k, v in cpu.items()},
+        }
+    # The renderer's draw ceiling: the driver's cheapest full-screen picture (gl-ceiling.c), or
+    # Marquee on the flat clip (its own shader, decoding nearly free) when that probe is missing.
+    out["marquee_flat_clip_fps"] = out["flat-1080p30"]["median_fps"]["marquee"]
+    probe = results.get("renderer_ceiling", {}).get("rgba_nearest", {}).get("fps")
+    ceiling = probe or out["marquee_flat_clip_fps"]
+    out["draw_ceiling_fps"] = ceiling
+    out["draw_ceiling_source"] = "gl-ceiling rgba_nearest" if probe else "marquee on flat-1080p30"
+    main = out["h264-1080p30"]["median_fps"]
+    out["ratios_1080p"] = {
+        "marquee_over_mpv": ratio(main["marquee"], main["mpv"]),
+        "marquee_over_ffmpeg": ratio(main["marquee"], main["ffmpeg"]),
+        "marquee_over_min_ffmpeg_ceiling": ratio(main["marquee"], min(main["ffmpeg"], ceiling)),
+    }
+    four = out["hevc-2160p30"]["median_fps"]
+    out["ratios_2160p"] = {"marquee_over_mpv": ratio(four["marquee"], four["mpv"]),
+                           "marquee_over_ffmpeg": ratio(four["marquee"], four["ffmpeg"])}
+    results["throughput"] = out
+
+
+def bench_realtime(marquee, mpv, results):
+    """CPU seconds per presented frame playing 1080p30 for 20 s at real time, and peak RSS."""
+    clip = make_media("h264-1080p30")
+    seconds = 20
+    log(f"  real time: marquee plays {seconds} s")
+    trace = RUNS / "rt-marquee.jsonl"
+    m = run_measured(marquee.command(clip, "real", seconds, trace), "rt-marquee").check("marquee")
+    lines = read_trace(trace)
+    shown = len(frame_lines(lines))
+    pacing = analyse_pacing(lines, 30, Fraction(60), CLIPS["h264-1080p30"]["frames"])
+    log(f"  real time: mpv plays {seconds} s")
+    p = mpv.run("rt-mpv", clip, [f"--length={seconds}"], stats=True)
+    decoded = p.stats.get("estimated-frame-number")
+    dropped = p.stats.get("frame-drop-count", 0) + p.stats.get("decoder-frame-drop-count", 0)
+    mpv_shown = (decoded - dropped) if decoded else None
+    results["realtime"] = {
+        "clip": "h264-1080p30", "seconds": seconds,
+        "marquee": {"wall_s": m.wall, "cpu_s": m.cpu, "user_s": m.user, "sys_s": m.sys, "presented": shown,
+                    "cpu_ms_per_frame": 1000 * m.cpu / max(shown, 1), "peak_rss_mb": m.max_rss_kb / 1024,
+                    "pacing": pacing},
+        "mpv": {"wall_s": p.wall, "cpu_s": p.cpu, "user_s": p.user, "sys_s": p.sys, "stats": p.stats,
+                "presented": mpv_shown, "cpu_ms_per_frame": 1000 * p.cpu / mpv_shown if mpv_shown else None,
+                "xvfb_cpu_s": p.xvfb_cpu,
+                "cpu_ms_per_frame_with_xvfb": 1000 * (p.cpu + p.xvfb_cpu) / mpv_shown if mpv_shown else None,
+                "peak_rss_mb": p.max_rss_kb / 1024},
+    }
+    r = results["realtime"]
+    r["ratios"] = {"cpu_per_frame_marquee_over_mpv": ratio(r["marquee"]["cpu_ms_per_frame"], r["mpv"]["cpu_ms_per_frame"]),
+                   "peak_rss_marquee_over_mpv": ratio(r["marquee"]["peak_rss_mb"], r["mpv"]["peak_rss_mb"])}
+    r["trace"] = str(trace.relative_to(HERE))
+
+
+def bench_first_frame(marquee, mpv, reps, results):
+    """Process start to the first presented frame. Both tools are timed from start to exit after
+    showing one frame; where a trace line carries a wall-clock `wall` field (Unix seconds), or the
+    trace file shows its first line while Marquee still runs, that time is recorded too. mpv's own
+    log gives the time (from its start-up) at which it showed the first frame."""
+    clip = make_media("h264-1080p30")
+    marquee_exit, marquee_first, mpv_exit, mpv_logged = [], [], [], []
+    for rep in range(reps):
+        log(f"  first frame, run {rep + 1}/{reps}")
+        trace = RUNS / f"ttff-marquee-{rep}.jsonl"
+        first_seen = []
+
+        def watch(pid, t, trace=trace, first_seen=first_seen):
+            if not first_seen and trace.exists() and trace.stat().st_size > 0:
+                first_seen.append(t)
+
+        started = time.time()
+        # One vsync of presentation time: the first frame is shown, the next would be past the end.
+        m = run_measured(marquee.command(clip, "real", 1 / 60 - 1e-6, trace), f"ttff-marquee-{rep}", sampler=watch)
+        m.check("marquee")
+        marquee_exit.append(m.wall)
+        frames = frame_lines(read_trace(trace))
+        if frames and "wall" in frames[0]:
+            marquee_first.append(frames[0]["wall"] - started)
+        elif first_seen and first_seen[0] < m.wall - 0.02:
+            marquee_first.append(first_seen[0])
+        p = mpv.run(f"ttff-mpv-{rep}", clip, ["--frames=1"], log_file=True)
+        mpv_exit.append(p.wall)
+        shown = re.search(r"\[\s*([\d.]+)\]\[v\]\[cplayer\] first video frame after restart shown",
+                          p.log_path.read_text(errors="replace"))
+        if shown:
+            mpv_logged.append(float(shown.group(1)))
+    results["first_frame"] = {
+        "method": "process start to exit after one presented frame (both); plus first-frame times where measurable",
+        "reps": reps,
+        "marquee_start_to_exit_s": marquee_exit, "mpv_start_to_exit_s": mpv_exit,
+        "median_marquee_s": median(marquee_exit), "median_mpv_s": median(mpv_exit),
+        "ratio_marquee_over_mpv": ratio(median(marquee_exit), median(mpv_exit)),
+        "marquee_first_frame_s": marquee_first or None,
+        "mpv_first_frame_logged_s": mpv_logged or None,
+        "median_mpv_first_frame_logged_s": median(mpv_logged),
+    }
+
+
+def bench_loop_memory(marquee, results):
+    """Resident size while looping a 0.2 s clip 1,000 times with the virtual clock. VmRSS is sampled
+    every ~5 ms; each sample is keyed by the loop count of the trace lines written so far (the trace
+    is read as it grows; between flushes the loop count is interpolated in wall time)."""
+    clip = make_media("loop-180p30")
+    info = CLIPS["loop-180p30"]
+    clip_seconds = info["frames"] / info["fps"]
+    loops = 1000
+    trace = RUNS / "loops-marquee.jsonl"
+    samples = []   # (wall, rss_kb)
+    marks = []     # (wall, loops completed according to the trace so far)
+    state = {"size": 0, "stopped": False}
+    budget_s = 240  # keeps `make bench` within its time: a slower build stops early, and says so
+
+    def sample(pid, t):
+        if t > budget_s and not state["stopped"]:
+            state["stopped"] = True
+            os.kill(pid, signal.SIGTERM)
+        rss = proc_status_kb(pid, "VmRSS")
+        if rss:
+            samples.append((t, rss))
+        try:
+            size = trace.stat().st_size
+        except FileNotFoundError:
+            return
+        if size != state["size"]:
+            state["size"] = size
+            with open(trace, "rb") as f:
+                f.seek(max(0, size - 4096))
+                tail = f.read().decode(errors="replace").splitlines()
+            for raw in reversed(tail):
+                try:
+                    line = json.loads(raw)
+                except json.JSONDecodeError:
+                    continue
+                if "t" in line:
+                    marks.append((t, line["t"] / clip_seconds))
+                    break
+
+    log(f"  memory: {loops} loops of a {clip_seconds} s clip")
+    m = run_measured(marquee.command(clip, "virtual", loops * clip_seconds + 1e-3, trace, mode="640x360@60"),
+                     "loops-marquee", sampler=sample).check("marquee")
+    lines = read_trace(trace)
+    frames = frame_lines(lines)
+    runs_seen = 1 + sum(1 for a, b in zip(frames, frames[1:]) if b["pts"] < a["pts"])
+    # The first frame is at ~ the time to first frame (when the trace shows nothing earlier).
+    ttff = results.get("first_frame", {}).get("median_marquee_s") or 0.3
+    points = [(ttff, 0.0)] + [p for p in marks if p[0] > ttff]
+
+    def wall_at(loop):
+        for (w0, l0), (w1, l1) in zip(points, points[1:]):
+            if l0 <= loop <= l1 and l1 > l0:
+                return w0 + (w1 - w0) * (loop - l0) / (l1 - l0)
+        return None
+
+    def rss_at(loop):
+        # The median over the last tenth of the loops up to `loop` (resident size swings by a few MB
+        # as each loop's decoder is opened and freed), or the nearest sample.
+        end, begin = wall_at(loop), wall_at(max(0.0, loop - max(1.0, loop / 10)))
+        if end is None or not samples:
+            return None
+        window = [kb for t, kb in samples if (begin if begin is not None else end) <= t <= end]
+        if not window:
+            window = [min(samples, key=lambda s: abs(s[0] - end))[1]]
+        return statistics.median(window) / 1024
+
+    reached = max((l for _, l in points), default=0)
+    key_loops = [l for l in [10, 100, 250, 500, 750, 999] if l <= reached]
+    by_loop = {str(l): rss_at(l) for l in key_loops}
+    after_10 = by_loop.get("10")
+    after_1000 = by_loop[str(key_loops[-1])] if key_loops else None
+    results["loop_memory"] = {
+        "clip": "loop-180p30", "clip_seconds": clip_seconds, "loops_requested": loops, "loops_in_trace": runs_seen,
+        "stopped_after_s": budget_s if state["stopped"] else None,
+        "last_loop_measured": key_loops[-1] if key_loops else None,
+        "wall_s": m.wall, "peak_rss_mb": max(m.max_rss_kb, max((kb for _, kb in samples), default=0)) / 1024,
+        "trace_marks": len(marks), "rss_mb_by_loop": by_loop,
+        "rss_after_10_loops_mb": after_10, "rss_after_1000_loops_mb": after_1000,
+        "growth_mb": (after_1000 - after_10) if after_10 is not None and after_1000 is not None else None,
+        "rss_series": [(round(t, 3), kb) for t, kb in samples[:: max(1, len(samples) // 400)]],
+    }
+
+
+def bench_pacing(marquee, results):
+    """Virtual clock: every pacing clip at 60 and 59.94 Hz, 2 s looped for 10 s of presentation."""
+    out = {}
+    seconds = 10
+    for refresh_name, refresh in [("60", Fraction(60)), ("59.94", Fraction(60000, 1001))]:
+        for fps in PACING_FPS:
+            name = f"pacing-360p{fps}"
+            clip = make_media(name)
+            log(f"  pacing {fps} fps at {refresh_name} Hz")
+            trace = RUNS / f"pacing-{fps}-{refresh_name}.jsonl"
+            run_measured(marquee.command(clip, "virtual", seconds, trace, mode=f"640x360@{refresh_name}"),
+                         f"pacing-{fps}-{refresh_name}").check("marquee")
+            a = analyse_pacing(read_trace(trace), fps, refresh, CLIPS[name]["frames"])
+            a["trace"] = str(trace.relative_to(HERE))
+            out[f"{fps}fps@{refresh_name}Hz"] = a
+    results["pacing"] = out
+    results["pacing_total_errors"] = sum(v["cadence_errors"] + v["drops"] + v["repeats"] + v["blanks"]
+                                         + v["extra_frames"] for v in out.values())
+
+
+# --------------------------------------------------------------------------------------------------
+# Machine, report, plot
+
+def machine():
+    cpuinfo = Path("/proc/cpuinfo").read_text()
+    model = re.search(r"^model name\s*:\s*(.*)$", cpuinfo, re.M)
+    mhz = re.search(r"^cpu MHz\s*:\s*(.*)$", cpuinfo, re.M)
+    flags = re.search(r"^flags\s*:\s*(.*)$", cpuinfo, re.M)
+    mem = re.search(r"^MemTotal:\s*(\d+)", Path("/proc/meminfo").read_text(), re.M)
+    os_release = Path("/etc/os-release").read_text() if Path("/etc/os-release").exists() else ""
+    pretty = re.search(r'^PRETTY_NAME="?([^"\n]*)', os_release, re.M)
+    simd = [f for f in ("avx2", "avx512f", "sse4_2") if flags and f in flags.group(1).split()]
+    return {"cpu": model.group(1) if model else platform.processor(), "cpu_mhz": float(mhz.group(1)) if mhz else None,
+            "simd": simd, "nproc": os.cpu_count(),
+            "nproc_available": len(os.sched_getaffinity(0)), "mem_total_mb": int(mem.group(1)) // 1024 if mem else None,
+            "kernel": platform.release(), "os": pretty.group(1) if pretty else None,
+            "load_average_at_start": os.getloadavg()}
+
+
+def fmt(value, digits=1, suffix=""):
+    if value is None:
+        return "n/a"
+    return f"{value:.{digits}f}{suffix}"
+
+
+def goal(ok):
+    return "n/a" if ok is None else ("met" if ok else "**missed**")
+
+
+def write_markdown(results, path):
+    tp = results["throughput"]
+    rt = results["realtime"]
+    ff = results["first_frame"]
+    lm = results["loop_memory"]
+    m = results["machine"]
+    v = results["versions"]
+    main = tp["h264-1080p30"]["median_fps"]
+    four = tp["hevc-2160p30"]["median_fps"]
+    flat = tp["flat-1080p30"]["median_fps"]
+    r = tp["ratios_1080p"]
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Written by `make bench` on {results['date']}. Machine: {m['cpu']}, {m['nproc']} CPUs, "
+        f"{m['mem_total_mb']} MB, {m['os']}, kernel {m['kernel']}; load average at start "
+        f"{', '.join(f'{x:.2f}' for x in m['load_average_at_start'])}. Renderer: {results['renderer'].get('renderer')} "
+        f"({results['renderer'].get('gl_version')}). Marquee {v['marquee']['commit']} ({v['marquee']['swift']}), "
+        f"{v['mpv']}, {v['ffmpeg']}. Every figure is in `results.json`.",
+        "",
+    ]
+    busy = m["load_average_at_start"][0]
+    if busy > 1.0:
+        lines += [f"**The machine was busy** (load average {busy:.1f} at start on {m['nproc']} CPUs, "
+                  f"{m.get('load_average_at_end', [0])[0]:.1f} at the end): wall-clock figures (frames per second, time to "
+                  "first frame) are unreliable; CPU per frame, memory and pacing are steadier. Run it on an idle machine.", ""]
+    lines += [
+        "## Goals",
+        "",
+        "| goal | Marquee | peer | ratio | target | |",
+        "|---|---|---|---|---|---|",
+    ]
+    tr = r["marquee_over_mpv"]
+    lines.append(f"| throughput 1080p H.264 (fps) | {fmt(main['marquee'])} | mpv {fmt(main['mpv'])} | {fmt(tr, 2)}x | >= 2x | {goal(tr and tr >= 2)} |")
+    cr = r["marquee_over_min_ffmpeg_ceiling"]
+    lines.append(f"| throughput vs min(ffmpeg decode {fmt(main['ffmpeg'])}, draw ceiling {fmt(tp['draw_ceiling_fps'])}) | "
+                 f"{fmt(main['marquee'])} | {fmt(min(main['ffmpeg'], tp['draw_ceiling_fps']))} | {fmt(cr, 2)}x | >= 0.9x | {goal(cr and cr >= 0.9)} |")
+    c = rt["ratios"]["cpu_per_frame_marquee_over_mpv"]
+    lines.append(f"| CPU per presented frame, 1080p30 real time (ms) | {fmt(rt['marquee']['cpu_ms_per_frame'])} | "
+                 f"mpv {fmt(rt['mpv']['cpu_ms_per_frame'])} | {fmt(c, 2)}x | <= 0.5x | {goal(c and c <= 0.5)} |")
+    t = ff["ratio_marquee_over_mpv"]
+    lines.append(f"| start to first frame (and exit) (s) | {fmt(ff['median_marquee_s'], 3)} | mpv {fmt(ff['median_mpv_s'], 3)} | "
+                 f"{fmt(t, 2)}x | <= 0.5x | {goal(t and t <= 0.5)} |")
+    p = rt["ratios"]["peak_rss_marquee_over_mpv"]
+    lines.append(f"| peak resident size, 1080p playback (MB) | {fmt(rt['marquee']['peak_rss_mb'])} | mpv {fmt(rt['mpv']['peak_rss_mb'])} | "
+                 f"{fmt(p, 2)}x | <= 0.5x | {goal(p and p <= 0.5)} |")
+    g = lm["growth_mb"]
+    lines.append(f"| resident size after 1,000 loops minus after 10 (MB) | {fmt(g, 2)} | | | <= 5 MB | {goal(g is not None and g <= 5)} |")
+    e = results["pacing_total_errors"]
+    lines.append(f"| pacing errors (cadence, drops, repeats, blanks), 10 cases | {e} | | | 0 | {goal(e == 0)} |")
+    lines += [
+        "",
+        "## 1. Throughput (untimed), frames per second, process start to exit",
+        "",
+        "Marquee: `--clock virtual` on the headless output at 1920x1080 (decode + upload + draw). ffmpeg: "
+        "`-f null` (decode only). mpv: `--untimed --vo=gpu` through EGL (OpenGL ES) on llvmpipe under Xvfb. "
+        f"Median of {results['reps']} runs (mpv: one run on the flat clip).",
+        "",
+        "| clip | frames | Marquee | mpv | ffmpeg decode | Marquee / mpv | Marquee / ffmpeg | CPU ms/frame M / mpv / ffmpeg |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in ("h264-1080p30", "hevc-2160p30", "flat-1080p30"):
+        d = tp[name]
+        f = d["median_fps"]
+        cpu = d["cpu_ms_per_frame"]
+        lines.append(f"| {name} | {d['frames']} | {fmt(f['marquee'])} | {fmt(f['mpv'])} | {fmt(f['ffmpeg'])} | "
+                     f"{fmt(ratio(f['marquee'], f['mpv']), 2)}x | {fmt(ratio(f['marquee'], f['ffmpeg']), 2)}x | "
+                     f"{fmt(cpu['marquee'])} / {fmt(cpu['mpv'])} / {fmt(cpu['ffmpeg'])} |")
+    lines += [
+        "",
+        f"The flat clip costs almost nothing to decode, so Marquee's rate on it ({fmt(flat['marquee'])} fps) is what "
+        "its upload + draw path allows on this renderer.",
+        "",
+    ]
+    rc = results.get("renderer_ceiling", {})
+    if "error" in rc or not rc:
+        lines += [f"Renderer ceiling probe: {rc.get('error', 'not run')}.", ""]
+    else:
+        lines += [
+            f"Renderer ceiling (`bench/gl-ceiling.c`: EGL surfaceless on {rc.get('renderer')}, a fresh 1920x1080 "
+            "picture uploaded and drawn each frame, no decoding, `glFinish` per frame):",
+            "",
+            "| variant | fps | CPU ms/frame |",
+            "|---|---|---|",
+        ]
+        for key, what in [("rgba_nearest", "one RGBA texture, nearest (the ceiling used above)"),
+                          ("yuv_nearest", "three 4:2:0 planes, nearest, colour matrix"),
+                          ("yuv_bilinear", "three 4:2:0 planes, bilinear, colour matrix"),
+                          ("fill", "constant colour, no texture")]:
+            v = rc.get(key, {})
+            lines.append(f"| {what} | {fmt(v.get('fps'))} | {fmt(v.get('cpu_ms_per_frame'))} |")
+        lines.append("")
+    lines += [
+        "## 2. CPU per presented frame at real time, and peak memory",
+        "",
+        f"1080p30 H.264 played for {rt['seconds']} s. Marquee: `--clock real`; mpv: normal timed playback, frames "
+        "presented = frames decoded minus mpv's drop counters. CPU = user + system of the process.",
+        "",
+        "| | Marquee | mpv | mpv + Xvfb |",
+        "|---|---|---|---|",
+        f"| frames presented | {rt['marquee']['presented']} | {rt['mpv']['presented']} | |",
+        f"| CPU s | {fmt(rt['marquee']['cpu_s'], 2)} | {fmt(rt['mpv']['cpu_s'], 2)} | {fmt(rt['mpv']['cpu_s'] + rt['mpv']['xvfb_cpu_s'], 2)} |",
+        f"| CPU ms per presented frame | {fmt(rt['marquee']['cpu_ms_per_frame'])} | {fmt(rt['mpv']['cpu_ms_per_frame'])} | {fmt(rt['mpv']['cpu_ms_per_frame_with_xvfb'])} |",
+        f"| peak resident size MB | {fmt(rt['marquee']['peak_rss_mb'])} | {fmt(rt['mpv']['peak_rss_mb'])} | |",
+        f"| frames shown late or dropped | {rt['marquee']['pacing']['gaps']} late, {rt['marquee']['pacing']['drops']} dropped | "
+        f"{rt['mpv']['stats'].get('frame-drop-count', 'n/a')} dropped | |",
+        "",
+        "## 3. Time to first frame",
+        "",
+        f"Process start to exit after one presented frame (Marquee: `--clock real --exit-after` one vsync; mpv: "
+        f"`--frames=1`), median of {ff['reps']}: Marquee {fmt(ff['median_marquee_s'], 3)} s, mpv "
+        f"{fmt(ff['median_mpv_s'], 3)} s ({fmt(ff['ratio_marquee_over_mpv'], 2)}x). mpv's log puts its first frame at "
+        f"{fmt(ff['median_mpv_first_frame_logged_s'], 3)} s after its own start-up. Marquee's first-frame time alone: "
+        f"{'n/a (the trace is flushed at exit and has no wall-clock field)' if not ff['marquee_first_frame_s'] else fmt(median(ff['marquee_first_frame_s']), 3) + ' s'}.",
+        "",
+        "## 4. Memory over loops",
+        "",
+        f"A {lm['clip_seconds']} s 320x180 clip looped {lm['loops_requested']} times (`--clock virtual`, 640x360 output; "
+        f"{lm['loops_in_trace']} runs in the trace). Resident size (VmRSS, median over the last tenth of the loops up to "
+        "each one; loops keyed by the trace as it is written, interpolated in time between its flushes):",
+        "",
+        "| loop | " + " | ".join(lm["rss_mb_by_loop"].keys()) + " |",
+        "|---" * (len(lm["rss_mb_by_loop"]) + 1) + "|",
+        "| MB | " + " | ".join(fmt(x) for x in lm["rss_mb_by_loop"].values()) + " |",
+        "",
+        f"Growth from loop 10 to loop {lm['last_loop_measured']}: {fmt(lm['growth_mb'], 2)} MB; peak {fmt(lm['peak_rss_mb'])} MB"
+        + (f" (stopped after {lm['stopped_after_s']} s, before all loops had played)." if lm.get("stopped_after_s") else "."),
+        "",
+        "## 5. Pacing (virtual clock)",
+        "",
+        "Each clip (640x360, 2 s) looped for 10 s of presentation on a 640x360 output. Ideal: frame k on vsync "
+        "round(k x refresh / fps) after the first frame. Cadence errors: intervals that differ from the ideal; "
+        "gaps: intervals longer than ideal; drops: frames missing that had a vsync of their own; expected drops: "
+        "frames that share their ideal vsync with the next one (60 fps at 59.94 Hz).",
+        "",
+        "| case | presented | cadence errors | gaps | drops | expected drops | repeats | blanks | intervals (vsyncs: count) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for case, a in results["pacing"].items():
+        hist = ", ".join(f"{k}: {n}" for k, n in a["interval_histogram"].items())
+        lines.append(f"| {case} | {a['presented']} | {a['cadence_errors']} | {a['gaps']} | {a['drops']} | "
+                     f"{a['expected_drops']} | {a['repeats']} | {a['blanks']} | {hist} |")
+    lines += ["", "![frame intervals](frame-intervals.png)", ""]
+    path.write_text("\n".join(lines))
+
+
+def plot(results, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(15, 9), constrained_layout=True)
+    grid = fig.add_gridspec(3, len(PACING_FPS))
+    for row, refresh_name in enumerate(["60", "59.94"]):
+        for col, fps in enumerate(PACING_FPS):
+            ax = fig.add_subplot(grid[row, col])
+            case = f"{fps}fps@{refresh_name}Hz"
+            frames = frame_lines(read_trace(HERE / results["pacing"][case]["trace"]))
+            vs = [f["vsync"] for f in frames]
+            intervals = [b - a for a, b in zip(vs, vs[1:])][:36]
+            refresh = Fraction(60) if refresh_name == "60" else Fraction(60000, 1001)
+            ax.plot(range(len(intervals)), intervals, marker="o", markersize=3, linewidth=0.8)
+            ax.axhline(float(refresh / fps), color="grey", linestyle=":", linewidth=1)
+            ax.set_title(f"{fps} fps at {refresh_name} Hz", fontsize=9)
+            ax.set_ylim(0, max(intervals + [3]) + 1)
+            if col == 0:
+                ax.set_ylabel("vsyncs per frame")
+            if row == 1:
+                ax.set_xlabel("frame (first 36)")
+    ax = fig.add_subplot(grid[2, :])
+    frames = frame_lines(read_trace(HERE / results["realtime"]["trace"]))
+    ts = [f["t"] for f in frames]
+    ax.plot([1000 * (b - a) for a, b in zip(ts, ts[1:])], linewidth=0.8, label="Marquee, --clock real")
+    ax.axhline(1000 / 30, color="grey", linestyle=":", linewidth=1, label="ideal 33.3 ms")
+    ax.set_title("1080p30 H.264 at real time on the headless output (60 Hz): interval between presented frames")
+    ax.set_xlabel("presented frame")
+    ax.set_ylabel("ms")
+    ax.legend(loc="upper right", fontsize=8)
+    fig.suptitle("Marquee frame intervals (from --trace)")
+    fig.savefig(path, dpi=90)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--marquee", help="the marquee binary (release build)")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of the throughput and first-frame runs")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rewrite RESULTS.md and the plot from results.json and the cached traces")
+    args = parser.parse_args()
+    if args.report_only:
+        report(json.loads((HERE / "results.json").read_text()))
+        return
+    if not args.marquee:
+        parser.error("--marquee PATH is needed")
+    binary = Path(args.marquee).resolve()
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"bench: {binary} is not an executable marquee binary (build with swift build -c release)")
+    begun = time.monotonic()
+    RUNS.mkdir(parents=True, exist_ok=True)
+    log("bench: media")
+    for name in CLIPS:
+        make_media(name)
+    xvfb = Xvfb()
+    try:
+        marquee, mpv = Marquee(binary), Mpv(xvfb)
+        results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "reps": args.reps, "machine": machine(),
+                   "versions": {"marquee": marquee.version(), "mpv": mpv.version(), "ffmpeg": ffmpeg_version()},
+                   "renderer": mpv.renderer(make_media("h264-1080p30"))}
+        log("bench: 1. throughput")
+        renderer_ceiling(results)
+        bench_throughput(marquee, mpv, args.reps, results)
+        log("bench: 2. CPU per frame at real time, peak memory")
+        bench_realtime(marquee, mpv, results)
+        log("bench: 3. time to first frame")
+        bench_first_frame(marquee, mpv, max(args.reps, 5), results)
+        log("bench: 4. memory over loops")
+        bench_loop_memory(marquee, results)
+        log("bench: 5. pacing")
+        bench_pacing(marquee, results)
+    finally:
+        xvfb.stop()
+    results["bench_wall_s"] = time.monotonic() - begun
+    results["machine"]["load_average_at_end"] = os.getloadavg()
+    log("bench: writing results")
+    (HERE / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    report(results)
+    log(f"bench: done in {results['bench_wall_s']:.0f} s; see bench/RESULTS.md, bench/results.json, bench/frame-intervals.png")
+
+
+def report(results):
+    plot(results, HERE / "frame-intervals.png")
+    write_markdown(results, HERE / "RESULTS.md")
+    print((HERE / "RESULTS.md").read_text().split("## 1.")[0])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+-- Loaded into mpv by bench/bench.py: at shutdown, writes the frame counters the benchmark needs
+-- (as one JSON object) to the file named by --script-opts=benchstats-out=PATH.
+local out = mp.get_opt("benchstats-out")
+local seen = {}
+local names = {"frame-drop-count", "decoder-frame-drop-count", "vo-delayed-frame-count", "estimated-frame-number"}
+-- Polled (not all of them notify changes); the largest value seen is kept, as some reset at the end.
+local function poll()
+  for _, name in ipairs(names) do
+    local v = mp.get_property_number(name)
+    if v ~= nil and (seen[name] == nil or v > seen[name]) then seen[name] = v end
+  end
+end
+mp.add_periodic_timer(0.05, poll)
+mp.register_event("end-file", poll)
+mp.register_event("shutdown", function()
+  if out == nil then return end
+  local parts = {}
+  for _, name in ipairs(names) do
+    if seen[name] ~= nil then parts[#parts + 1] = string.format("%q:%d", name, seen[name]) end
+  end
+  local f = io.open(out, "w")
+  if f then
+    f:write("{" .. table.concat(parts, ",") .. "}\n")
+    f:close()
+  end
+end)
