@@ -62,6 +62,8 @@ public struct KioskConfig: Sendable {
         public var kms = KMSSettings()
         public var background: RGBColor = .black
         public var gravity: VideoGravity = .resizeAspect
+        /// `display.rotation`: how far the picture is turned clockwise for a screen mounted on its side.
+        public var rotation: Rotation = .none
         public init() {}
     }
 
@@ -203,7 +205,7 @@ struct ConfigReader {
                     }
                 }
             case "display":
-                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity", "device", "connector", "kmsApi"]) else { continue }
+                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity", "device", "connector", "kmsApi", "rotation"]) else { continue }
                 for (field, v) in fields {
                     let path = "display.\(field)"
                     switch field {
@@ -242,6 +244,12 @@ struct ConfigReader {
                         config.display.background = color
                     case "gravity":
                         if let gravity: VideoGravity = choice(v, at: path) { config.display.gravity = gravity }
+                    case "rotation":
+                        guard case .number(let degrees) = v, let rotation = Rotation(rawValue: Int(degrees)), Double(rotation.rawValue) == degrees else {
+                            problem(path, "\(v.encoded) is not a rotation: write 0, 90, 180 or 270 (degrees clockwise)")
+                            continue
+                        }
+                        config.display.rotation = rotation
                     default: break
                     }
                 }

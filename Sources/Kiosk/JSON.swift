@@ -274,6 +274,7 @@ extension JSONValue {
     public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
     public var numberValue: Double? { if case .number(let n) = self { n } else { nil } }
     public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,

@@ -60,6 +60,7 @@ public final class KioskController: ControlHandler {
                 var members: [(key: String, value: JSONValue)] = [("filename", .string(item.uri)), ("status", .string(item.state.rawValue))]
                 if index == s.position { members.append(("current", true)) }
                 if let error = item.error { members.append(("error", .string(error))) }
+                if let conversion = s.conversions[item.path ?? item.uri] { members.append(("conversion", .string(conversion))) }
                 return .object(members)
             })
         case "time-pos": return try number(s.timePos)
@@ -123,7 +124,9 @@ public final class KioskController: ControlHandler {
     private func execute(_ command: KioskCommand) throws(ControlError) -> JSONValue? {
         let box = ResultBox()
         let perform = self.perform
-        DispatchQueue.global().async {
+        // A thread of its own: a command may block (a screenshot waits for the next vsync), and
+        // blocked dispatch workers would starve other work.
+        Thread.detachNewThread {
             box.set(perform(command))
         }
         guard let result = box.wait(timeout: commandTimeout) else {

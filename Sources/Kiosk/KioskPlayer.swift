@@ -34,15 +34,19 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
         let output = try KMSOutput(settings: config.display.kms, background: config.display.background, logger: logger)
         defer { output.close() }  // the saved display state goes back on every way out
         output.layer.gravity = config.display.gravity
+        output.layer.rotation = config.display.rotation
         logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
                                       "connector": output.connectorName, "mode": "\(output.mode)", "api": output.api.rawValue,
+                                      "rotation": "\(config.display.rotation.rawValue)",
                                       "fences": output.nativeFences ? "native" : "none", "renderer": output.renderer])
         stats = try session.present(on: output, options: options, shouldContinue: shouldContinue, onVsync: onVsync)
     } else {
         let output = try HeadlessOutput(mode: config.display.mode, clock: options.clock, background: config.display.background)
         output.layer.gravity = config.display.gravity
+        output.layer.rotation = config.display.rotation
         logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason,
-                                      "mode": "\(config.display.mode)", "clock": options.clock.rawValue,
+                                      "mode": "\(config.display.mode)", "rotation": "\(config.display.rotation.rawValue)",
+                                      "clock": options.clock.rawValue,
                                       "renderer": output.context.renderer])
         stats = try session.present(on: output, options: options, shouldContinue: shouldContinue, onVsync: onVsync)
     }

@@ -58,14 +58,20 @@ public final class KioskSession: @unchecked Sendable {
         self.overrides = overrides
         self.logger = logger
         player = QueuePlayer(logger: logger)
-        let ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding) { [weak self] uri, info, path in
+        var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding) { [weak self] uri, info, path in
             self?.decoderOpened(uri: uri, info: info, path: path)
+        }
+        ffmpeg.onConversion = { [weak self] uri, from, to in
+            guard let self, lock.withLock({ loggedOpens.insert("convert|\(uri)").inserted }) else { return }
+            // Drawn correctly, at the cost of a CPU conversion per frame.
+            logger.info("pixel format converted with swscale once per frame", ["uri": uri, "from": from, "to": to])
+            status.update { $0.conversions[uri] = "\(from) -> \(to)" }
         }
         backend = ReportingBackend(inner: ffmpeg) { [weak self] url, error in
             self?.logFailure(uri: url.path, reason: "\(error)")
         }
         status.update {
-            $0.items = config.playlist.map { .init(uri: $0.uri) }
+            $0.items = config.playlist.map { .init(uri: $0.uri, path: $0.path) }
             $0.hwdecRequested = config.hardwareDecoding.rawValue
         }
         watchPlayer()
@@ -283,7 +289,7 @@ public final class KioskSession: @unchecked Sendable {
         }
         status.update {
             $0.reloadError = nil
-            $0.items = newConfig.playlist.map { .init(uri: $0.uri) }
+            $0.items = newConfig.playlist.map { .init(uri: $0.uri, path: $0.path) }
         }
         lock.withLock { loggedErrors.removeAll() }
         startPlaylist(newConfig, afterCurrentItem: true)
@@ -305,6 +311,16 @@ public final class KioskSession: @unchecked Sendable {
         let context = PresentationContext(name: output.name, width: output.bounds.width, height: output.bounds.height,
                                           screenshots: output as? ScreenshotSource)
         status.update { $0.outputs = [.init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)")] }
+        var lastItem: ObjectIdentifier?
+        presenter.willPresent = { [unowned self] item in
+            // The item's own gravity, else the display's: looked up when the item changes.
+            guard ObjectIdentifier(item) != lastItem else { return }
+            lastItem = ObjectIdentifier(item)
+            let index = item.playlistIndex ?? -1
+            layer.gravity = lock.withLock {
+                config.playlist.indices.contains(index) ? config.playlist[index].gravity ?? config.display.gravity : config.display.gravity
+            }
+        }
         presenter.onVsync = { [presentationTasks, status] n in
             presentationTasks.drain(context)
             if n % 30 == 0, let rect = layer.videoRect {

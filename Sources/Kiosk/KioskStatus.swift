@@ -7,7 +7,10 @@ public final class KioskStatus: @unchecked Sendable {
     // @unchecked: all state is guarded by `lock`.
     public struct Item: Sendable, Equatable {
         public enum State: String, Sendable { case pending, playing, played, failed }
+        /// As the config writes it.
         public var uri: String
+        /// The file it names.
+        public var path: String?
         public var state: State = .pending
         public var error: String?
         /// The loop pass in which it last failed.
@@ -43,6 +46,8 @@ public final class KioskStatus: @unchecked Sendable {
         public var vsyncJitter: Double = 0
         public var outputs: [Output] = []
         public var reloadError: String?
+        /// Files whose pixel format is converted with swscale: uri -> "from -> to".
+        public var conversions: [String: String] = [:]
     }
 
     private let lock = NSLock()

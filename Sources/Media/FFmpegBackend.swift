@@ -11,6 +11,9 @@ public struct FFmpegBackend: MediaBackend {
     public var hardware: HardwareDecoding
     /// Told about every reader opened: the file, its stream and the decoding path in use.
     public var onOpen: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)?
+    /// Told when a reader's first frame had to be converted with swscale: the file, the decoded
+    /// format and the format drawn.
+    public var onConversion: (@Sendable (String, String, String) -> Void)?
 
     public init(threads: Int = 0, hardware: HardwareDecoding = .none,
                 onOpen: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil) {
@@ -39,7 +42,7 @@ public struct FFmpegBackend: MediaBackend {
     public func openReader(_ url: URL) throws -> any FrameReader {
         let decoder = try VideoDecoder(path: url.path, threads: threads, hardware: hardware)
         onOpen?(url.path, decoder.info, decoder.decodingPath)
-        return DecoderReader(decoder: decoder, onChange: onOpen)
+        return DecoderReader(decoder: decoder, onChange: onOpen, onConversion: onConversion)
     }
 }
 
@@ -48,16 +51,24 @@ public struct FFmpegBackend: MediaBackend {
 final class DecoderReader: FrameReader {
     let decoder: VideoDecoder
     private let onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)?
+    private let onConversion: (@Sendable (String, String, String) -> Void)?
     private var path: DecodingPath
+    private var first = true
 
-    init(decoder: VideoDecoder, onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil) {
+    init(decoder: VideoDecoder, onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil,
+         onConversion: (@Sendable (String, String, String) -> Void)? = nil) {
         self.decoder = decoder
         self.onChange = onChange
+        self.onConversion = onConversion
         path = decoder.decodingPath
     }
 
     func nextFrame() throws -> (any PresentableFrame)? {
         let frame = try decoder.nextFrame()
+        if first, let frame {
+            first = false
+            if let from = frame.convertedFrom { onConversion?(decoder.uri, from, frame.pixelFormat.rawValue) }
+        }
         if decoder.decodingPath != path {
             path = decoder.decodingPath
             onChange?(decoder.uri, decoder.info, path)

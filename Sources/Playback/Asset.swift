@@ -67,7 +67,6 @@ public final class Asset: @unchecked Sendable {
     private var probeResult: Result<AssetDescription, any Error>?
     private var probing = false
     private var waiters: [Waiter] = []
-    private static let loadQueue = DispatchQueue(label: "marquee.asset-load", attributes: .concurrent)
 
     public init(url: URL, backend: any MediaBackend) {
         self.url = url
@@ -199,7 +198,9 @@ public final class Asset: @unchecked Sendable {
             return
         }
         if startProbe {
-            Self.loadQueue.async { [self] in
+            // A thread of its own, not a dispatch worker: a probe blocks (a slow disk, a network
+            // mount), and blocked workers would starve every other asset's loading.
+            Thread.detachNewThread { [self] in
                 let result = Result { try backend.probe(url) }
                 let ready: [Waiter] = lock.withLock {
                     probeResult = result
@@ -210,7 +211,8 @@ public final class Asset: @unchecked Sendable {
                     return all
                 }
                 // Each caller on its own: one that blocks must not hold up the others.
-                for waiter in ready { DispatchQueue.global().async { waiter.resume(result) } }
+                // (Threads, not dispatch workers, which blocked callers elsewhere can exhaust.)
+                for waiter in ready { Thread.detachNewThread { waiter.resume(result) } }
             }
         }
     }

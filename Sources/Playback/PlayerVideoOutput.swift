@@ -43,6 +43,8 @@ public final class PlayerPresenter<Output: PresentationOutput> {
     /// Called on the presentation thread once per vsync, before its picture is asked for: the
     /// place for work that must run on the output's thread (screenshots) and for liveness pings.
     public var onVsync: ((Int64) throws -> Void)?
+    /// Called on the presentation thread before a new frame of `item` is drawn (per-item settings).
+    public var willPresent: ((PlayerItem) -> Void)?
 
     public init(player: Player, output: Output, trace: TraceWriter? = nil, logger: Logger, exitAfter: MediaTime? = nil) throws {
         self.player = player
@@ -80,6 +82,7 @@ public final class PlayerPresenter<Output: PresentationOutput> {
                     last = n
                     continue
                 }
+                willPresent?(item)
                 shown = try output.present(drawable, atVsync: n)
                 trace?.frame(vsync: shown, t: clock.time(ofVsync: shown), output: output.name, item: item.traceIndex,
                              uri: item.asset.url.path, pts: frame.pts)

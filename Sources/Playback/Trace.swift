@@ -29,8 +29,10 @@ public final class TraceWriter: @unchecked Sendable {
         try? handle.close()
     }
 
-    public func frame(vsync: Int64, t: MediaTime, output: String, item: Int, uri: String, pts: MediaTime) {
-        append("{\"type\":\"frame\",\"vsync\":\(vsync),\"t\":\(t.seconds.formatted(decimals: 6)),\"output\":\(Self.json(output)),\"item\":\(item),\"uri\":\(Self.json(uri)),\"pts\":\(pts.seconds.formatted(decimals: 6))}")
+    /// A frame line; `wall` is the Unix time (seconds) at which it was shown.
+    public func frame(vsync: Int64, t: MediaTime, output: String, item: Int, uri: String, pts: MediaTime,
+                      wall: Double = Date().timeIntervalSince1970) {
+        append("{\"type\":\"frame\",\"vsync\":\(vsync),\"t\":\(t.seconds.formatted(decimals: 6)),\"output\":\(Self.json(output)),\"item\":\(item),\"uri\":\(Self.json(uri)),\"pts\":\(pts.seconds.formatted(decimals: 6)),\"wall\":\(wall.formatted(decimals: 6))}")
     }
 
     public func blank(vsync: Int64, t: MediaTime, output: String) {

@@ -1,4 +1,5 @@
 @testable import Media
+import Foundation
 import Playback
 import Testing
 import TestSupport
@@ -49,5 +50,37 @@ import TestSupport
         #expect(decoder.decodingPath.degraded)
         let reason = decoder.decodingPath.fallbackReason ?? ""
         #expect(reason.contains("failed mid-stream: avcodec_receive_frame failed: Input/output error"), "\(reason)")
+    }
+}
+
+/// A backend whose decoders fail mid-stream after `afterFrames` frames, as a hardware decoder that
+/// dies would.
+struct FailingMidStreamBackend: MediaBackend {
+    let inner = FFmpegBackend()
+    let afterFrames: Int
+
+    func probe(_ url: URL) throws -> AssetDescription { try inner.probe(url) }
+
+    func openReader(_ url: URL) throws -> any FrameReader {
+        let decoder = try VideoDecoder(path: url.path)
+        decoder.injectFailuresAfterFrames = afterFrames
+        return DecoderReader(decoder: decoder)
+    }
+}
+
+@Suite struct MidStreamFallbackPlaybackTests {
+    @Test func theSwitchToSoftwareShowsNoBlankVsyncAndNoMissingFrame() throws {
+        let url = URL(fileURLWithPath: try TestMedia.clip(seconds: 2, fps: 30))
+        let item = PlayerItem(asset: Asset(url: url, backend: FailingMidStreamBackend(afterFrames: 25)))
+        let player = QueuePlayer(items: [item], logger: Logger(level: .error, sink: { _ in }))
+        let display = try HandDrivenDisplay(player)
+        player.play()
+        display.step(119)
+        // Every vsync from the first frame to the last shows a frame: no blank at the switch.
+        #expect(display.shown.allSatisfy { $0.frame != nil })
+        let frames = display.shown.compactMap(\.frame)
+        #expect(frames.map(\.pts) == (0..<60).map { MediaTime(value: Int64($0), timescale: 30) })
+        #expect(display.shown.map(\.vsync) == (0..<60).map { Int64($0 * 2) })
+        #expect(player.stats.dropped == 0 && player.stats.delayed == 0)
     }
 }

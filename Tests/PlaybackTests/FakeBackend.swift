@@ -123,7 +123,7 @@ final class VirtualDisplay {
     }
 
     @discardableResult
-    func step(_ count: Int = 1, wait: Double = 5) -> Player.Picture? {
+    func step(_ count: Int = 1, wait: Double = 20) -> Player.Picture? {
         var last: Player.Picture?
         for _ in 0..<count {
             vsync += 1
