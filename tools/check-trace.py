@@ -117,14 +117,19 @@ def check(lines, refresh=None):
 
 
 def main(argv):
+    argv = list(argv)
+    refresh = None
+    if "--refresh" in argv:
+        at = argv.index("--refresh")
+        if at + 1 >= len(argv):
+            print(__doc__, file=sys.stderr)
+            return 2
+        refresh = Fraction(argv[at + 1])
+        del argv[at:at + 2]
     args = [a for a in argv[1:] if not a.startswith("--")]
     if len(args) != 1:
         print(__doc__, file=sys.stderr)
         return 2
-    refresh = None
-    if "--refresh" in argv:
-        refresh = Fraction(argv[argv.index("--refresh") + 1])
-        args = [a for a in args if a != argv[argv.index("--refresh") + 1]]
     try:
         lines = load(args[0])
     except OSError as e:

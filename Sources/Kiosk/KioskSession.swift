@@ -47,6 +47,7 @@ public final class KioskSession: @unchecked Sendable {
     /// The failure last logged for each file: a file is reported once per reason, not every loop.
     private var loggedErrors = [String: String]()
     private let stopped = Atomic(false)
+    private var lastLoop = 0
     private let presentationTasks = PresentationTasks()
     private var backend: ReportingBackend!
 
@@ -60,6 +61,10 @@ public final class KioskSession: @unchecked Sendable {
         player = QueuePlayer(logger: logger)
         var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding) { [weak self] uri, info, path in
             self?.decoderOpened(uri: uri, info: info, path: path)
+        }
+        ffmpeg.stillDuration = { [weak self] path in
+            guard let self else { return nil }
+            return lock.withLock { self.config.playlist.first { $0.path == path }?.duration } ?? defaultStillDuration
         }
         ffmpeg.onConversion = { [weak self] uri, from, to in
             guard let self, lock.withLock({ loggedOpens.insert("convert|\(uri)").inserted }) else { return }
@@ -195,6 +200,12 @@ public final class KioskSession: @unchecked Sendable {
     private func playerChange(_ change: Player.Change) {
         guard case .currentItem(let item) = change else { return }
         let loop = lock.withLock { looper }?.loopCount ?? 0
+        if lock.withLock({ () -> Bool in
+            defer { lastLoop = loop }
+            return loop > lastLoop
+        }) {
+            rescanPlaylist()
+        }
         let index = item?.playlistIndex
         status.update { s in
             s.position = index
@@ -227,6 +238,27 @@ public final class KioskSession: @unchecked Sendable {
             s.dropped = stats.dropped
             s.delayed = stats.delayed
         }
+    }
+
+    /// A playlist read from a folder or an M3U file is read again at every loop pass; when it has
+    /// changed, the new list takes over at the next item boundary.
+    private func rescanPlaylist() {
+        let current = lock.withLock { config }
+        guard current.playlistOrigin != .list else { return }
+        let items: [KioskConfig.Item]
+        do {
+            items = try expandPlaylist(current.playlistOrigin)
+        } catch {
+            logger.warning("cannot read the playlist again; the old one keeps playing", ["error": error.message])
+            return
+        }
+        guard items.map(\.path) != current.playlist.map(\.path) else { return }
+        var changed = current
+        changed.playlist = items
+        lock.withLock { config = changed }
+        status.update { $0.items = items.map { .init(uri: $0.uri, path: $0.path) } }
+        startPlaylist(changed, afterCurrentItem: true)
+        logger.info("playlist changed on disk; the new one starts at the next item boundary", ["items": "\(items.count)"])
     }
 
     // MARK: Commands

@@ -14,6 +14,8 @@ public struct FFmpegBackend: MediaBackend {
     /// Told when a reader's first frame had to be converted with swscale: the file, the decoded
     /// format and the format drawn.
     public var onConversion: (@Sendable (String, String, String) -> Void)?
+    /// How long a still image (PNG, JPEG) at this path shows, in seconds; nil: 10 s.
+    public var stillDuration: (@Sendable (String) -> Double?)?
 
     public init(threads: Int = 0, hardware: HardwareDecoding = .none,
                 onOpen: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil) {
@@ -29,6 +31,7 @@ public struct FFmpegBackend: MediaBackend {
         }
         let info = decoder.info
         let rate = info.frameRate
+        let duration = info.isStillImage ? still(url.path) : info.duration
         let track = AssetTrack(
             trackID: 1, mediaType: .video,
             naturalSize: VideoSize(width: info.width, height: info.height),
@@ -36,11 +39,16 @@ public struct FFmpegBackend: MediaBackend {
             nominalFrameRate: rate,
             minFrameDuration: rate > 0 ? MediaTime(seconds: 1 / rate, preferredTimescale: 90_000) : .invalid,
             codec: info.codec, pixelFormat: info.pixelFormat, colorSpace: first.colorMatrix.rawValue)
-        return AssetDescription(duration: info.duration, tracks: [track])
+        return AssetDescription(duration: duration, tracks: [track])
+    }
+
+    private func still(_ path: String) -> MediaTime {
+        MediaTime(seconds: stillDuration?(path) ?? 10, preferredTimescale: 1000)
     }
 
     public func openReader(_ url: URL) throws -> any FrameReader {
         let decoder = try VideoDecoder(path: url.path, threads: threads, hardware: hardware)
+        if decoder.info.isStillImage { decoder.stillDuration = still(url.path) }
         onOpen?(url.path, decoder.info, decoder.decodingPath)
         return DecoderReader(decoder: decoder, onChange: onOpen, onConversion: onConversion)
     }

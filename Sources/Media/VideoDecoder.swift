@@ -16,6 +16,8 @@ public struct VideoStreamInfo: Sendable {
     public let duration: MediaTime
     /// Decoder threads in use.
     public let threads: Int
+    /// A single picture (PNG, JPEG, ...) rather than a video: shown for `VideoDecoder.stillDuration`.
+    public let isStillImage: Bool
 }
 
 /// Demuxes and decodes the best video stream of one file in software, with frame threads.
@@ -26,6 +28,8 @@ public struct VideoStreamInfo: Sendable {
 public final class VideoDecoder {
     public let uri: String
     public let info: VideoStreamInfo
+    /// How long the picture of a still image shows (its one frame's duration).
+    public var stillDuration = MediaTime(value: 10, timescale: 1)
 
     private var format: UnsafeMutablePointer<AVFormatContext>?
     /// The open codec context; replaced by a software one when the hardware path fails.
@@ -137,9 +141,12 @@ public final class VideoDecoder {
             duration = .indefinite
         }
         let pixelName = av_get_pix_fmt_name(ctx.pointee.pix_fmt).map { String(cString: $0) } ?? "unknown"
+        // Pictures come through FFmpeg's image demuxers ("image2", "png_pipe", "jpeg_pipe", ...).
+        let demuxer = String(cString: fmt.pointee.iformat.pointee.name)
         info = VideoStreamInfo(width: Int(ctx.pointee.width), height: Int(ctx.pointee.height),
                                codec: String(cString: decoder.pointee.name), pixelFormat: pixelName,
-                               frameRate: fps, duration: duration, threads: Int(ctx.pointee.thread_count))
+                               frameRate: fps, duration: duration, threads: Int(ctx.pointee.thread_count),
+                               isStillImage: demuxer == "image2" || demuxer.hasSuffix("_pipe"))
     }
 
     deinit {
@@ -268,7 +275,9 @@ public final class VideoDecoder {
         if ts == noPTS { ts = nextPTS ?? startTime }
         var durationTicks = frame.pointee.pkt_duration
         let duration: MediaTime
-        if durationTicks > 0 {
+        if info.isStillImage {
+            duration = stillDuration
+        } else if durationTicks > 0 {
             duration = MediaTime(value: durationTicks * Int64(timeBase.num), timescale: timeBase.den)
         } else {
             duration = nominalFrameDuration
