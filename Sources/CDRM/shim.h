@@ -1,3 +1,6 @@
 #include <xf86drm.h>
 #include <xf86drmMode.h>
 #include <drm_fourcc.h>
+/* Hotplug notices: the kernel's uevents on a netlink socket (Display's NetlinkHotplugEvents). */
+#include <sys/socket.h>
+#include <linux/netlink.h>

@@ -1,6 +1,7 @@
 import CDRM
 import Foundation
 import Playback
+import Render
 
 /// What a KMS commit touches: one connector, one CRTC, its primary plane, one mode.
 struct KMSPipe {
@@ -17,8 +18,11 @@ protocol KMSCommitter: AnyObject {
     var api: KMSAPI { get }
     /// Sets the mode and shows `framebuffer`; a flip event follows.
     func modeset(framebuffer: UInt32) throws
-    /// Shows `framebuffer` on the next vsync without blocking; a flip event follows.
-    func flip(framebuffer: UInt32) throws
+    /// Shows `framebuffer` on the next vsync without blocking; a flip event follows. `inFence`: a
+    /// sync file the scan-out waits for (atomic IN_FENCE_FD; legacy ignores it).
+    func flip(framebuffer: UInt32, inFence: Int32?) throws
+    /// Whether `flip` can take an IN_FENCE_FD.
+    var takesInFences: Bool { get }
 }
 
 /// `drmModeSetCrtc` for the mode, `drmModePageFlip` for every picture.
@@ -38,10 +42,12 @@ final class LegacyCommitter: KMSCommitter {
         try drmCheck("drmModeSetCrtc(CRTC \(pipe.crtc), fb \(framebuffer))",
                      drmModeSetCrtc(device.fd, pipe.crtc, framebuffer, 0, 0, &connector, 1, &mode))
         // SetCrtc sends no event; flipping to the same buffer gives the first vsync's timestamp.
-        try flip(framebuffer: framebuffer)
+        try flip(framebuffer: framebuffer, inFence: nil)
     }
 
-    func flip(framebuffer: UInt32) throws {
+    var takesInFences: Bool { false }
+
+    func flip(framebuffer: UInt32, inFence: Int32?) throws {
         try drmCheck("drmModePageFlip(CRTC \(pipe.crtc), fb \(framebuffer))",
                      drmModePageFlip(device.fd, pipe.crtc, framebuffer, UInt32(DRM_MODE_PAGE_FLIP_EVENT), nil))
     }
@@ -110,11 +116,15 @@ final class AtomicCommitter: KMSCommitter {
         }
     }
 
-    func flip(framebuffer: UInt32) throws {
-        // Without EGL_ANDROID_native_fence_sync (llvmpipe) the commit carries no IN_FENCE_FD: the
-        // buffer is complete because eglSwapBuffers has returned and the driver waits implicitly.
+    var takesInFences: Bool { planeProps["IN_FENCE_FD"] != nil }
+
+    func flip(framebuffer: UInt32, inFence: Int32?) throws {
+        // With EGL_ANDROID_native_fence_sync the render fence rides along as IN_FENCE_FD and the
+        // scan-out waits for it; without (llvmpipe) the commit carries none: the render fence was
+        // waited for on the CPU (GPUFrameTimer) and the driver waits implicitly as well.
         try commit("flip, fb \(framebuffer)", flags: UInt32(DRM_MODE_ATOMIC_NONBLOCK | DRM_MODE_PAGE_FLIP_EVENT)) { r in
             addPlane(r, framebuffer: framebuffer)
+            if let inFence, takesInFences { add(r, pipe.plane, planeProps, "IN_FENCE_FD", UInt64(bitPattern: Int64(inFence))) }
         }
     }
 }
@@ -125,6 +135,9 @@ final class KMSScanout: PageFlipDevice {
     let committer: any KMSCommitter
     let pipe: KMSPipe
     private(set) var modeSet = false
+    /// The render fence of the picture queued next (used once, then dropped: the kernel keeps its
+    /// own reference).
+    var inFence: SyncFile?
 
     init(device: DRMDevice, committer: any KMSCommitter, pipe: KMSPipe) {
         self.device = device
@@ -134,7 +147,8 @@ final class KMSScanout: PageFlipDevice {
 
     func queueFlip(framebuffer: UInt32) throws {
         if modeSet {
-            try committer.flip(framebuffer: framebuffer)
+            defer { inFence = nil }
+            try committer.flip(framebuffer: framebuffer, inFence: inFence?.fd)
         } else {
             try committer.modeset(framebuffer: framebuffer)
             modeSet = true

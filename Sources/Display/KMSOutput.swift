@@ -4,83 +4,79 @@ import Media
 import Playback
 import Render
 
-/// An output on a real display through DRM/KMS: a GBM surface with an EGL window surface
-/// (XRGB8888), shown by page flips (atomic or legacy, chosen once), timed by the flip events.
+/// An output on a real display through DRM/KMS, surviving displays that are absent at start or
+/// come and go: the card, its GBM device, the EGL context and the player layer live as long as
+/// the output; each connection of a display gets a head (`KMSHead`: connector, mode, CRTC,
+/// primary plane, GBM + EGL window surface, page-flip clock), driven by a `DisplayLink` that
+/// listens for hotplug notices. Pictures are shown by page flips (atomic or legacy, chosen once).
 ///
-/// The CRTC's state is saved before the first modeset and put back by `close()` (called by deinit,
-/// and by the kiosk on every way out), which also removes Marquee's framebuffers and drops DRM
-/// master. Made on, and used only from, the presentation thread (its GL context is current there).
+/// Each head saves the CRTC's state before its modeset and puts it back when it goes; `close()`
+/// (called by deinit, and by the kiosk on every way out) also drops DRM master and closes the
+/// device. Made on, and used only from, the presentation thread (its GL context is current there).
 public final class KMSOutput: PresentationOutput {
     public typealias Frame = VideoFrame
 
     public let name: String
-    public let mode: DisplayMode
     public let api: KMSAPI
     public let devicePath: String
-    public let connectorName: String
     public let layer: PlayerLayer
-    public var clock: any VsyncClock { flipClock }
-    public let flipClock: PageFlipClock
-    public var renderer: String { window?.context.renderer ?? "" }
-    /// Whether atomic commits could carry render fences (EGL_ANDROID_native_fence_sync).
+    public var clock: any VsyncClock { link.clock }
+    public var renderer: String { context.context.renderer }
+    /// Whether atomic commits carry render fences (EGL_ANDROID_native_fence_sync + IN_FENCE_FD).
     public let nativeFences: Bool
+    /// How hotplug is noticed ("netlink uevents", or the sysfs poll and why).
+    public let hotplugSource: String
+    /// Whether render times come from fences, and GPU times from timer queries.
+    public let renderTiming: String
 
-    private var device: DRMDevice?
-    private var window: GBMWindowContext?
-    private let presenter: PageFlipPresenter<KMSScanout>
-    private let pipe: KMSPipe
-    private var saved: SavedCRTC?
-    private var framebuffers: [UInt: UInt32] = [:]   // GBM buffer id -> DRM fb, removed in close()
-    private var onScreen: ScanoutBuffer?             // locked until the next picture replaces it
+    private let device: DRMDevice
+    private let context: GBMDisplayContext
+    private let display: KMSDisplay
+    private let link: DisplayLink<KMSDisplay>
     private let logger: Logger
+    private var lastBounds = PixelRect(x: 0, y: 0, width: 0, height: 0)
 
-    public init(settings: KMSSettings, background: RGBColor = .black, logger: Logger) throws {
+    /// Opens the card (`settings.device`, else the first with a connected connector, else the
+    /// first that can drive a display) and makes the GL context and layer. A display need not be
+    /// connected yet: `waitForDisplay` waits for one. Throws `OutputUnavailable` naming what is
+    /// missing (no device, no permission, not a display device).
+    public init(settings: KMSSettings, background: RGBColor = .black, logger: Logger,
+                hotplug: (events: any HotplugEvents, why: String)? = nil) throws {
         self.logger = logger
-        let (device, connector, rawModes, encoders, currentEncoder) = try Self.openDisplay(settings)
-        guard let chosen = chooseMode(settings.mode, from: connector.modes) else {
-            throw OutputUnavailable(description: "--output kms: connector \(connector.name) on \(device.path) has no mode \(settings.mode)"
-                + " (it offers \(connector.modes.map(\.displayMode.description).joined(separator: ", ")))")
-        }
-        let resources = try device.resources()
-        let crtc = try device.chooseCRTC(encoders: encoders, currentEncoder: currentEncoder, crtcs: resources.crtcs)
-        let plane = try device.primaryPlane(crtcIndex: crtc.index)
-        let pipe = KMSPipe(connector: connector.id, crtc: crtc.id, plane: plane, mode: rawModes[chosen.index])
-        let committer: any KMSCommitter
-        if settings.api == .atomic && device.atomic {
-            committer = try AtomicCommitter(device: device, pipe: pipe)
-        } else {
-            if settings.api == .atomic {
-                logger.warning("the driver has no atomic modesetting; using the legacy API", ["device": device.path])
-            }
-            committer = LegacyCommitter(device: device, pipe: pipe)
-        }
-        let window = try GBMWindowContext(drmFD: device.fd, width: pipe.width, height: pipe.height)
+        let (device, firstConnected) = try Self.openCard(settings)
+        let gbmFD = fcntl(device.fd, F_DUPFD_CLOEXEC, 0)   // owned by the GBM device from here on
+        guard gbmFD >= 0 else { throw DRMError(call: "fcntl(F_DUPFD_CLOEXEC, \(device.path))", errno: errno) }
+        let context = try GBMDisplayContext(drmFD: gbmFD, ownsFD: true)
         self.layer = try PlayerLayer()
         layer.background = background
+        let timer = GPUFrameTimer(context: context.context)
         self.device = device
-        self.window = window
-        self.pipe = pipe
-        self.api = committer.api
+        self.context = context
         self.devicePath = device.path
-        self.connectorName = connector.name
-        self.mode = chosen.displayMode
-        self.nativeFences = window.hasNativeFences
-        self.name = "kms-\(connector.name)"
-        self.flipClock = PageFlipClock(refresh: chosen.refresh)
-        self.presenter = PageFlipPresenter(device: KMSScanout(device: device, committer: committer, pipe: pipe), clock: flipClock)
-        self.saved = try device.saveCRTC(crtc.id)  // before the first modeset
+        self.api = settings.api == .atomic && device.atomic ? .atomic : .legacy
+        if settings.api == .atomic && !device.atomic {
+            logger.warning("the driver has no atomic modesetting; using the legacy API", ["device": device.path])
+        }
+        self.nativeFences = api == .atomic && context.hasNativeFences
+        self.renderTiming = (timer.hasFences ? "fences" : "none") + (timer.hasTimerQuery ? "+timer-query" : "")
+        self.name = "kms-\(settings.connector ?? firstConnected ?? "display")"
+        let hotplug = hotplug ?? systemHotplugEvents()
+        self.hotplugSource = hotplug.why
+        display = KMSDisplay(device: device, settings: settings, api: api, context: context, timer: timer,
+                             nativeFences: nativeFences, logger: logger)
+        link = DisplayLink(display: display, hotplug: hotplug.events, refresh: RefreshRate(numerator: 60), logger: logger)
     }
 
     deinit { close() }
 
-    /// The device, connector and its modes for `settings`, with a message naming what is missing.
-    private static func openDisplay(_ settings: KMSSettings) throws
-        -> (DRMDevice, KMSConnector, [drmModeModeInfo], [UInt32], UInt32) {
+    /// The card for `settings`, and the name of its first wanted, connected connector (if any).
+    private static func openCard(_ settings: KMSSettings) throws -> (DRMDevice, String?) {
         let paths = settings.device.map { [$0] } ?? drmCards()
         if paths.isEmpty {
             throw OutputUnavailable(description: "--output kms: no DRM device (/dev/dri/card* does not exist)")
         }
         var problems: [String] = []
+        var displayCapable: DRMDevice?
         for path in paths {
             let device: DRMDevice
             do {
@@ -89,45 +85,192 @@ public final class KMSOutput: PresentationOutput {
                 problems.append("\(error)")
                 continue
             }
-            guard let resources = try? device.resources() else {
-                problems.append("\(path): not a display device (no KMS resources)")
+            guard let resources = try? device.resources(), !resources.connectors.isEmpty else {
+                problems.append("\(path): not a display device (no KMS connectors)")
                 continue
             }
-            var names: [String] = []
             for id in resources.connectors {
-                guard let (connector, raw, encoders, current) = try? device.connector(id) else { continue }
-                names.append(connector.name + (connector.connected ? " (connected)" : ""))
-                let wanted = settings.connector.map { $0 == connector.name } ?? true
-                if wanted && connector.connected && !connector.modes.isEmpty {
-                    return (device, connector, raw, encoders, current)
+                guard let (connector, _, _, _) = try? device.connector(id) else { continue }
+                if connector.connected && settings.connector.map({ $0 == connector.name }) ?? true {
+                    return (device, connector.name)
                 }
             }
-            if let wanted = settings.connector {
-                problems.append("\(path): connector \(wanted) is not connected or does not exist (connectors: \(names.joined(separator: ", ")))")
-            } else {
-                problems.append("\(path): no connected connector (connectors: \(names.joined(separator: ", ")))")
-            }
+            if displayCapable == nil { displayCapable = device }
         }
-        throw OutputUnavailable(description: "--output kms: no usable display: " + problems.joined(separator: "; "))
+        if let displayCapable { return (displayCapable, nil) }
+        throw OutputUnavailable(description: "--output kms: no usable display device: " + problems.joined(separator: "; "))
     }
 
-    public var bounds: PixelRect { PixelRect(x: 0, y: 0, width: pipe.width, height: pipe.height) }
+    /// Where the display stands (waiting, modesetting, presenting, lost).
+    public var state: DisplayLinkState { link.state }
+    public var counters: DisplayLinkCounters { link.counters }
+    /// Called on the presentation thread on every change of `state`.
+    public var onStateChange: ((DisplayLinkState) -> Void)? {
+        get { link.onStateChange }
+        set { link.onStateChange = newValue }
+    }
+    /// Checked while waiting for a display: false stops the wait.
+    public var shouldContinue: () -> Bool {
+        get { link.shouldContinue }
+        set { link.shouldContinue = newValue }
+    }
+    /// How long to wait for a display in all (nil: as long as it takes).
+    public var displayWaitTimeout: Double? {
+        get { link.waitTimeout }
+        set { link.waitTimeout = newValue }
+    }
+
+    /// Waits for a connected display and opens it; false when `shouldContinue` said stop first.
+    /// Call before handing the output to a player: the first display fixes `clock.refresh`.
+    public func waitForDisplay() throws -> Bool { try link.waitForDisplay() }
+
+    /// The connector and mode of the display driven now (nil while there is none).
+    public var connectorName: String? { link.head?.connector }
+    public var mode: DisplayMode? { link.head?.mode }
+    /// The page-flip clock of the display driven now.
+    public var flipClock: PageFlipClock? { link.head?.flipClock }
+
+    public var bounds: PixelRect {
+        if let head = link.head { lastBounds = head.bounds }
+        return lastBounds
+    }
 
     public func present(_ frame: VideoFrame?, atVsync vsync: Int64) throws -> Int64 {
-        guard let window, let device else { throw OutputUnavailable(description: "\(name) is closed") }
+        guard device.isOpen else { throw OutputUnavailable(description: "\(name) is closed") }
+        return try link.present(atVsync: vsync) { [layer] in
+            guard let head = link.head else { return }
+            try layer.draw(frame, bounds: head.bounds)
+        }
+    }
+
+    /// Takes the display down (the saved CRTC state goes back), releases the surfaces, drops DRM
+    /// master and closes the device. Safe to call more than once.
+    public func close() {
+        guard device.isOpen else { return }
+        link.close()
+        let counters = link.counters
+        logger.info("output closed", ["device": device.path, "connects": "\(counters.connects)", "losses": "\(counters.losses)",
+                                      "flipTimeouts": "\(counters.flipTimeouts)", "hotplugNotices": "\(counters.hotplugNotices)"])
+        device.close()  // drops master and closes the fd; GBM's dup goes with the context
+    }
+}
+
+/// The real `HotplugDisplay`: a DRM card's connectors, probed on hotplug notices.
+final class KMSDisplay: HotplugDisplay {
+    let device: DRMDevice
+    let settings: KMSSettings
+    let api: KMSAPI
+    let context: GBMDisplayContext
+    let timer: GPUFrameTimer
+    let nativeFences: Bool
+    let logger: Logger
+    private(set) var absence = "not probed yet"
+
+    init(device: DRMDevice, settings: KMSSettings, api: KMSAPI, context: GBMDisplayContext, timer: GPUFrameTimer,
+         nativeFences: Bool, logger: Logger) {
+        self.device = device
+        self.settings = settings
+        self.api = api
+        self.context = context
+        self.timer = timer
+        self.nativeFences = nativeFences
+        self.logger = logger
+    }
+
+    func connect() throws -> KMSHead? {
+        let resources = try device.resources()
+        var names: [String] = []
+        for id in resources.connectors {
+            guard let (connector, raw, encoders, current) = try? device.connector(id) else { continue }
+            names.append(connector.name + (connector.connected ? " (connected)" : ""))
+            guard connector.connected, !connector.modes.isEmpty, settings.connector.map({ $0 == connector.name }) ?? true else { continue }
+            guard let chosen = chooseMode(settings.mode, from: connector.modes) else {
+                throw OutputUnavailable(description: "connector \(connector.name) on \(device.path) has no mode \(settings.mode)"
+                    + " (it offers \(connector.modes.map(\.displayMode.description).joined(separator: ", ")))")
+            }
+            let crtc = try device.chooseCRTC(encoders: encoders, currentEncoder: current, crtcs: resources.crtcs)
+            let plane = try device.primaryPlane(crtcIndex: crtc.index)
+            let pipe = KMSPipe(connector: connector.id, crtc: crtc.id, plane: plane, mode: raw[chosen.index])
+            let committer: any KMSCommitter = api == .atomic ? try AtomicCommitter(device: device, pipe: pipe)
+                                                             : LegacyCommitter(device: device, pipe: pipe)
+            return try KMSHead(display: self, connector: connector.name, mode: chosen, pipe: pipe, committer: committer)
+        }
+        let which = settings.connector.map { "connector \($0) is not connected" } ?? "no connected connector"
+        absence = "\(which) on \(device.path) (connectors: \(names.joined(separator: ", ")))"
+        return nil
+    }
+
+    func recheck(_ head: KMSHead) -> String? {
+        guard let (connector, _, _, _) = try? device.connector(head.pipe.connector) else {
+            return "connector \(head.connector) can no longer be read"
+        }
+        guard connector.connected else { return "connector \(head.connector) was disconnected" }
+        let wanted = chooseMode(settings.mode, from: connector.modes)
+        if wanted?.displayMode != head.mode {
+            return "connector \(head.connector) now offers \(wanted.map(\.displayMode.description) ?? "no mode \(settings.mode)") instead of \(head.mode)"
+        }
+        return nil
+    }
+}
+
+/// One connection of a display: connector, mode, CRTC + primary plane, the GBM + EGL window
+/// surface of the mode's size, the page-flip presenter and its clock. Saves the CRTC's state
+/// before its modeset; `close` puts it back and removes its framebuffers.
+final class KMSHead: DisplayHead {
+    let connector: String
+    let mode: DisplayMode
+    let flipClock: PageFlipClock
+    let pipe: KMSPipe
+    var bounds: PixelRect { PixelRect(x: 0, y: 0, width: pipe.width, height: pipe.height) }
+    /// The last picture's render timing.
+    private(set) var lastTiming: GPUFrameTiming?
+
+    private unowned let display: KMSDisplay
+    private var window: GBMWindowSurface?            // released in close()
+    private let scanout: KMSScanout
+    private let presenter: PageFlipPresenter<KMSScanout>
+    private var saved: SavedCRTC?
+    private var framebuffers: [UInt: UInt32] = [:]   // GBM buffer id -> DRM fb, removed in close()
+    private var onScreen: ScanoutBuffer?             // locked until the next picture replaces it
+
+    init(display: KMSDisplay, connector: String, mode: KMSMode, pipe: KMSPipe, committer: any KMSCommitter) throws {
+        self.display = display
+        self.connector = connector
+        self.mode = mode.displayMode
+        self.pipe = pipe
+        window = try GBMWindowSurface(on: display.context, width: pipe.width, height: pipe.height)
+        flipClock = PageFlipClock(refresh: mode.refresh)
+        scanout = KMSScanout(device: display.device, committer: committer, pipe: pipe)
+        presenter = PageFlipPresenter(device: scanout, clock: flipClock)
+        saved = try display.device.saveCRTC(pipe.crtc)  // before the first modeset
+    }
+
+    func show(atVsync vsync: Int64, draw: () throws -> Void) throws -> Int64 {
+        guard let window else { throw OutputUnavailable(description: "the head on \(connector) is closed") }
+        let planned = try presenter.plan(forVsync: vsync)
         window.bind()
-        try layer.draw(frame, bounds: bounds)
+        let started = monotonicNow()
+        display.timer.begin()
+        try draw()
+        let fence = display.nativeFences && scanout.modeSet && scanout.committer.takesInFences ? try display.timer.nativeFence() : nil
         let buffer = try window.swapAndLock()
+        if let timing = try display.timer.end(startedAt: started, waitForFence: fence == nil) {
+            // The first picture of a head pays for one-time work (textures, shader variants): an
+            // outlier the estimate would keep for a whole window.
+            if scanout.modeSet { presenter.recordRender(nanoseconds: timing.renderNanoseconds) }
+            lastTiming = timing
+        }
         let fb: UInt32
         if let cached = framebuffers[buffer.id] {
             fb = cached
         } else {
-            fb = try device.addFramebuffer(buffer)
+            fb = try display.device.addFramebuffer(buffer)
             framebuffers[buffer.id] = fb
         }
+        scanout.inFence = fence
         let shown: Int64
         do {
-            shown = try presenter.present(framebuffer: fb, atVsync: vsync)
+            shown = try presenter.present(framebuffer: fb, atVsync: planned)
         } catch {
             window.release(buffer)
             throw error
@@ -138,28 +281,32 @@ public final class KMSOutput: PresentationOutput {
         return shown
     }
 
-    /// Puts the saved CRTC state back, removes Marquee's framebuffers, releases GBM and EGL, drops
-    /// DRM master and closes the device. Safe to call more than once.
-    public func close() {
-        guard let device else { return }
+    func close(lost: Bool) {
+        guard window != nil else { return }
+        let device = display.device
         if let saved {
             do {
                 try device.restore(saved, connector: pipe.connector)
             } catch {
-                logger.warning("cannot restore the display state", ["error": "\(error)", "device": device.path])
+                if lost {
+                    display.logger.debug("display state not restored (the display is gone)", ["error": "\(error)"])
+                } else {
+                    display.logger.warning("cannot restore the display state", ["error": "\(error)", "device": device.path])
+                }
             }
             self.saved = nil
         }
         for fb in framebuffers.values { device.removeFramebuffer(fb) }
         framebuffers = [:]
         onScreen = nil
-        window = nil   // GBM surface, EGL surface and context, then the GBM device
+        window = nil   // the GBM and EGL window surfaces; the context stays, surfaceless
         let stats = flipClock.stats
-        logger.info("display released", ["device": device.path, "connector": connectorName, "flips": "\(stats.flips)",
-                                         "late": "\(stats.lateFrames)", "missedVsyncs": "\(stats.missedVsyncs)",
-                                         "refresh": flipClock.measuredRefresh.map { $0.formatted(decimals: 3) } ?? "-",
-                                         "jitter": flipClock.jitter.map { $0.formatted(decimals: 4) } ?? "-"])
-        device.close()  // drops master and closes the fd
-        self.device = nil
+        display.logger.info("display released", [
+            "device": device.path, "connector": connector, "mode": "\(mode)", "lost": "\(lost)", "flips": "\(stats.flips)",
+            "late": "\(stats.lateFrames)", "missedVsyncs": "\(stats.missedVsyncs)", "rescheduled": "\(stats.rescheduledFrames)",
+            "shownMinusPlanned": stats.shownMinusPlanned.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ","),
+            "renderMs": presenter.renderEstimate.map { (Double($0) / 1e6).formatted(decimals: 2) } ?? "-",
+            "refresh": flipClock.measuredRefresh.map { $0.formatted(decimals: 3) } ?? "-",
+            "jitter": flipClock.jitter.map { $0.formatted(decimals: 4) } ?? "-"])
     }
 }

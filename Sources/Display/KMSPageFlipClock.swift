@@ -53,6 +53,12 @@ public struct FlipStats: Sendable, Equatable {
     /// Flip events whose vblank counter did not advance: the display has no vblank counter and
     /// vsyncs are counted from the event timestamps instead.
     public var stuckSequences = 0
+    /// Frames planned for a later vsync than asked because the measured render time said the asked
+    /// one could not be made (they are not late: the plan was kept), and the vsyncs that moved them.
+    public var rescheduledFrames = 0
+    public var rescheduledVsyncs: Int64 = 0
+    /// Shown vsync minus planned vsync, counted per difference (0: on time, 1: a vsync late, ...).
+    public var shownMinusPlanned: [Int64: Int] = [:]
     public init() {}
 }
 
@@ -103,6 +109,7 @@ public final class PageFlipClock: VsyncClock, Sendable {
             s.ring.append(Sample(vsync: vsync, time: event.time))
             if s.ring.count > Self.ringSize { s.ring.removeFirst(s.ring.count - Self.ringSize) }
             s.stats.flips += 1
+            s.stats.shownMinusPlanned[vsync - planned, default: 0] += 1
             if vsync > planned {
                 s.stats.lateFrames += 1
                 s.stats.missedVsyncs += vsync - planned
@@ -112,6 +119,15 @@ public final class PageFlipClock: VsyncClock, Sendable {
     }
 
     public var stats: FlipStats { state.withLock { $0.stats } }
+
+    /// Counts a frame the scheduler moved `vsyncs` later than asked before rendering it.
+    public func noteRescheduled(by vsyncs: Int64) {
+        guard vsyncs > 0 else { return }
+        state.withLock { s in
+            s.stats.rescheduledFrames += 1
+            s.stats.rescheduledVsyncs += vsyncs
+        }
+    }
 
     /// The last vsync a flip was seen on, or -1 before the first flip.
     public var lastFlipVsync: Int64 { state.withLock { $0.ring.last?.vsync ?? -1 } }
@@ -193,6 +209,46 @@ public final class PageFlipPresenter<Device: PageFlipDevice> {
     public var flipTimeout = 3.0
     /// Where in the interval before the target vsync the flip is queued (0: right after that vsync).
     public var commitPhase = 0.25
+    /// Recent render times (start of drawing to render fence signalled), nanoseconds.
+    public private(set) var renderTimes: [Int64] = []
+    /// How many render times the estimate looks back on.
+    public var renderWindow = 16
+    /// Time kept free between the end of rendering and the flip's queue time: a tenth of a vsync.
+    public var renderMargin: Double = 0.1
+
+    /// Records how long a picture took to render (`GPUFrameTimer`).
+    public func recordRender(nanoseconds: Int64) {
+        renderTimes.append(nanoseconds)
+        if renderTimes.count > renderWindow { renderTimes.removeFirst(renderTimes.count - renderWindow) }
+    }
+
+    /// The render time to plan with: the longest of the recent ones (nil before the first).
+    public var renderEstimate: Int64? { renderTimes.max() }
+
+    /// Decides when to start rendering the frame asked for vsync `asked`, and which vsync it can
+    /// make: the first (from `asked`) whose commit deadline (a `renderMargin` of an interval before
+    /// it) the render estimate still meets if rendering starts now; a later one than the clock
+    /// allows is counted as rescheduled. Then sleeps until rendering should start: the estimate
+    /// before the flip's queue time (`commitPhase` into the interval before the planned vsync).
+    /// Returns the planned vsync, to pass to `present`. Without a render estimate or a flip yet,
+    /// plans what the clock allows and returns at once.
+    public func plan(forVsync asked: Int64) throws -> Int64 {
+        let earliest = max(asked, clock.earliestVsync(after: clock.lastFlipVsync))
+        guard let estimate = renderEstimate, clock.predictedTime(ofVsync: earliest - 1) != nil else { return earliest }
+        let interval = clock.measuredInterval ?? clock.nominalInterval
+        let now = clock.time.now()
+        var target = earliest
+        while clock.predictedTime(ofVsync: target)! - Int64(interval * renderMargin) < now + estimate && target - earliest < 1000 {
+            target += 1
+        }
+        clock.noteRescheduled(by: target - earliest)
+        let start = clock.predictedTime(ofVsync: target - 1)! + Int64(interval * commitPhase) - estimate
+        if start - now > 10_000_000_000 {
+            throw WaitTimeout(waitingFor: "the moment to start rendering for vsync \(target) (more than 10 s ahead)", seconds: 10)
+        }
+        clock.time.sleep(until: start)
+        return target
+    }
 
     public init(device: Device, clock: PageFlipClock) {
         self.device = device

@@ -1,3 +1,5 @@
+import Playback
+
 /// A parsed JSON value that keeps the order of object members, so that errors can be reported in
 /// the order a person wrote them, and syntax errors carry a line and column.
 public indirect enum JSONValue: Equatable, Sendable {
@@ -253,23 +255,7 @@ extension JSONValue {
         }
     }
 
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20:
-                let hex = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    static func quoted(_ s: String) -> String { jsonStringLiteral(s) }
 
     public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
     public var numberValue: Double? { if case .number(let n) = self { n } else { nil } }

@@ -36,10 +36,25 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
         output.layer.gravity = config.display.gravity
         output.layer.rotation = config.display.rotation
         logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
-                                      "connector": output.connectorName, "mode": "\(output.mode)", "api": output.api.rawValue,
-                                      "rotation": "\(config.display.rotation.rawValue)",
-                                      "fences": output.nativeFences ? "native" : "none", "renderer": output.renderer])
-        stats = try session.present(on: output, options: options, shouldContinue: shouldContinue, onVsync: onVsync)
+                                      "api": output.api.rawValue, "rotation": "\(config.display.rotation.rawValue)",
+                                      "fences": output.nativeFences ? "native" : "none", "renderTiming": output.renderTiming,
+                                      "hotplug": output.hotplugSource, "renderer": output.renderer])
+        // No display yet, or it goes away: the output waits (the player is not asked for frames, so
+        // decoding stays paused), the control socket answers, and health says why.
+        session.status.update { $0.outputs = [.init(name: output.name, mode: "-", connected: false)] }
+        output.shouldContinue = { [session] in !session.isStopped && shouldContinue() }
+        output.onStateChange = { [session, weak output] state in
+            session.status.update { s in
+                guard !s.outputs.isEmpty else { return }
+                s.outputs[0].connected = state.isConnected
+                if let mode = output?.mode { s.outputs[0].mode = "\(mode)" }
+            }
+        }
+        if try output.waitForDisplay() {
+            stats = try session.present(on: output, options: options, shouldContinue: shouldContinue, onVsync: onVsync)
+        } else {
+            stats = PresentationStats()
+        }
     } else {
         let output = try HeadlessOutput(mode: config.display.mode, clock: options.clock, background: config.display.background)
         output.layer.gravity = config.display.gravity

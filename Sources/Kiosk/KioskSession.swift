@@ -355,8 +355,17 @@ public final class KioskSession: @unchecked Sendable {
         }
         presenter.onVsync = { [presentationTasks, status] n in
             presentationTasks.drain(context)
-            if n % 30 == 0, let rect = layer.videoRect {
-                status.update { $0.outputs[0].videoRect = [rect.x, rect.y, rect.width, rect.height] }
+            if n % 30 == 0 {
+                // What the display measures (page-flip times) where it can; the mode's rate elsewhere.
+                let flips = output.clock as? PageFlipClock
+                let fps = flips?.measuredRefresh ?? output.clock.refresh.hertz
+                let jitter = flips?.jitter ?? 0
+                let rect = layer.videoRect.map { [$0.x, $0.y, $0.width, $0.height] }
+                status.update {
+                    $0.displayFPS = fps
+                    $0.vsyncJitter = jitter
+                    $0.outputs[0].videoRect = rect
+                }
             }
             onVsync?(n)
         }

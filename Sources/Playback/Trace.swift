@@ -60,19 +60,22 @@ public final class TraceWriter: @unchecked Sendable {
     }
 
     /// A JSON string literal.
-    static func json(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
-            default: out.unicodeScalars.append(scalar)
-            }
+    static func json(_ s: String) -> String { jsonStringLiteral(s) }
+}
+
+/// `s` as a JSON string literal, quotes included.
+public func jsonStringLiteral(_ s: String) -> String {
+    var out = "\""
+    for scalar in s.unicodeScalars {
+        switch scalar {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
+        default: out.unicodeScalars.append(scalar)
         }
-        return out + "\""
     }
+    return out + "\""
 }

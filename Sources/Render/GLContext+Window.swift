@@ -1,6 +1,7 @@
 import CEGL
 import CGBM
 import CGLES
+import Glibc
 
 /// A DRM fourcc pixel format code, e.g. `XR24` for XRGB8888.
 public struct ScanoutFormat: Sendable, Hashable, CustomStringConvertible {
@@ -35,34 +36,44 @@ public struct ScanoutBuffer: Sendable, Hashable {
 /// `eglTerminate`.
 final class GBMDevice {
     let pointer: OpaquePointer
-    init(fd: Int32) throws {
+    private let ownedFD: Int32?
+    /// `ownsFD`: the fd is this object's (a dup made for it), closed after the device is destroyed.
+    init(fd: Int32, ownsFD: Bool = false) throws {
         guard let device = gbm_create_device(fd) else {
             throw RenderError(call: "gbm_create_device", detail: "fd \(fd)")
         }
         pointer = device
+        ownedFD = ownsFD ? fd : nil
     }
-    deinit { gbm_device_destroy(pointer) }
+    deinit {
+        gbm_device_destroy(pointer)
+        if let ownedFD { close(ownedFD) }
+    }
 }
 
-/// An OpenGL ES context drawing into a GBM surface on a DRM device: the window-surface path of the
-/// KMS output. Drawing goes to the default framebuffer; `swapAndLock()` finishes a picture and hands
-/// back the buffer to scan out, `release(_:)` returns a buffer to GBM once it is off screen.
+/// An OpenGL ES context on a DRM device's GBM device, current on the thread that made it with no
+/// surface (EGL_KHR_surfaceless_context): it outlives the window surfaces made on it, so that a
+/// display that goes away and comes back (hotplug) gets a new surface, its mode's size, while the
+/// context and everything made in it (the player layer's shaders and textures) stay.
 ///
-/// Used from the thread that made it only. Owns the GBM surface and the EGL window surface; the DRM
-/// file descriptor stays the caller's and must outlive this object.
-public final class GBMWindowContext {
+/// Used from the thread that made it only. The DRM file descriptor stays the caller's and must
+/// outlive this object.
+public final class GBMDisplayContext {
     public let context: GLContext
-    public let width: Int
-    public let height: Int
     public let format: ScanoutFormat
-    private let surface: OpaquePointer          // gbm_surface, destroyed in deinit
-    private let eglSurface: EGLSurface           // destroyed in deinit, before the gbm_surface
-    private var locked: [UInt: OpaquePointer] = [:]   // buffers locked for scan-out, by id
+    let device: GBMDevice
 
-    /// Makes a GBM device on `drmFD`, an EGL display on it, an ES 3 context and a window surface of
-    /// `width` x `height` in `format`, and makes it current on this thread.
-    public init(drmFD: Int32, width: Int, height: Int, format: ScanoutFormat = .xrgb8888) throws {
-        let device = try GBMDevice(fd: drmFD)
+    /// Makes a GBM device on `drmFD`, an EGL display on it and an ES 3 context for `format`
+    /// window surfaces, current on this thread. `ownsFD`: `drmFD` is handed over (a dup made for
+    /// this context) and closed once GBM and EGL are done with it.
+    public init(drmFD: Int32, ownsFD: Bool = false, format: ScanoutFormat = .xrgb8888) throws {
+        let device: GBMDevice
+        do {
+            device = try GBMDevice(fd: drmFD, ownsFD: ownsFD)
+        } catch {
+            if ownsFD { close(drmFD) }
+            throw error
+        }
         let usage = UInt32(GBM_BO_USE_SCANOUT.rawValue | GBM_BO_USE_RENDERING.rawValue)
         guard gbm_device_is_format_supported(device.pointer, format.code, usage) != 0 else {
             throw RenderError(call: "gbm_device_is_format_supported", detail: "\(format) cannot be scanned out and rendered to")
@@ -70,8 +81,34 @@ public final class GBMWindowContext {
         context = try GLContext(platform: EGLenum(EGL_PLATFORM_GBM_KHR), nativeDisplay: UnsafeMutableRawPointer(device.pointer),
                                 surfaceType: EGLint(EGL_WINDOW_BIT), nativeVisual: EGLint(bitPattern: format.code),
                                 nativeOwner: device)
-        guard let surface = gbm_surface_create(device.pointer, UInt32(width), UInt32(height), format.code, usage) else {
-            throw RenderError(call: "gbm_surface_create", detail: "\(width)x\(height) \(format)")
+        self.device = device
+        self.format = format
+    }
+
+    /// Whether the driver can export render fences as sync files (atomic IN_FENCE_FD).
+    public var hasNativeFences: Bool { context.eglExtensions.contains("EGL_ANDROID_native_fence_sync") }
+}
+
+/// A GBM surface with an EGL window surface on it: the pictures of one modeset. Drawing goes to
+/// the default framebuffer; `swapAndLock()` finishes a picture and hands back the buffer to scan
+/// out, `release(_:)` returns a buffer to GBM once it is off screen.
+///
+/// Owns the GBM surface and the EGL window surface (destroyed in deinit, leaving the context
+/// current with no surface). Used from the context's thread only.
+public final class GBMWindowSurface {
+    public let display: GBMDisplayContext
+    public let width: Int
+    public let height: Int
+    private let surface: OpaquePointer          // gbm_surface, destroyed in deinit
+    private let eglSurface: EGLSurface           // destroyed in deinit, before the gbm_surface
+    private var locked: [UInt: OpaquePointer] = [:]   // buffers locked for scan-out, by id
+
+    /// A `width` x `height` window surface in the context's format, made current on this thread.
+    public init(on display: GBMDisplayContext, width: Int, height: Int) throws {
+        let context = display.context
+        let usage = UInt32(GBM_BO_USE_SCANOUT.rawValue | GBM_BO_USE_RENDERING.rawValue)
+        guard let surface = gbm_surface_create(display.device.pointer, UInt32(width), UInt32(height), display.format.code, usage) else {
+            throw RenderError(call: "gbm_surface_create", detail: "\(width)x\(height) \(display.format)")
         }
         guard let eglSurface = eglCreatePlatformWindowSurface(context.display, context.config, UnsafeMutableRawPointer(surface), nil) else {
             let error = RenderError.egl("eglCreatePlatformWindowSurface")
@@ -84,23 +121,20 @@ public final class GBMWindowContext {
             gbm_surface_destroy(surface)
             throw error
         }
+        self.display = display
         self.surface = surface
         self.eglSurface = eglSurface
         self.width = width
         self.height = height
-        self.format = format
     }
 
     deinit {
+        let context = display.context
         for bo in locked.values { gbm_surface_release_buffer(surface, bo) }
-        eglMakeCurrent(context.display, nil, nil, nil)
+        eglMakeCurrent(context.display, nil, nil, context.context)   // the context stays, surfaceless
         eglDestroySurface(context.display, eglSurface)
         gbm_surface_destroy(surface)
-        // `context` (and with it the EGL display, then the GBM device) is released after this.
     }
-
-    /// Whether the driver can export render fences as sync files (atomic IN_FENCE_FD).
-    public var hasNativeFences: Bool { context.eglExtensions.contains("EGL_ANDROID_native_fence_sync") }
 
     /// Binds the window's default framebuffer for drawing.
     public func bind() {
@@ -109,6 +143,7 @@ public final class GBMWindowContext {
 
     /// Ends the picture (`eglSwapBuffers`) and locks the buffer it went to for scan-out.
     public func swapAndLock() throws -> ScanoutBuffer {
+        let context = display.context
         guard eglSwapBuffers(context.display, eglSurface) == EGL_TRUE else { throw RenderError.egl("eglSwapBuffers") }
         guard let bo = gbm_surface_lock_front_buffer(surface) else {
             throw RenderError(call: "gbm_surface_lock_front_buffer", detail: "no front buffer after eglSwapBuffers")
