@@ -159,6 +159,10 @@ public final class PageFlipClock: VsyncClock, Sendable {
     }
 
     /// When vsync `n` is expected, from the last flip and the measured (or nominal) interval.
+    public func timeUntilVsync(_ n: Int64) -> Duration? {
+        predictedTime(ofVsync: n).map { .nanoseconds($0 - time.now()) }
+    }
+
     public func predictedTime(ofVsync n: Int64) -> Int64? {
         let interval = measuredInterval ?? nominalInterval
         return state.withLock { s in

@@ -80,8 +80,11 @@ public final class KioskSession: @unchecked Sendable {
             $0.hwdecRequested = config.hardwareDecoding.rawValue
         }
         watchPlayer()
-        startPlaylist(config, afterCurrentItem: false)
-        player.play()
+        // With wall sync by the clock, playback starts when the output's vsyncs are known.
+        if config.wall?.sync.mode != .clock {
+            startPlaylist(config, afterCurrentItem: false)
+            player.play()
+        }
     }
 
     public var isStopped: Bool { stopped.load(ordering: .relaxed) }
@@ -369,8 +372,56 @@ public final class KioskSession: @unchecked Sendable {
             }
             onVsync?(n)
         }
-        let loop = lock.withLock { config.loop }
+        let (loop, current) = lock.withLock { (config.loop, config) }
+        if let sync = current.wall?.sync, sync.mode == .clock {
+            try startClockSync(current, epoch: sync.epoch, presenter: presenter, clock: output.clock)
+        }
         return try presenter.run(stopWhenEmpty: !loop) { [self] in !isStopped && shouldContinue() }
+    }
+
+    /// Wall sync by the clock: probes every item for its length (the loop's timeline), starts the
+    /// player at the clock's position half a second ahead, and keeps it there frame by frame.
+    private func startClockSync(_ config: KioskConfig, epoch: WallTime, presenter: PlayerPresenter<some KioskOutput>,
+                                clock: any VsyncClock) throws {
+        var playable = config
+        playable.playlist = []
+        var indices: [Int] = [], durations: [MediaTime] = [], starts: [MediaTime] = []
+        for (index, item) in config.playlist.enumerated() {
+            guard let length = try? backend.probe(URL(fileURLWithPath: item.path)).duration, length.isNumeric else { continue }
+            let start = MediaTime(seconds: item.start ?? 0, preferredTimescale: 90_000)
+            let end = item.end.map { MediaTime(seconds: $0, preferredTimescale: 90_000) } ?? length
+            guard end > start else { continue }
+            playable.playlist.append(item)
+            indices.append(index)
+            durations.append(end - start)
+            starts.append(start)
+        }
+        guard !durations.isEmpty else {
+            logger.error("wall sync: no item of the playlist can be played")
+            return
+        }
+        let sync = ClockSync(timeline: try WallTimeline(epoch: epoch, durations: durations), playlistIndices: indices,
+                             fileStarts: starts, logger: logger)
+        let refresh = clock.refresh
+        let start = { [self] (vsync: Int64) in
+            let wall = clock.wallTime(ofVsync: vsync) ?? WallTime.now()
+            let position = sync.timeline.position(at: wall)
+            startPlaylist(playable, from: position.index, afterCurrentItem: false)
+            player.automaticallyWaitsToMinimizeStalling = false
+            try? player.setRate(1, time: starts[position.index] + position.itemTime, atHostTime: clock.time(ofVsync: vsync))
+            logger.info("wall sync: starting on the clock's position", ["position": "\(position)", "vsync": "\(vsync)",
+                                                                        "loop_s": sync.timeline.length.seconds.formatted(decimals: 3)])
+        }
+        start(clock.earliestVsync(after: -1) + 30)
+        presenter.didPresent = { [player] shown, picture in
+            guard let item = picture.item, let index = item.playlistIndex, index < starts.count,
+                  let wall = clock.wallTime(ofVsync: shown) else { return }
+            switch sync.check(vsync: shown, wall: wall, index: index, itemTime: picture.itemTime - starts[index], refresh: refresh) {
+            case .none: break
+            case .shift(let vsyncs): player.shiftTimeline(byVsyncs: vsyncs)
+            case .restart: start(shown + 30)
+            }
+        }
     }
 }
 

@@ -307,6 +307,15 @@ public class Player: @unchecked Sendable {
     /// Plays at `rate` so that item time `time` is shown at host time `hostTime` (the display
     /// clock's time: vsync n is at n / refresh). Invalid `time`: from the current time; invalid
     /// `hostTime`: at the next vsync.
+    /// Marquee: moves every frame still to come by `vsyncs` (positive: later, so the picture on
+    /// screen is shown one vsync longer; negative: sooner, so one vsync is skipped). This is how a
+    /// wall keeps a display whose clock runs slightly fast or slow on the shared timeline.
+    public func shiftTimeline(byVsyncs vsyncs: Int64) {
+        locked { _ in
+            if let a = anchor { anchor = (a.vsync + vsyncs, a.position) }
+        }
+    }
+
     public func setRate(_ rate: Float, time: MediaTime, atHostTime hostTime: MediaTime) throws {
         try locked { outbox in
             guard !_automaticallyWaits else { throw PlayerError.setRateWhileWaitingToMinimizeStalls }

@@ -45,6 +45,8 @@ public final class PlayerPresenter<Output: PresentationOutput> {
     public var onVsync: ((Int64) throws -> Void)?
     /// Called on the presentation thread before a new frame of `item` is drawn (per-item settings).
     public var willPresent: ((PlayerItem) -> Void)?
+    /// Called after a new frame was shown, with the vsync it was shown on (wall sync checks it).
+    public var didPresent: ((Int64, Player.Picture) -> Void)?
 
     public init(player: Player, output: Output, trace: TraceWriter? = nil, logger: Logger, exitAfter: MediaTime? = nil) throws {
         self.player = player
@@ -85,7 +87,9 @@ public final class PlayerPresenter<Output: PresentationOutput> {
                 willPresent?(item)
                 shown = try output.present(drawable, atVsync: n)
                 trace?.frame(vsync: shown, t: clock.time(ofVsync: shown), output: output.name, item: item.traceIndex,
-                             uri: item.asset.url.path, pts: frame.pts)
+                             uri: item.asset.url.path, pts: frame.pts,
+                             wall: clock.wallTime(ofVsync: shown)?.unixSeconds ?? Date().timeIntervalSince1970)
+                didPresent?(shown, picture)
                 showingBlank = false
             } else {
                 shown = try output.present(nil, atVsync: n)

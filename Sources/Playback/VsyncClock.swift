@@ -19,6 +19,18 @@ public protocol VsyncClock: Sendable {
     func earliestVsync(after vsync: Int64) -> Int64
     /// Returns once vsync `n` has happened (at once for a virtual clock).
     func wait(forVsync n: Int64) throws
+    /// How long from now until vsync `n` happens (negative when it is past), for clocks that run in
+    /// real time; nil for a virtual clock. Maps vsyncs to the system clock (wall sync, traces).
+    func timeUntilVsync(_ n: Int64) -> Duration?
+}
+
+extension VsyncClock {
+    public func timeUntilVsync(_ n: Int64) -> Duration? { nil }
+
+    /// The system-clock (Unix) time of vsync `n`, for clocks that run in real time.
+    public func wallTime(ofVsync n: Int64) -> WallTime? {
+        timeUntilVsync(n).map { WallTime.now() + Int64($0.seconds * 1e9) }
+    }
 }
 
 extension VsyncClock {
@@ -58,6 +70,10 @@ public struct RealVsyncClock: VsyncClock {
     }
 
     public func earliestVsync(after vsync: Int64) -> Int64 { max(vsync + 1, currentVsync + 1) }
+
+    public func timeUntilVsync(_ n: Int64) -> Duration? {
+        start + .nanoseconds(Int64(Int128(n) * Int128(refresh.denominator) * 1_000_000_000 / Int128(refresh.numerator))) - ContinuousClock.now
+    }
 
     public func wait(forVsync n: Int64) throws {
         let deadline = start + .nanoseconds(Int64(Int128(n) * Int128(refresh.denominator) * 1_000_000_000 / Int128(refresh.numerator)))

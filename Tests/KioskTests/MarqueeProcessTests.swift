@@ -304,4 +304,45 @@ import TestSupport
         #expect((figures["item_changes"] as? Int ?? 0) >= 499)
         #expect(process.terminationStatus == 0)
     }
+
+    /// Issue 8's figure: two marquee processes with the same config and clock sync, started 7.3 s
+    /// apart, show the same (item, pts) at the same wall time: after the second one's first frame,
+    /// every frame it shows was shown by the first within one vsync (16.7 ms at 60 Hz).
+    @Test func twoProcessesStartedSevenSecondsApartShowTheSameFrameWithinOneVsync() throws {
+        let a = try TestMedia.clip(seconds: 2, fps: 30)
+        let b = try TestMedia.clip(seconds: 1, fps: 25, width: 160, height: 120)
+        let config = TestMedia.folder + "/wall-sync-\(UUID().uuidString).json"
+        try #"""
+            {"playlist": [{"uri": "\#(a)"}, {"uri": "\#(b)"}],
+             "wall": {"canvas": {"width": 320, "height": 180},
+                      "outputs": [{"name": "screen", "x": 0, "y": 0, "width": 320, "height": 180}],
+                      "sync": {"mode": "clock", "epoch": "2026-01-01T00:00:00Z"}}}
+            """#.write(toFile: config, atomically: true, encoding: .utf8)
+        let first = try Running(config: config, clock: "real", exitAfter: 11)
+        Thread.sleep(forTimeInterval: 7.3)
+        let second = try Running(config: config, clock: "real", exitAfter: 3)
+        #expect(second.wait() == 0)
+        #expect(first.wait() == 0)
+        struct Shown { let item: Int; let pts: Double; let wall: Double }
+        func frames(_ r: Running) throws -> [Shown] {
+            try r.traceLines().filter { $0["type"] as? String == "frame" }.map {
+                Shown(item: $0["item"] as! Int, pts: $0["pts"] as! Double, wall: $0["wall"] as! Double)
+            }
+        }
+        let early = try frames(first), late = try frames(second)
+        #expect(late.count > 30)
+        var worst = 0.0, compared = 0
+        for shown in late.dropFirst() {
+            // When the first process put the same frame on screen.
+            let onsets = zip(early, [nil] + early.map(Optional.some)).filter { frame, previous in
+                frame.item == shown.item && abs(frame.pts - shown.pts) < 1e-4
+                    && !(previous.map { $0.item == frame.item && abs($0.pts - frame.pts) < 1e-4 } ?? false)
+            }.map(\.0.wall)
+            guard let nearest = onsets.min(by: { abs($0 - shown.wall) < abs($1 - shown.wall) }) else { continue }
+            worst = max(worst, abs(nearest - shown.wall))
+            compared += 1
+        }
+        #expect(compared >= late.count - 5, "the first process showed the frames the second did")
+        #expect(worst <= 1.0 / 60 + 0.001, "sync error \(worst * 1000) ms")
+    }
 }

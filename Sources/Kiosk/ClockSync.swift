@@ -1,0 +1,71 @@
+import Foundation
+import Playback
+
+/// Wall sync by the clock (`wall.sync.mode: "clock"`): playback is a pure function of the
+/// synchronized system clock, so every output of every node shows the frame at position
+/// (T - epoch) modulo the loop's length at wall time T.
+///
+/// It starts the player at the position of a vsync a little ahead, then checks each new frame
+/// against the wall time of the vsync it was shown on. A frame more than half a vsync early or
+/// late is corrected by one vsync (one repeated or one skipped frame, never a jump); a frame more
+/// than half a second off (a stall, a node that slept) restarts at the right position.
+final class ClockSync {
+    let timeline: WallTimeline
+    /// Config playlist index of each timeline item (items that cannot be played are left out, the
+    /// same on every node).
+    let playlistIndices: [Int]
+    /// Where each timeline item starts in its file (`start` trims).
+    let fileStarts: [MediaTime]
+    private let logger: Logger
+    private var lastCorrection: Int64?
+    private(set) var repeated = 0
+    private(set) var skipped = 0
+    private(set) var resyncs = 0
+
+    init(timeline: WallTimeline, playlistIndices: [Int], fileStarts: [MediaTime], logger: Logger) {
+        self.timeline = timeline
+        self.playlistIndices = playlistIndices
+        self.fileStarts = fileStarts
+        self.logger = logger
+    }
+
+    enum Action: Equatable {
+        case none
+        /// Move the frames to come by this many vsyncs.
+        case shift(Int64)
+        /// Start again at the position of a later vsync.
+        case restart
+    }
+
+    /// Checks the frame of timeline item `index` at item time `itemTime` shown on vsync `vsync`,
+    /// whose wall time is `wall`.
+    func check(vsync: Int64, wall: WallTime, index: Int, itemTime: MediaTime, refresh: RefreshRate) -> Action {
+        let expected = timeline.position(at: wall)
+        let length = timeline.length.seconds
+        let interval = refresh.interval.seconds
+        var error = (timeline.start(ofItem: index) + itemTime).seconds - (timeline.start(ofItem: expected.index) + expected.itemTime).seconds
+        if error > length / 2 { error -= length }
+        if error < -length / 2 { error += length }
+        if abs(error) > 0.5 {
+            resyncs += 1
+            logger.warning("wall sync: off by more than 0.5 s; restarting at the clock's position",
+                           ["error_ms": (error * 1000).formatted(decimals: 1), "vsync": "\(vsync)"])
+            lastCorrection = vsync
+            return .restart
+        }
+        // The frame due nearest this vsync is within half a vsync of its position; allow a little
+        // more, and let a correction show before the next.
+        if let last = lastCorrection, vsync - last < 4 { return .none }
+        if error >= interval * 0.55 {
+            repeated += 1
+            lastCorrection = vsync
+            return .shift(1)
+        }
+        if error < -interval * 0.55 {
+            skipped += 1
+            lastCorrection = vsync
+            return .shift(-1)
+        }
+        return .none
+    }
+}

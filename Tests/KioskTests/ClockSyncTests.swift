@@ -1,0 +1,45 @@
+@testable import Kiosk
+import Playback
+import Testing
+
+@Suite struct ClockSyncTests {
+    let refresh = RefreshRate(numerator: 60)
+    let epoch = WallTime(unixSeconds: 1_800_000_000)
+
+    func sync() throws -> ClockSync {
+        let timeline = try WallTimeline(epoch: epoch, durations: [MediaTime(value: 2, timescale: 1), MediaTime(value: 1, timescale: 1)])
+        return ClockSync(timeline: timeline, playlistIndices: [0, 1], fileStarts: [.zero, .zero], logger: Logger(level: .error, sink: { _ in }))
+    }
+
+    /// The wall time of `seconds` into loop pass `pass`.
+    func wall(_ seconds: Double, pass: Double = 10) -> WallTime { WallTime(unixSeconds: epoch.unixSeconds + pass * 3 + seconds) }
+
+    @Test func aFrameOnItsVsyncIsLeftAlone() throws {
+        let s = try sync()
+        // Item 1 at 0.5 s is loop position 2.5 s; shown on the vsync at that wall time, or a third of
+        // a vsync either side.
+        for offset in [0.0, 0.3 / 60, -0.3 / 60] {
+            #expect(s.check(vsync: 100, wall: wall(2.5 + offset), index: 1, itemTime: MediaTime(value: 1, timescale: 2), refresh: refresh) == .none)
+        }
+    }
+
+    @Test func oneVsyncEarlyOrLateIsCorrectedByOneVsync() throws {
+        let s = try sync()
+        let half = MediaTime(value: 1, timescale: 2)
+        // Shown a vsync before its time: the frames to come move one vsync later (one repeat).
+        #expect(s.check(vsync: 100, wall: wall(2.5 - 1.0 / 60), index: 1, itemTime: half, refresh: refresh) == .shift(1))
+        // A correction shows before the next one.
+        #expect(s.check(vsync: 101, wall: wall(2.5 - 1.0 / 60), index: 1, itemTime: half, refresh: refresh) == .none)
+        // A vsync after its time: one vsync is skipped.
+        #expect(s.check(vsync: 110, wall: wall(2.5 + 1.0 / 60), index: 1, itemTime: half, refresh: refresh) == .shift(-1))
+        #expect(s.repeated == 1 && s.skipped == 1)
+    }
+
+    @Test func farOffRestartsAndTheLoopWrapsAround() throws {
+        let s = try sync()
+        #expect(s.check(vsync: 100, wall: wall(0.2), index: 1, itemTime: .zero, refresh: refresh) == .restart)
+        #expect(s.resyncs == 1)
+        // The last frame of a pass against the first moment of the next is a small error, not a loop.
+        #expect(s.check(vsync: 200, wall: wall(0.0, pass: 11), index: 1, itemTime: MediaTime(value: 59, timescale: 60), refresh: refresh) == .shift(-1))
+    }
+}
