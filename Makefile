@@ -9,11 +9,13 @@ DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libeg
 # llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv).
 BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv
 # The KMS tests boot Debian's kernel under QEMU with a virtio-gpu display (deploy/vm/kms-run): QEMU,
-# a static busybox for the guest's initramfs, netpbm for the screen captures, python3 for QMP.
-VM_PACKAGES := qemu-system-x86 busybox-static netpbm python3
+# a static busybox for the guest's initramfs, netpbm for the screen captures, python3 for QMP;
+# systemd, udev and kmod for deploy/vm/boot-test (systemd as PID 1, udev loading the GPU driver) and
+# the unit test's systemd-analyze.
+VM_PACKAGES := qemu-system-x86 busybox-static netpbm python3 systemd udev kmod
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build release run test bench vm clean
+.PHONY: all deps build release run test vm-test bench vm clean
 
 all: build
 
@@ -46,6 +48,13 @@ test: DEBIAN_PACKAGES += $(VM_PACKAGES)
 test: vm
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# Boots a VM straight into the playlist through the installed unit under systemd (deploy/vm/boot-test,
+# about a minute): the playlist on screen, READY, the watchdog, the time from kernel to first frame.
+vm-test: DEBIAN_PACKAGES += $(VM_PACKAGES)
+vm-test: vm
+	$(SWIFT) build
+	MARQUEE="$$($(SWIFT) build --show-bin-path)/marquee" deploy/vm/boot-test
 
 # Benchmarks against ffmpeg and mpv (bench/bench.py): writes bench/results.json, bench/RESULTS.md and
 # bench/frame-intervals.png. Takes a few minutes; media is generated once into bench/cache/.

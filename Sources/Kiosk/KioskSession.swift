@@ -35,6 +35,10 @@ public final class KioskSession: @unchecked Sendable {
     public var onEvent: (@Sendable (JSONValue) -> Void)?
     /// Told of every change of the playing item, for systemd's STATUS=.
     public var onItemChange: (@Sendable (String) -> Void)?
+    /// Told once, when the first frame is on screen (systemd's READY=1).
+    public var onFirstFrame: (@Sendable () -> Void)?
+    /// Wall sync's check of each new frame (presentation thread).
+    private var clockSyncCheck: ((Int64, Player.Picture) -> Void)?
 
     private let logger: Logger
     private let configPath: String?
@@ -356,6 +360,14 @@ public final class KioskSession: @unchecked Sendable {
                 config.playlist.indices.contains(index) ? config.playlist[index].gravity ?? config.display.gravity : config.display.gravity
             }
         }
+        var first = true
+        presenter.didPresent = { [self] shown, picture in
+            if first {
+                first = false
+                onFirstFrame?()
+            }
+            clockSyncCheck?(shown, picture)
+        }
         presenter.onVsync = { [presentationTasks, status] n in
             presentationTasks.drain(context)
             if n % 30 == 0 {
@@ -413,7 +425,7 @@ public final class KioskSession: @unchecked Sendable {
                                                                         "loop_s": sync.timeline.length.seconds.formatted(decimals: 3)])
         }
         start(clock.earliestVsync(after: -1) + 30)
-        presenter.didPresent = { [player] shown, picture in
+        clockSyncCheck = { [player] shown, picture in
             guard let item = picture.item, let index = item.playlistIndex, index < starts.count,
                   let wall = clock.wallTime(ofVsync: shown) else { return }
             switch sync.check(vsync: shown, wall: wall, index: index, itemTime: picture.itemTime - starts[index], refresh: refresh) {

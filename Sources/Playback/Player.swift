@@ -333,7 +333,7 @@ public class Player: @unchecked Sendable {
             (status, reason) = (.paused, nil)
         } else if queue.isEmpty {
             (status, reason) = (.waitingToPlayAtSpecifiedRate, .noItemToPlay)
-        } else if _automaticallyWaits && (stalled || !hasDecodedFrameLocked()) {
+        } else if _automaticallyWaits && (stalled || (!showingRunLocked && !hasDecodedFrameLocked())) {
             (status, reason) = (.waitingToPlayAtSpecifiedRate, .toMinimizeStalls)
         } else {
             (status, reason) = (.playing, nil)
@@ -344,6 +344,10 @@ public class Player: @unchecked Sendable {
             changeBroadcast.send(.timeControlStatus(status, reason))
         }
     }
+
+    /// True while the current run has frames on screen: playback is under way, whether or not the
+    /// next frame has been decoded yet.
+    private var showingRunLocked: Bool { (run?.shownFrames ?? 0) > 0 }
 
     private func hasDecodedFrameLocked() -> Bool {
         ensureRunLocked(at: currentPositionLocked())

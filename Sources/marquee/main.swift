@@ -3,6 +3,7 @@ import Foundation
 import Kiosk
 import Media
 import Playback
+import Synchronization
 
 let usage = """
     Usage: marquee [options]
@@ -180,15 +181,24 @@ for sig in [SIGINT, SIGTERM, SIGHUP] {
     signalSources.append(source)
 }
 
+/// READY=1 once: when the first frame is on screen, or after 15 s of vsyncs without one (nothing
+/// playable: the service is up, and health says why).
+final class Readiness: Sendable {
+    private let sent = Atomic(false)
+    private let start = ContinuousClock.now
+    func ready(_ why: String) {
+        if !sent.exchange(true, ordering: .relaxed) { notifier.ready(status: why) }
+    }
+    var overdue: Bool { ContinuousClock.now - start > .seconds(15) }
+}
+let readiness = Readiness()
+session.onFirstFrame = { [count = config.playlist.count] in readiness.ready("playing \(count) items") }
+
 let presentation = Thread { [config, options, controlServer] in
-    var ready = false
     var status: Int32 = 0
     do {
         _ = try runKiosk(session: session, config: config, options: options, logger: logger, onVsync: { _ in
-            if !ready {
-                ready = true
-                notifier.ready(status: "playing \(config.playlist.count) items")
-            }
+            if readiness.overdue { readiness.ready("running; no picture yet (see health)") }
             notifier.watchdogPing()  // only while vsyncs go on: a hung presenter gets restarted
         }, shouldContinue: { true })
     } catch {

@@ -34,8 +34,9 @@ import Testing
         #expect(player.timeControlStatus == .waitingToPlayAtSpecifiedRate && player.reasonForWaitingToPlay == .toMinimizeStalls)
         backend.holdDecoding(false)
         let display = try VirtualDisplay(player)
-        display.step()
-        #expect(player.timeControlStatus == .playing && player.reasonForWaitingToPlay == nil)
+        let picture = display.step()
+        #expect(player.timeControlStatus == .playing && player.reasonForWaitingToPlay == nil,
+                "\(player.timeControlStatus) \(String(describing: player.reasonForWaitingToPlay)) new=\(picture?.isNew ?? false) frame=\(picture?.frame != nil)")
     }
 
     @Test func advanceOnAPlainPlayerIsAnError() throws {
