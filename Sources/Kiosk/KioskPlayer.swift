@@ -2,6 +2,7 @@ import Display
 import Foundation
 import Media
 import Playback
+import Render
 
 /// Command-line choices that override or complement the config.
 public struct RunOptions: Sendable {
@@ -9,6 +10,8 @@ public struct RunOptions: Sendable {
     /// Stop after this much presentation-clock time (seconds).
     public var exitAfter: Double?
     public var tracePath: String?
+    /// The wall node this machine is (`--node`); nil: the host name.
+    public var node: String?
     public init() {}
 }
 
@@ -35,6 +38,7 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
         defer { output.close() }  // the saved display state goes back on every way out
         output.layer.gravity = config.display.gravity
         output.layer.rotation = config.display.rotation
+        try applyWall(config, node: options.node, to: output.layer, logger: logger)
         logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
                                       "api": output.api.rawValue, "rotation": "\(config.display.rotation.rawValue)",
                                       "fences": output.nativeFences ? "native" : "none", "renderTiming": output.renderTiming,
@@ -59,6 +63,7 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
         let output = try HeadlessOutput(mode: config.display.mode, clock: options.clock, background: config.display.background)
         output.layer.gravity = config.display.gravity
         output.layer.rotation = config.display.rotation
+        try applyWall(config, node: options.node, to: output.layer, logger: logger)
         logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason,
                                       "mode": "\(config.display.mode)", "rotation": "\(config.display.rotation.rawValue)",
                                       "clock": options.clock.rawValue,
@@ -68,4 +73,25 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
     logger.info("stopped", ["frames": "\(stats.presented)", "dropped": "\(stats.dropped)",
                             "delayed": "\(stats.delayed)", "vsync": "\(stats.lastVsync)"])
     return stats
+}
+
+/// Places the picture for a wall: the output this node drives shows its rectangle of the canvas
+/// (bezels are the canvas between output rectangles), turned by the output's rotation. This version
+/// presents one output per process: the node's first.
+func applyWall(_ config: KioskConfig, node: String?, to layer: PlayerLayer, logger: Logger) throws {
+    guard let wall = config.wall else { return }
+    let name = node ?? defaultWallNodeName()
+    let outputs = try wall.outputs(forNode: name)
+    let output = outputs[0]
+    if outputs.count > 1 {
+        logger.warning("this version presents one output per process; the node's others stay dark",
+                       ["node": name, "presenting": output.name, "others": outputs.dropFirst().map(\.name).joined(separator: ",")])
+    }
+    let regions = wall.regions(seenBy: output)
+    guard let region = regions.first?.region else { return }
+    if regions.count > 1 { logger.warning("this version shows one region per output", ["output": output.name]) }
+    layer.rotation = output.rotation
+    layer.wallPlacement = wall.placement(of: region, on: output)
+    logger.info("wall output", ["node": name, "output": output.name, "window": "\(output.rect)", "region": "\(region.rect)",
+                                "sync": wall.sync.mode.rawValue])
 }

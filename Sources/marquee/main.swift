@@ -23,6 +23,8 @@ let usage = """
       --socket PATH        the control socket (default: the config's control.socket, else
                            $RUNTIME_DIRECTORY/marquee.sock, /run/marquee/marquee.sock as root, else
                            $XDG_RUNTIME_DIR/marquee.sock); --socket none turns it off
+      --node NAME          the wall node this machine is: it drives the wall outputs of that
+                           node (default: the host name)
       --check-config       validate the config, print every problem, exit 0 if valid, 2 if not
 
     Signals: SIGTERM and SIGINT stop (the display is restored); SIGHUP reloads the config (a broken
@@ -79,6 +81,7 @@ func parseArguments(_ list: [String]) -> Arguments {
             parsed.run.exitAfter = seconds
         case "--trace": parsed.run.tracePath = value(for: argument)
         case "--socket": parsed.socketPath = value(for: argument)
+        case "--node": parsed.run.node = value(for: argument)
         case "--log-level":
             let v = value(for: argument)
             guard let level = Logger.Level(name: v) else { fail("--log-level \(v): expected debug, info, warning or error") }

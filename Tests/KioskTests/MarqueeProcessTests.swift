@@ -21,7 +21,7 @@ import TestSupport
         private var captured = Data()
         private let lock = NSLock()
 
-        init(config: String, clock: String = "real", exitAfter: Double = 60) throws {
+        init(config: String, clock: String = "real", exitAfter: Double = 60, extra: [String] = []) throws {
             guard FileManager.default.isExecutableFile(atPath: MarqueeProcessTests.binary.path) else {
                 throw NotBuilt(description: "\(MarqueeProcessTests.binary.path) is not built")
             }
@@ -30,7 +30,7 @@ import TestSupport
             trace = TestMedia.folder + "/proc-\(id).jsonl"
             process.executableURL = MarqueeProcessTests.binary
             process.arguments = ["--config", config, "--output", "headless", "--mode", "320x180@60", "--clock", clock,
-                                 "--exit-after", "\(exitAfter)", "--trace", trace, "--socket", socket]
+                                 "--exit-after", "\(exitAfter)", "--trace", trace, "--socket", socket] + extra
             process.standardOutput = output
             process.standardError = output
             output.fileHandleForReading.readabilityHandler = { [weak self] handle in
@@ -344,5 +344,49 @@ import TestSupport
         }
         #expect(compared >= late.count - 5, "the first process showed the frames the second did")
         #expect(worst <= 1.0 / 60 + 0.001, "sync error \(worst * 1000) ms")
+    }
+
+    /// The pixel (r, g, b) three quarters across and half down a PNG, decoded with the ffmpeg command.
+    func pixelThreeQuartersAcross(_ png: Data) throws -> [UInt8] {
+        let path = TestMedia.folder + "/shot-\(UUID().uuidString).png"
+        try png.write(to: URL(fileURLWithPath: path))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["ffmpeg", "-v", "error", "-i", path, "-vf", "crop=1:1:3*iw/4:ih/2", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let bytes = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Array(bytes)
+    }
+
+    @Test func eachNodeShowsItsOwnPartOfTheWall() throws {
+        // A 640x180 canvas: red on the left half, blue on the right; two 320x180 outputs, one per node.
+        let clip = try TestMedia.make("wall-halves.mp4", [
+            "-f", "lavfi", "-i", "color=c=red:size=320x180:rate=10", "-f", "lavfi", "-i", "color=c=blue:size=320x180:rate=10",
+            "-filter_complex", "[0][1]hstack=inputs=2,format=yuv420p", "-t", "1", "-c:v", "libx264", "-qp", "0", "-f", "mp4",
+        ])
+        let config = TestMedia.folder + "/wall-nodes-\(UUID().uuidString).json"
+        try #"""
+            {"playlist": [{"uri": "\#(clip)"}],
+             "wall": {"canvas": {"width": 640, "height": 180},
+                      "outputs": [{"name": "left", "node": "pi-left", "x": 0, "y": 0, "width": 320, "height": 180},
+                                  {"name": "right", "node": "pi-right", "x": 320, "y": 0, "width": 320, "height": 180}]}}
+            """#.write(toFile: config, atomically: true, encoding: .utf8)
+        for (node, expected) in [("pi-left", [255, 0, 0]), ("pi-right", [0, 0, 255])] {
+            let running = try Running(config: config, clock: "real", exitAfter: 30, extra: ["--node", node])
+            let client = try running.connect()
+            Thread.sleep(forTimeInterval: 0.5)
+            let shot = try #require(data(client.request(["screenshot"], id: 1)))
+            let pixel = try pixelThreeQuartersAcross(try #require(Data(base64Encoded: shot["data"]?.stringValue ?? "")))
+            #expect(pixel.count == 3 && zip(pixel, expected).allSatisfy { abs(Int($0) - $1) <= 4 }, "\(node): \(pixel)")
+            _ = client.request(["quit"], id: 2)
+            #expect(running.wait() == 0)
+        }
+        // A node the wall does not name refuses to start, naming the wall's nodes.
+        let stranger = try Running(config: config, clock: "real", exitAfter: 5, extra: ["--node", "pi-other"])
+        #expect(stranger.wait() == 1)
+        #expect(stranger.log.contains("pi-other") && stranger.log.contains("pi-left"))
     }
 }
