@@ -2,50 +2,6 @@ import Foundation
 import Playback
 import Testing
 
-/// A frame of a scripted source.
-struct FakeFrame: PresentableFrame {
-    let pts: MediaTime
-    let duration: MediaTime
-}
-
-/// Plays scripted items: each a number of frames at a frame rate; `nil` items fail (nothingPlayable
-/// when every item of a pass fails).
-final class ScriptedSource: FrameSource {
-    var events: [SourceEvent<FakeFrame>] = []
-
-    /// Appends `count` frames of item `item` at `fps` as one run.
-    func addRun(item: Int, run: Int, frames count: Int, fps: Int32) {
-        for i in 0..<count {
-            let frame = FakeFrame(pts: MediaTime(value: Int64(i), timescale: fps), duration: MediaTime(value: 1, timescale: fps))
-            events.append(.frame(PlaylistFrame(item: item, uri: "item\(item).mp4", run: run, frame: frame)))
-        }
-    }
-
-    func next(timeout: Double) -> SourceEvent<FakeFrame>? {
-        events.isEmpty ? .ended : events.removeFirst()
-    }
-}
-
-/// Records what was shown on which vsync, on a virtual clock.
-final class RecordingOutput: PresentationOutput {
-    typealias Frame = FakeFrame
-    let name = "test-0"
-    let clock: any VsyncClock
-    var shown: [(vsync: Int64, pts: MediaTime?)] = []
-    /// Vsyncs on which drawing is late by one (a virtual display that misses a vsync).
-    var lateAt: Set<Int64> = []
-
-    init(refresh: RefreshRate) { clock = VirtualVsyncClock(refresh: refresh) }
-
-    func present(_ frame: FakeFrame?, atVsync vsync: Int64) throws -> Int64 {
-        let actual = lateAt.contains(vsync) ? vsync + 1 : vsync
-        shown.append((actual, frame?.pts))
-        return actual
-    }
-
-    var intervals: [Int64] { zip(shown, shown.dropFirst()).map { $1.vsync - $0.vsync } }
-}
-
 @Suite struct CadenceTests {
     func offsets(fps: Int32, refresh: RefreshRate, frames: Int) -> [Int64] {
         let scheduler = CadenceScheduler(refresh: refresh)
@@ -91,86 +47,6 @@ final class RecordingOutput: PresentationOutput {
         #expect(DisplayMode(parsing: "1280x720@59.94")?.refresh == RefreshRate(numerator: 60000, denominator: 1001))
         #expect(DisplayMode(parsing: "1920x1080") == .fullHD)
         #expect(DisplayMode(parsing: "1920x") == nil)
-    }
-}
-
-@Suite struct PresentationLoopTests {
-    let logger = Logger(level: .error, sink: { _ in })
-
-    func run(_ source: ScriptedSource, _ output: RecordingOutput, exitAfter: MediaTime? = nil) throws -> PresentationStats {
-        let loop = PresentationLoop(source: source, output: output, logger: logger, exitAfter: exitAfter)
-        try loop.run(while: { true })
-        return loop.stats
-    }
-
-    @Test func thirtyFPSAt60HzShowsEveryFrameTwoVsyncsApart() throws {
-        let source = ScriptedSource()
-        source.addRun(item: 0, run: 1, frames: 90, fps: 30)
-        let output = RecordingOutput(refresh: RefreshRate(numerator: 60))
-        let stats = try run(source, output)
-        #expect(stats.presented == 90 && stats.dropped == 0)
-        let frames = output.shown.filter { $0.pts != nil }
-        #expect(frames.map(\.vsync) == (0..<90).map { Int64($0 * 2) })
-        // After the last frame has had its two vsyncs, the output shows no video.
-        #expect(output.shown.last!.pts == nil && output.shown.last!.vsync == 180)
-    }
-
-    @Test func itemChangeAndLoopAreGapless() throws {
-        // item 0 (24 fps, 10 frames), item 1 (30 fps, 6 frames), then item 0 again (a loop).
-        let source = ScriptedSource()
-        source.addRun(item: 0, run: 1, frames: 10, fps: 24)
-        source.addRun(item: 1, run: 2, frames: 6, fps: 30)
-        source.addRun(item: 0, run: 3, frames: 10, fps: 24)
-        let output = RecordingOutput(refresh: RefreshRate(numerator: 60))
-        let stats = try run(source, output)
-        #expect(stats.presented == 26 && stats.dropped == 0 && stats.delayed == 0)
-        let v = output.shown.filter { $0.pts != nil }.map(\.vsync)
-        // Item 0 lasts 10/24 s = 25 vsyncs: item 1 starts on vsync 25 exactly, no repeat, no gap.
-        #expect(Array(v[0..<10]) == [0, 3, 5, 8, 10, 13, 15, 18, 20, 23])
-        #expect(Array(v[10..<16]) == [25, 27, 29, 31, 33, 35])
-        // Item 1 lasts 6/30 s = 12 vsyncs: the loop starts on vsync 37 with the same 3:2 cadence.
-        #expect(Array(v[16..<19]) == [37, 40, 42])
-    }
-
-    @Test func framesFasterThanTheDisplayAreDropped() throws {
-        let source = ScriptedSource()
-        source.addRun(item: 0, run: 1, frames: 60, fps: 60)
-        let output = RecordingOutput(refresh: RefreshRate(numerator: 30))
-        let stats = try run(source, output)
-        // Frame k belongs to vsync round(k / 2): the odd frames share a vsync with the next even
-        // one and give way to it; the last frame (29.5 -> 30) has a vsync of its own.
-        #expect(stats.presented == 31 && stats.dropped == 29)
-        #expect(output.intervals.allSatisfy { $0 == 1 })
-    }
-
-    @Test func exitAfterStopsBeforeThatTime() throws {
-        let source = ScriptedSource()
-        source.addRun(item: 0, run: 1, frames: 600, fps: 30)
-        let output = RecordingOutput(refresh: RefreshRate(numerator: 60))
-        let stats = try run(source, output, exitAfter: MediaTime(value: 10, timescale: 1))
-        #expect(stats.presented == 300)
-        #expect(output.shown.last!.vsync == 598)
-    }
-
-    @Test func nothingPlayableShowsBlankThenPicksUp() throws {
-        let source = ScriptedSource()
-        source.addRun(item: 0, run: 1, frames: 3, fps: 30)
-        source.events.append(.nothingPlayable)
-        source.addRun(item: 0, run: 2, frames: 3, fps: 30)
-        let output = RecordingOutput(refresh: RefreshRate(numerator: 60))
-        _ = try run(source, output)
-        let seen = output.shown.map { $0.pts == nil ? "blank@\($0.vsync)" : "\($0.vsync)" }
-        #expect(Array(seen.prefix(7)) == ["0", "2", "4", "blank@5", "6", "8", "10"])
-    }
-
-    @Test func aLateFrameMovesTheTimelineInsteadOfMakingEveryLaterFrameLate() throws {
-        let source = ScriptedSource()
-        source.addRun(item: 0, run: 1, frames: 10, fps: 30)
-        let output = RecordingOutput(refresh: RefreshRate(numerator: 60))
-        output.lateAt = [4]
-        let stats = try run(source, output)
-        #expect(stats.delayed == 1)
-        #expect(output.shown.filter { $0.pts != nil }.map(\.vsync) == [0, 2, 5, 7, 9, 11, 13, 15, 17, 19])
     }
 }
 
