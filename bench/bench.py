@@ -595,6 +595,24 @@ def bench_pacing(marquee, results):
 # --------------------------------------------------------------------------------------------------
 # Machine, report, plot
 
+def bench_layer(marquee_binary, results):
+    """Issue 5's figure: upload + draw time per 1080p frame for each pixel format (layerbench, built
+    next to marquee)."""
+    layerbench = marquee_binary.parent / "layerbench"
+    if not os.access(layerbench, os.X_OK):
+        results["layer"] = {"error": f"{layerbench} is not built"}
+        return
+    done = subprocess.run([str(layerbench), "--frames", "20"], capture_output=True, text=True, timeout=600)
+    rows = []
+    for line in done.stdout.splitlines():
+        m = re.match(r"^(\S+) \(([^)]*)\)\s+([\d.]+) ms/frame\s+\(best\s+([\d.]+)\)\s+textures (\d+)", line)
+        if m:
+            rows.append({"format": m.group(1), "path": m.group(2), "ms_mean": float(m.group(3)),
+                         "ms_best": float(m.group(4)), "textures": int(m.group(5))})
+    results["layer"] = {"rows": rows, "header": done.stdout.splitlines()[0] if done.stdout else "",
+                        "status": done.returncode}
+
+
 def machine():
     cpuinfo = Path("/proc/cpuinfo").read_text()
     model = re.search(r"^model name\s*:\s*(.*)$", cpuinfo, re.M)
@@ -763,6 +781,16 @@ def write_markdown(results, path):
         hist = ", ".join(f"{k}: {n}" for k, n in a["interval_histogram"].items())
         lines.append(f"| {case} | {a['presented']} | {a['cadence_errors']} | {a['gaps']} | {a['drops']} | "
                      f"{a['expected_drops']} | {a['repeats']} | {a['blanks']} | {hist} |")
+    layer = results.get("layer", {})
+    lines += ["", "## 6. Player layer: upload + draw per 1080p frame, by pixel format", "",
+              "`layerbench`: two alternating 1920x1080 frames of each format drawn on a 1920x1080 headless output "
+              "(20 frames each); textures are made once per plane and reused.", ""]
+    if layer.get("rows"):
+        lines += ["| format | sampling | ms per frame (mean) | best | textures |", "|---|---|---|---|---|"]
+        for r in layer["rows"]:
+            lines.append(f"| {r['format']} | {r['path']} | {r['ms_mean']:.1f} | {r['ms_best']:.1f} | {r['textures']} |")
+    else:
+        lines.append(f"Not measured: {layer.get('error', 'no layerbench output')}.")
     lines += ["", "![frame intervals](frame-intervals.png)", ""]
     path.write_text("\n".join(lines))
 
@@ -840,6 +868,8 @@ def main():
         bench_loop_memory(marquee, results)
         log("bench: 5. pacing")
         bench_pacing(marquee, results)
+        log("bench: 6. player layer per format")
+        bench_layer(binary, results)
     finally:
         xvfb.stop()
     results["bench_wall_s"] = time.monotonic() - begun

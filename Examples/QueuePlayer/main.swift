@@ -84,6 +84,7 @@ for boundary in thirds {
 
 player.play()
 let result = await ExampleDisplay.present(player, seconds: 60, untilEmpty: true, logger: logger)
+player.removeAllItems()  // ends the decode threads before the process ends
 for observer in statusObservers { await observer.value }
 switch result {
 case .success(let stats):

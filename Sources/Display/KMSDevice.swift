@@ -157,6 +157,25 @@ final class DRMDevice {
         throw DRMError(call: "drmModeGetPlane", detail: "no primary plane for CRTC index \(crtcIndex)")
     }
 
+    /// The fourccs every primary plane of the card lists (`drmModePlane` formats): the head's plane
+    /// is chosen only when a display connects, so a format is used only where any of them has it.
+    func primaryPlaneFormats() throws -> Set<String> {
+        guard let planes = drmModeGetPlaneResources(fd) else {
+            throw DRMError(call: "drmModeGetPlaneResources", errno: errno)
+        }
+        defer { drmModeFreePlaneResources(planes) }
+        var common: Set<String>?
+        for id in UnsafeBufferPointer(start: planes.pointee.planes, count: Int(planes.pointee.count_planes)) {
+            guard (try? properties(of: id, type: UInt32(DRM_MODE_OBJECT_PLANE)))?["type"]?.value == UInt64(DRM_PLANE_TYPE_PRIMARY),
+                  let plane = drmModeGetPlane(fd, id) else { continue }
+            defer { drmModeFreePlane(plane) }
+            let formats = Set(UnsafeBufferPointer(start: plane.pointee.formats, count: Int(plane.pointee.count_formats))
+                .map { ScanoutFormat(code: $0).description })
+            common = common.map { $0.intersection(formats) } ?? formats
+        }
+        return common ?? []
+    }
+
     /// An object's properties by name: their ids and current values.
     func properties(of object: UInt32, type: UInt32) throws -> [String: (id: UInt32, value: UInt64)] {
         guard let props = drmModeObjectGetProperties(fd, object, type) else {

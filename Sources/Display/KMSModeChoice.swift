@@ -85,10 +85,14 @@ public struct KMSSettings: Sendable {
     public var connector: String?
     public var mode: KMSModeRequest = .preferred
     public var api: KMSAPI = .atomic
-    public init(device: String? = nil, connector: String? = nil, mode: KMSModeRequest = .preferred, api: KMSAPI = .atomic) {
+    /// The scan-out format asked for; XRGB8888 (with a warning) where the device lacks it.
+    public var format: KMSPixelFormat = .xrgb8888
+    public init(device: String? = nil, connector: String? = nil, mode: KMSModeRequest = .preferred, api: KMSAPI = .atomic,
+                format: KMSPixelFormat = .xrgb8888) {
         self.device = device
         self.connector = connector
         self.mode = mode
         self.api = api
+        self.format = format
     }
 }

@@ -24,6 +24,8 @@ public final class KMSOutput: PresentationOutput {
     public var renderer: String { context.context.renderer }
     /// Whether atomic commits carry render fences (EGL_ANDROID_native_fence_sync + IN_FENCE_FD).
     public let nativeFences: Bool
+    /// The scan-out format in use (`display.format`, or XRGB8888 where the device lacks it).
+    public let format: KMSPixelFormat
     /// How hotplug is noticed ("netlink uevents", or the sysfs poll and why).
     public let hotplugSource: String
     /// Whether render times come from fences, and GPU times from timer queries.
@@ -46,7 +48,19 @@ public final class KMSOutput: PresentationOutput {
         let (device, firstConnected) = try Self.openCard(settings)
         let gbmFD = fcntl(device.fd, F_DUPFD_CLOEXEC, 0)   // owned by the GBM device from here on
         guard gbmFD >= 0 else { throw DRMError(call: "fcntl(F_DUPFD_CLOEXEC, \(device.path))", errno: errno) }
-        let context = try GBMDisplayContext(drmFD: gbmFD, ownsFD: true)
+        var choice = ScanoutFormatChoice(format: .xrgb8888, missing: [])
+        let planeFormats = settings.format == .xrgb8888 ? [] : (try? device.primaryPlaneFormats()) ?? []
+        let context = try GBMDisplayContext(drmFD: gbmFD, ownsFD: true) { gbm, egl in
+            let report = ScanoutFormatReport(plane: planeFormats, gbm: Set(gbm.compactMap(KMSPixelFormat.init)),
+                                             egl: Set(egl.compactMap(KMSPixelFormat.init)))
+            choice = chooseScanoutFormat(settings.format, report: report)
+            return choice.format.scanout
+        }
+        if !choice.missing.isEmpty {
+            logger.warning("\(settings.format.fourcc) scan-out is not available; using \(choice.format.fourcc)",
+                           ["device": device.path, "missing": choice.missing.joined(separator: "; ")])
+        }
+        self.format = choice.format
         self.layer = try PlayerLayer()
         layer.background = background
         let timer = GPUFrameTimer(context: context.context)

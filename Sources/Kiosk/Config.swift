@@ -57,7 +57,7 @@ public struct KioskConfig: Sendable {
         public var mode: DisplayMode = .fullHD {
             didSet { kms.mode = .size(width: mode.width, height: mode.height, refresh: mode.refresh) }
         }
-        /// `display.device`, `display.connector`, `display.kmsApi` and the KMS reading of `display.mode`
+        /// `display.device`, `display.connector`, `display.kmsApi`, `display.format` and the KMS reading of `display.mode`
         /// (`preferred` by default, or `highest`).
         public var kms = KMSSettings()
         public var background: RGBColor = .black
@@ -205,7 +205,7 @@ struct ConfigReader {
                     }
                 }
             case "display":
-                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity", "device", "connector", "kmsApi", "rotation"]) else { continue }
+                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity", "device", "connector", "kmsApi", "format", "rotation"]) else { continue }
                 for (field, v) in fields {
                     let path = "display.\(field)"
                     switch field {
@@ -235,6 +235,8 @@ struct ConfigReader {
                         config.display.kms.connector = s
                     case "kmsApi":
                         if let api: KMSAPI = choice(v, at: path) { config.display.kms.api = api }
+                    case "format":
+                        if let format: KMSPixelFormat = choice(v, at: path) { config.display.kms.format = format }
                     case "background":
                         guard let s = string(v, at: path) else { continue }
                         guard let color = RGBColor(hex: s) else {

@@ -40,7 +40,7 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
         output.layer.rotation = config.display.rotation
         try applyWall(config, node: options.node, to: output.layer, logger: logger)
         logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
-                                      "api": output.api.rawValue, "rotation": "\(config.display.rotation.rawValue)",
+                                      "api": output.api.rawValue, "format": output.format.rawValue, "rotation": "\(config.display.rotation.rawValue)",
                                       "fences": output.nativeFences ? "native" : "none", "renderTiming": output.renderTiming,
                                       "hotplug": output.hotplugSource, "renderer": output.renderer])
         // No display yet, or it goes away: the output waits (the player is not asked for frames, so

@@ -15,6 +15,14 @@ public struct ScanoutFormat: Sendable, Hashable, CustomStringConvertible {
     public static let xrgb8888 = ScanoutFormat("XR24")
     /// 10 bits per colour, no alpha.
     public static let xrgb2101010 = ScanoutFormat("XR30")
+    /// Bits per colour channel of the formats Marquee scans out (nil for others).
+    var bitsPerChannel: EGLint? {
+        switch self {
+        case .xrgb8888: 8
+        case .xrgb2101010: 10
+        default: nil
+        }
+    }
     public var description: String {
         String(decoding: (0..<4).map { UInt8(truncatingIfNeeded: code >> (8 * $0)) }, as: UTF8.self)
     }
@@ -65,8 +73,12 @@ public final class GBMDisplayContext {
 
     /// Makes a GBM device on `drmFD`, an EGL display on it and an ES 3 context for `format`
     /// window surfaces, current on this thread. `ownsFD`: `drmFD` is handed over (a dup made for
-    /// this context) and closed once GBM and EGL are done with it.
-    public init(drmFD: Int32, ownsFD: Bool = false, format: ScanoutFormat = .xrgb8888) throws {
+    /// this context) and closed once GBM and EGL are done with it. `choosing`, when given, picks
+    /// the format instead, from what this device reports for XRGB8888 and XRGB2101010: the formats
+    /// GBM can scan out and render to, and those an EGL window config has as its native visual
+    /// with channels of that format's size.
+    public init(drmFD: Int32, ownsFD: Bool = false, format: ScanoutFormat = .xrgb8888,
+                choosing: ((_ gbm: Set<ScanoutFormat>, _ egl: Set<ScanoutFormat>) -> ScanoutFormat)? = nil) throws {
         let device: GBMDevice
         do {
             device = try GBMDevice(fd: drmFD, ownsFD: ownsFD)
@@ -75,6 +87,12 @@ public final class GBMDisplayContext {
             throw error
         }
         let usage = UInt32(GBM_BO_USE_SCANOUT.rawValue | GBM_BO_USE_RENDERING.rawValue)
+        var format = format
+        if let choosing {
+            let candidates: [ScanoutFormat] = [.xrgb8888, .xrgb2101010]
+            let gbm = Set(candidates.filter { gbm_device_is_format_supported(device.pointer, $0.code, usage) != 0 })
+            format = choosing(gbm, Self.eglWindowFormats(on: device, among: candidates))
+        }
         guard gbm_device_is_format_supported(device.pointer, format.code, usage) != 0 else {
             throw RenderError(call: "gbm_device_is_format_supported", detail: "\(format) cannot be scanned out and rendered to")
         }
@@ -83,6 +101,33 @@ public final class GBMDisplayContext {
                                 nativeOwner: device)
         self.device = device
         self.format = format
+    }
+
+    /// The formats among `candidates` that an EGL window config (ES 3) on `device` has as its
+    /// native visual, with red, green and blue of the format's size. Empty when EGL cannot start.
+    private static func eglWindowFormats(on device: GBMDevice, among candidates: [ScanoutFormat]) -> Set<ScanoutFormat> {
+        guard let display = eglGetPlatformDisplay(EGLenum(EGL_PLATFORM_GBM_KHR), UnsafeMutableRawPointer(device.pointer), nil) else { return [] }
+        var major: EGLint = 0, minor: EGLint = 0
+        guard initializeDisplay(display, &major, &minor) else { return [] }
+        defer { releaseDisplay(display) }   // counted: the context made next initializes it again
+        let attributes: [EGLint] = [EGLint(EGL_SURFACE_TYPE), EGLint(EGL_WINDOW_BIT), EGLint(EGL_RENDERABLE_TYPE), EGLint(EGL_OPENGL_ES3_BIT),
+                                    EGLint(EGL_RED_SIZE), 8, EGLint(EGL_GREEN_SIZE), 8, EGLint(EGL_BLUE_SIZE), 8, EGLint(EGL_NONE)]
+        var configs = [EGLConfig?](repeating: nil, count: 256)
+        var count: EGLint = 0
+        guard eglChooseConfig(display, attributes, &configs, 256, &count) == EGL_TRUE else { return [] }
+        var found = Set<ScanoutFormat>()
+        for config in configs.prefix(Int(count)) {
+            func attribute(_ name: Int32) -> EGLint {
+                var value: EGLint = 0
+                return eglGetConfigAttrib(display, config, EGLint(name), &value) == EGL_TRUE ? value : -1
+            }
+            let visual = ScanoutFormat(code: UInt32(bitPattern: attribute(EGL_NATIVE_VISUAL_ID)))
+            guard candidates.contains(visual), let bits = visual.bitsPerChannel else { continue }
+            if attribute(EGL_RED_SIZE) == bits && attribute(EGL_GREEN_SIZE) == bits && attribute(EGL_BLUE_SIZE) == bits {
+                found.insert(visual)
+            }
+        }
+        return found
     }
 
     /// Whether the driver can export render fences as sync files (atomic IN_FENCE_FD).

@@ -100,7 +100,7 @@ public final class GLContext {
 private let displayUsers = Mutex<[UInt: Int]>([:])
 
 /// `eglInitialize`, counted: under the lock, so that no other thread terminates it meanwhile.
-private func initializeDisplay(_ display: EGLDisplay, _ major: inout EGLint, _ minor: inout EGLint) -> Bool {
+func initializeDisplay(_ display: EGLDisplay, _ major: inout EGLint, _ minor: inout EGLint) -> Bool {
     displayUsers.withLock { users in
         guard eglInitialize(display, &major, &minor) == EGL_TRUE else { return false }
         users[UInt(bitPattern: display), default: 0] += 1
@@ -108,7 +108,7 @@ private func initializeDisplay(_ display: EGLDisplay, _ major: inout EGLint, _ m
     }
 }
 
-private func releaseDisplay(_ display: EGLDisplay) {
+func releaseDisplay(_ display: EGLDisplay) {
     displayUsers.withLock { users in
         let key = UInt(bitPattern: display)
         let count = (users[key] ?? 1) - 1

@@ -211,6 +211,7 @@ let presentation = Thread { [config, options, controlServer] in
     notifier.stopping()
     controlServer?.broadcast(["event": "shutdown"])
     controlServer?.stop()
+    session.player.removeAllItems()  // ends the decode threads before the process ends
     exit(status)
 }
 presentation.name = "marquee-present"

@@ -26,14 +26,15 @@ enum KMSVM {
     }
 
     /// Runs kms-run with a config naming `clip`, returns marquee's status, output and the screen.
-    static func run(clip: String, api: String, seconds: Int, environment: [String: String] = [:]) throws -> Run {
+    static func run(clip: String, api: String, seconds: Int, format: String = "xrgb8888",
+                    environment: [String: String] = [:]) throws -> Run {
         let folder = TestMedia.folder
-        let config = "\(folder)/kms-\(api).json"
+        let config = "\(folder)/kms-\(api)-\(format).json"
         try """
         {"playlist": [{"uri": "\(clip)"}], "loop": true,
-         "display": {"output": "kms", "mode": "preferred", "gravity": "resize", "kmsApi": "\(api)"}}
+         "display": {"output": "kms", "mode": "preferred", "gravity": "resize", "kmsApi": "\(api)", "format": "\(format)"}}
         """.write(toFile: config, atomically: true, encoding: .utf8)
-        let png = "\(folder)/kms-\(api)-\(environment.count).png"
+        let png = "\(folder)/kms-\(api)-\(format)-\(environment.count).png"
         try? FileManager.default.removeItem(atPath: png)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: repository + "/deploy/vm/kms-run")
@@ -103,9 +104,10 @@ struct PPMImage {
 @Suite("KMS output on virtio-gpu in a QEMU guest", .serialized,
        .disabled(if: KMSVM.qemuMissing, "qemu-system-x86_64 is not installed (make vm installs it)"))
 struct KMSVMTests {
-    func checkQuadrants(api: String) throws {
+    @discardableResult
+    func checkQuadrants(api: String, seconds: Int = 10, format: String = "xrgb8888") throws -> KMSVM.Run {
         let clip = try TestMedia.quadrants()
-        let run = try KMSVM.run(clip: clip, api: api, seconds: 10)
+        let run = try KMSVM.run(clip: clip, api: api, seconds: seconds, format: format)
         #expect(run.status == 0, "marquee exited with \(run.status): \(run.output)")
         #expect(run.output.contains("api=\(api)"), "\(run.output)")
         let image = try #require(run.image, "no screen capture: \(run.output)")
@@ -116,6 +118,7 @@ struct KMSVMTests {
             let worst = image.worstError(x0: x0, y0: y0, w: w, h: h, margin: margin, expected: colour)
             #expect(worst <= 4, "quadrant at \(x0),\(y0): worst error \(worst)/255 against \(colour)")
         }
+        return run
     }
 
     @Test("four known-colour quadrants full screen through atomic commits")
@@ -123,6 +126,18 @@ struct KMSVMTests {
 
     @Test("four known-colour quadrants full screen through SetCrtc + PageFlip")
     func legacy() throws { try checkQuadrants(api: "legacy") }
+
+    @Test("display.format xrgb2101010: 10-bit where virtio-gpu has it, else XRGB8888 with a warning naming what is missing")
+    func tenBit() throws {
+        let run = try checkQuadrants(api: "atomic", format: "xrgb2101010")
+        if run.output.contains("format=xrgb2101010") {
+            #expect(!run.output.contains("scan-out is not available"), "\(run.output)")
+        } else {
+            #expect(run.output.contains("format=xrgb8888"), "\(run.output)")
+            #expect(run.output.contains("XR30 scan-out is not available; using XR24"), "\(run.output)")
+            #expect(run.output.contains("missing="), "\(run.output)")
+        }
+    }
 
     @Test("SIGTERM: marquee exits 0 and the console's framebuffer is back on screen")
     func sigtermRestores() throws {
