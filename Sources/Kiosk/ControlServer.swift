@@ -92,6 +92,12 @@ public final class ControlServer: @unchecked Sendable {
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
+        // The socket's folder (/run/marquee when run by hand as root; systemd makes it for the unit).
+        let folder = (path as NSString).deletingLastPathComponent
+        if !folder.isEmpty && !FileManager.default.fileExists(atPath: folder) {
+            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
+                                                     attributes: [.posixPermissions: 0o750])
+        }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw SocketError(call: "socket", path: path, errno: errno) }
         // A socket file left by an earlier run that is no longer listening is replaced.

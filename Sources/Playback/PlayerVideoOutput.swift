@@ -73,7 +73,10 @@ public final class PlayerPresenter<Output: PresentationOutput> {
             try onVsync?(n)
             let picture = videoOutput.picture(forVsync: n, waitingUpTo: wait)
             guard picture.isNew || showingBlank == nil || (picture.frame == nil && showingBlank == false) else {
-                try clock.wait(forVsync: n)
+                // Nothing new for vsync n: wait only for the vsync before it, so that the next
+                // picture (for n + 1) is drawn during a whole vsync interval and not just the
+                // last one. Without a new picture the loop still runs at the display's rate.
+                try clock.wait(forVsync: n - 1)
                 last = n
                 continue
             }

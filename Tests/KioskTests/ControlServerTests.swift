@@ -131,6 +131,13 @@ final class FakeHandler: ControlHandler, @unchecked Sendable {
         }
     }
 
+    @Test func theSocketsFolderIsMadeWhenMissing() throws {
+        let folder = "/tmp/marquee-test-dir-\(getpid())-\(UUID().uuidString.prefix(6))"
+        let server = try ControlServer(path: folder + "/marquee.sock", handler: FakeHandler(), logger: logger)
+        defer { server.stop() }
+        #expect(UnixSocketClient.connect(path: server.path, timeout: 1) != nil)
+    }
+
     @Test func staleSocketFileIsReplaced() throws {
         let path = "/tmp/marquee-test-stale-\(getpid()).sock"
         // A socket file left behind by a process that is gone.
