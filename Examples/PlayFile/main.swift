@@ -28,7 +28,7 @@ func output(_ line: String) {
 
 let path: String
 do {
-    path = try arguments.first ?? ExampleMedia.testPattern(named: "play-file", seconds: 1, fps: 30)
+    path = try arguments.first ?? ExampleMedia.testPattern(seconds: 1, fps: 30)
 } catch {
     output("cannot make a test clip: \(error)")
     exit(1)

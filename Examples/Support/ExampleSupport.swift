@@ -3,6 +3,7 @@
 import Display
 import Foundation
 import Playback
+import TestSupport
 
 /// A headless output (EGL surfaceless, virtual 60 Hz clock) driving a player from a thread of its
 /// own, as a display link would.
@@ -31,29 +32,8 @@ public enum ExampleDisplay {
 }
 
 public enum ExampleMedia {
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
-    }
-
-    /// An H.264 test pattern of `seconds` at `fps`, made with the ffmpeg command in the temporary
-    /// folder (once).
-    public static func testPattern(named name: String, seconds: Double, fps: Int) throws -> String {
-        let path = NSTemporaryDirectory() + "marquee-example-\(name)-\(fps)fps-\(seconds)s.mp4"
-        if FileManager.default.fileExists(atPath: path) { return path }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffmpeg", "-nostdin", "-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=\(fps)",
-                             "-t", "\(seconds)", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
-                             "-f", "mp4", path + ".part"]
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "ffmpeg failed making \(path): \(String(decoding: message, as: UTF8.self))")
-        }
-        try FileManager.default.moveItem(atPath: path + ".part", toPath: path)
-        return path
+    /// An H.264 test pattern of `seconds` at `fps`, made with the ffmpeg command (once per process).
+    public static func testPattern(seconds: Double, fps: Int) throws -> String {
+        try TestMedia.clip(seconds: seconds, fps: fps)
     }
 }
