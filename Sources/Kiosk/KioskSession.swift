@@ -331,8 +331,24 @@ public final class KioskSession: @unchecked Sendable {
             $0.items = newConfig.playlist.map { .init(uri: $0.uri, path: $0.path) }
         }
         lock.withLock { loggedErrors.removeAll() }
-        startPlaylist(newConfig, afterCurrentItem: true)
-        logger.info("reloaded; the new playlist starts at the next item boundary", ["config": configPath, "items": "\(newConfig.playlist.count)"])
+        if let sync = newConfig.wall?.sync, sync.mode == .clock {
+            // A new playlist is a new timeline: every node restarts at the clock's position on it
+            // (on the presentation thread, which owns the wall sync).
+            _ = presentationTasks.run(timeout: 4) { [self] context in
+                do {
+                    try startClockSync(newConfig, epoch: sync.epoch, clock: context.clock)
+                    return .done
+                } catch {
+                    logger.error("wall sync: cannot restart on the reloaded playlist", ["error": "\(error)"])
+                    return .failed("\(error)")
+                }
+            }
+        } else {
+            startPlaylist(newConfig, afterCurrentItem: true)
+        }
+        logger.info(newConfig.wall?.sync.mode == .clock ? "reloaded; the new playlist's timeline starts now, on the clock"
+                                                        : "reloaded; the new playlist starts at the next item boundary",
+                    ["config": configPath, "items": "\(newConfig.playlist.count)"])
         return .done
     }
 
@@ -348,7 +364,7 @@ public final class KioskSession: @unchecked Sendable {
         let presenter = try PlayerPresenter(player: player, output: output, trace: trace, logger: logger,
                                             exitAfter: options.exitAfter.map { MediaTime(seconds: $0, preferredTimescale: 1_000_000) })
         let context = PresentationContext(name: output.name, width: output.bounds.width, height: output.bounds.height,
-                                          screenshots: output as? ScreenshotSource)
+                                          screenshots: output as? ScreenshotSource, clock: output.clock)
         status.update { $0.outputs = [.init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)")] }
         var lastItem: ObjectIdentifier?
         presenter.willPresent = { [unowned self] item in
@@ -386,15 +402,14 @@ public final class KioskSession: @unchecked Sendable {
         }
         let (loop, current) = lock.withLock { (config.loop, config) }
         if let sync = current.wall?.sync, sync.mode == .clock {
-            try startClockSync(current, epoch: sync.epoch, presenter: presenter, clock: output.clock)
+            try startClockSync(current, epoch: sync.epoch, clock: output.clock)
         }
         return try presenter.run(stopWhenEmpty: !loop) { [self] in !isStopped && shouldContinue() }
     }
 
     /// Wall sync by the clock: probes every item for its length (the loop's timeline), starts the
     /// player at the clock's position half a second ahead, and keeps it there frame by frame.
-    private func startClockSync(_ config: KioskConfig, epoch: WallTime, presenter: PlayerPresenter<some KioskOutput>,
-                                clock: any VsyncClock) throws {
+    private func startClockSync(_ config: KioskConfig, epoch: WallTime, clock: any VsyncClock) throws {
         var playable = config
         playable.playlist = []
         var indices: [Int] = [], durations: [MediaTime] = [], starts: [MediaTime] = []
@@ -443,6 +458,7 @@ struct PresentationContext {
     let width: Int
     let height: Int
     let screenshots: ScreenshotSource?
+    let clock: any VsyncClock
 }
 
 /// Work handed to the presentation thread (where the GL context is current), run between vsyncs.
