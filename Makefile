@@ -54,7 +54,7 @@ test: vm
 vm-test: DEBIAN_PACKAGES += $(VM_PACKAGES)
 vm-test: vm
 	$(SWIFT) build
-	MARQUEE="$$($(SWIFT) build --show-bin-path)/marquee" deploy/vm/boot-test
+	$(SUDO) env MARQUEE="$$($(SWIFT) build --show-bin-path)/marquee" deploy/vm/boot-test  # needs root, as apt does
 
 # Benchmarks against ffmpeg and mpv (bench/bench.py): writes bench/results.json, bench/RESULTS.md and
 # bench/frame-intervals.png. Takes a few minutes; media is generated once into bench/cache/.

@@ -25,7 +25,7 @@ extension KMSOutput: KioskOutput {}
 /// control socket reports, and the commands it sends. `run` presents on the calling thread;
 /// `perform` may be called from any thread.
 public final class KioskSession: @unchecked Sendable {
-    // @unchecked: `config`, `looper`, `loggedOpens` and `loggedErrors` are guarded by `lock`; the
+    // @unchecked: `config`, `looper`, `lastLoop`, `loggedOpens` and `loggedErrors` are guarded by `lock`; the
     // player, the status and the task queue are thread-safe themselves. Never call into the player
     // with `lock` held: the presentation thread holds the player's lock while it waits for a decode
     // thread, and decode threads report here.
