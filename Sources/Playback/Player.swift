@@ -851,9 +851,9 @@ public class Player: @unchecked Sendable {
         guard let trace = _trace else { return }
         let v = vsync ?? lastVsync ?? 0
         let t = refresh.map { MediaTime(value: v * $0.denominator, timescale: Int32(clamping: $0.numerator)).seconds } ?? 0
-        var line = "{\"type\":\"event\",\"event\":\"\(name)\",\"item\":\(item.traceIndex),\"uri\":\(TraceWriter.json(item.asset.url.path)),\"output\":\(TraceWriter.json(outputName)),\"vsync\":\(v),\"t\":\(t.formatted(decimals: 6))"
+        var line = "{\"type\":\"event\",\"event\":\"\(name)\",\"item\":\(item.traceIndex),\"uri\":\(jsonStringLiteral(item.asset.url.path)),\"output\":\(jsonStringLiteral(outputName)),\"vsync\":\(v),\"t\":\(t.formatted(decimals: 6))"
         if let reason { line += ",\"reason\":\"\(reason)\"" }
-        if let error { line += ",\"error\":\(TraceWriter.json("\(error)"))" }
+        if let error { line += ",\"error\":\(jsonStringLiteral("\(error)"))" }
         trace.event(line + "}")
     }
 

@@ -32,11 +32,11 @@ public final class TraceWriter: @unchecked Sendable {
     /// A frame line; `wall` is the Unix time (seconds) at which it was shown.
     public func frame(vsync: Int64, t: MediaTime, output: String, item: Int, uri: String, pts: MediaTime,
                       wall: Double = Date().timeIntervalSince1970) {
-        append("{\"type\":\"frame\",\"vsync\":\(vsync),\"t\":\(t.seconds.formatted(decimals: 6)),\"output\":\(Self.json(output)),\"item\":\(item),\"uri\":\(Self.json(uri)),\"pts\":\(pts.seconds.formatted(decimals: 6)),\"wall\":\(wall.formatted(decimals: 6))}")
+        append("{\"type\":\"frame\",\"vsync\":\(vsync),\"t\":\(t.seconds.formatted(decimals: 6)),\"output\":\(jsonStringLiteral(output)),\"item\":\(item),\"uri\":\(jsonStringLiteral(uri)),\"pts\":\(pts.seconds.formatted(decimals: 6)),\"wall\":\(wall.formatted(decimals: 6))}")
     }
 
     public func blank(vsync: Int64, t: MediaTime, output: String) {
-        append("{\"type\":\"blank\",\"vsync\":\(vsync),\"t\":\(t.seconds.formatted(decimals: 6)),\"output\":\(Self.json(output))}")
+        append("{\"type\":\"blank\",\"vsync\":\(vsync),\"t\":\(t.seconds.formatted(decimals: 6)),\"output\":\(jsonStringLiteral(output))}")
     }
 
     /// Any other line, already encoded as one JSON object.
@@ -58,9 +58,6 @@ public final class TraceWriter: @unchecked Sendable {
         handle.write(Data(buffer))
         buffer.removeAll(keepingCapacity: true)
     }
-
-    /// A JSON string literal.
-    static func json(_ s: String) -> String { jsonStringLiteral(s) }
 }
 
 /// `s` as a JSON string literal, quotes included.

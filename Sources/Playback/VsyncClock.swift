@@ -71,13 +71,15 @@ public struct RealVsyncClock: VsyncClock {
 
     public func earliestVsync(after vsync: Int64) -> Int64 { max(vsync + 1, currentVsync + 1) }
 
-    public func timeUntilVsync(_ n: Int64) -> Duration? {
-        start + .nanoseconds(Int64(Int128(n) * Int128(refresh.denominator) * 1_000_000_000 / Int128(refresh.numerator))) - ContinuousClock.now
+    /// When vsync `n` happens on the monotonic clock.
+    private func instant(ofVsync n: Int64) -> ContinuousClock.Instant {
+        start + .nanoseconds(Int64(Int128(n) * Int128(refresh.denominator) * 1_000_000_000 / Int128(refresh.numerator)))
     }
 
+    public func timeUntilVsync(_ n: Int64) -> Duration? { instant(ofVsync: n) - ContinuousClock.now }
+
     public func wait(forVsync n: Int64) throws {
-        let deadline = start + .nanoseconds(Int64(Int128(n) * Int128(refresh.denominator) * 1_000_000_000 / Int128(refresh.numerator)))
-        let remaining = deadline - ContinuousClock.now
+        let remaining = instant(ofVsync: n) - ContinuousClock.now
         if remaining > .seconds(10) {
             throw WaitTimeout(waitingFor: "vsync \(n) (more than 10 s ahead)", seconds: 10)
         }
