@@ -156,6 +156,6 @@ final class KMSScanout: PageFlipDevice {
     }
 
     func waitForFlip(timeout: Double) throws -> FlipEvent {
-        try device.readFlipEvent(timeout: timeout, waitingFor: "the page-flip event of CRTC \(pipe.crtc) on \(device.path) (\(committer.api.rawValue) API)")
+        try device.readFlipEvent(crtc: pipe.crtc, timeout: timeout, waitingFor: "the page-flip event of CRTC \(pipe.crtc) on \(device.path) (\(committer.api.rawValue) API)")
     }
 }

@@ -45,8 +45,12 @@ struct SavedCRTC {
 }
 
 /// An open DRM card (`/dev/dri/cardN`): the file descriptor, its resources, events. Owns the fd
-/// (closed in deinit). Used from the presentation thread only.
-final class DRMDevice {
+/// (closed in deinit). One process opens a card once (only one fd can be DRM master); the outputs
+/// of a wall node share it, each from its own presentation thread: flip events are handed to the
+/// CRTC they belong to, and each CRTC is claimed by one output.
+final class DRMDevice: @unchecked Sendable {
+    // @unchecked: `lock` guards `pendingFlips` and `claimed`; the rest is immutable or, like
+    // `isOpen`, changed only by the owner once every output is closed.
     let path: String
     let fd: Int32
     /// Atomic modesetting was accepted (`DRM_CLIENT_CAP_ATOMIC`).
@@ -71,6 +75,11 @@ final class DRMDevice {
     }
 
     private(set) var isOpen = true
+    private let lock = NSLock()
+    /// Flip events read by one output's thread that belong to another output's CRTC.
+    private var pendingFlips: [UInt32: [FlipEvent]] = [:]
+    /// CRTCs driven by an output of this process.
+    private var claimed = Set<UInt32>()
 
     deinit { close() }
 
@@ -124,19 +133,39 @@ final class DRMDevice {
     }
 
     /// The CRTC to drive `encoders` with: the one the current encoder uses, else the first possible.
+    /// A CRTC for the connector, claimed for it (`releaseCRTC` gives it back): the one its encoder
+    /// drives now, else the first its encoders can use that no other output of this process has.
     func chooseCRTC(encoders: [UInt32], currentEncoder: UInt32, crtcs: [UInt32]) throws -> (id: UInt32, index: Int) {
-        if currentEncoder != 0, let e = drmModeGetEncoder(fd, currentEncoder) {
-            defer { drmModeFreeEncoder(e) }
-            if let index = crtcs.firstIndex(of: e.pointee.crtc_id) { return (e.pointee.crtc_id, index) }
-        }
-        for encoder in encoders {
-            guard let e = drmModeGetEncoder(fd, encoder) else { continue }
-            defer { drmModeFreeEncoder(e) }
-            for (index, crtc) in crtcs.enumerated() where e.pointee.possible_crtcs & (1 << UInt32(index)) != 0 {
-                return (crtc, index)
+        try lock.withLock {
+            var choice: (id: UInt32, index: Int)?
+            if currentEncoder != 0, let e = drmModeGetEncoder(fd, currentEncoder) {
+                defer { drmModeFreeEncoder(e) }
+                if let index = crtcs.firstIndex(of: e.pointee.crtc_id), !claimed.contains(e.pointee.crtc_id) {
+                    choice = (e.pointee.crtc_id, index)
+                }
             }
+            search: for encoder in encoders where choice == nil {
+                guard let e = drmModeGetEncoder(fd, encoder) else { continue }
+                defer { drmModeFreeEncoder(e) }
+                for (index, crtc) in crtcs.enumerated() where e.pointee.possible_crtcs & (1 << UInt32(index)) != 0 && !claimed.contains(crtc) {
+                    choice = (crtc, index)
+                    break search
+                }
+            }
+            guard let choice else {
+                throw DRMError(call: "drmModeGetEncoder", detail: "no free CRTC can drive the connector's encoders \(encoders)"
+                               + (claimed.isEmpty ? "" : " (CRTCs \(claimed.sorted()) drive other outputs)"))
+            }
+            claimed.insert(choice.id)
+            return choice
         }
-        throw DRMError(call: "drmModeGetEncoder", detail: "no CRTC can drive the connector's encoders \(encoders)")
+    }
+
+    func releaseCRTC(_ crtc: UInt32) {
+        lock.withLock {
+            claimed.remove(crtc)
+            pendingFlips[crtc] = nil
+        }
     }
 
     /// The primary plane that can show on CRTC number `crtcIndex`.
@@ -236,41 +265,67 @@ final class DRMDevice {
         try drmCheck("drmModeSetCrtc(restore CRTC \(s.crtc.crtc_id), fb \(s.crtc.buffer_id))", result)
     }
 
-    /// Waits up to `timeout` seconds for the next page-flip event; retries EINTR/EAGAIN.
-    func readFlipEvent(timeout: Double, waitingFor: @autoclosure () -> String) throws -> FlipEvent {
+    /// Waits up to `timeout` seconds for the next page-flip event of `crtc`; retries EINTR/EAGAIN.
+    /// Outputs on other CRTCs may wait at the same time on their own threads: whichever reads the
+    /// fd keeps the events of the others for them. (An event without a CRTC, from kernels before
+    /// 4.12, belongs to whoever reads it.)
+    func readFlipEvent(crtc: UInt32, timeout: Double, waitingFor: @autoclosure () -> String) throws -> FlipEvent {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0 else { throw WaitTimeout(waitingFor: waitingFor(), seconds: timeout) }
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, Int32(max(1, (remaining * 1000).rounded(.up))))
-            if ready < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                throw DRMError(call: "poll(\(path))", errno: errno)
-            }
-            if ready == 0 { continue }
-            var buffer = [UInt8](repeating: 0, count: 1024)
-            let count = read(fd, &buffer, buffer.count)
-            if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                throw DRMError(call: "read(\(path))", errno: errno)
-            }
-            // struct drm_event {u32 type, length}; drm_event_vblank adds u64 user_data, u32 tv_sec,
-            // tv_usec, sequence, crtc_id.
-            var offset = 0
-            var found: FlipEvent?
-            func u32(_ at: Int) -> UInt32 { buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt32.self) } }
-            while offset + 8 <= count {
-                let type = u32(offset), length = Int(u32(offset + 4))
-                guard length >= 8, offset + length <= count else { break }
-                if type == UInt32(DRM_EVENT_FLIP_COMPLETE), length >= 32 {
-                    let seconds = Int64(u32(offset + 16)), micros = Int64(u32(offset + 20))
-                    found = FlipEvent(sequence: u32(offset + 24), time: seconds * 1_000_000_000 + micros * 1000, crtc: u32(offset + 28))
+            let next: FlipEvent? = try lock.withLock {
+                if let event = pendingFlips[crtc]?.first {
+                    pendingFlips[crtc]!.removeFirst()
+                    return event
                 }
-                offset += length
+                // Poll under the lock for at most a millisecond, so that another output's thread
+                // soon gets its turn to collect what was read for it.
+                var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&pfd, 1, Int32(max(0, min(1, (remaining * 1000).rounded(.up)))))
+                if ready < 0 {
+                    if errno == EINTR || errno == EAGAIN { return nil }
+                    throw DRMError(call: "poll(\(path))", errno: errno)
+                }
+                if ready == 0 { return nil }
+                var mine: FlipEvent?
+                for event in try readEvents() {
+                    if mine == nil && (event.crtc == crtc || event.crtc == 0) {
+                        mine = event
+                    } else {
+                        pendingFlips[event.crtc, default: []].append(event)
+                    }
+                }
+                return mine
             }
-            if let found { return found }
+            if let next { return next }
+            usleep(200)  // lets another output's thread take the lock
         }
+    }
+
+    /// The page-flip events one `read` of the fd returns (none after EINTR/EAGAIN).
+    private func readEvents() throws -> [FlipEvent] {
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let count = read(fd, &buffer, buffer.count)
+        if count < 0 {
+            if errno == EINTR || errno == EAGAIN { return [] }
+            throw DRMError(call: "read(\(path))", errno: errno)
+        }
+        // struct drm_event {u32 type, length}; drm_event_vblank adds u64 user_data, u32 tv_sec,
+        // tv_usec, sequence, crtc_id.
+        var offset = 0
+        var events: [FlipEvent] = []
+        func u32(_ at: Int) -> UInt32 { buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt32.self) } }
+        while offset + 8 <= count {
+            let type = u32(offset), length = Int(u32(offset + 4))
+            guard length >= 8, offset + length <= count else { break }
+            if type == UInt32(DRM_EVENT_FLIP_COMPLETE), length >= 32 {
+                let seconds = Int64(u32(offset + 16)), micros = Int64(u32(offset + 20))
+                events.append(FlipEvent(sequence: u32(offset + 24), time: seconds * 1_000_000_000 + micros * 1000, crtc: u32(offset + 28)))
+            }
+            offset += length
+        }
+        return events
     }
 }
 

@@ -32,6 +32,8 @@ public final class KMSOutput: PresentationOutput {
     public let renderTiming: String
 
     private let device: DRMDevice
+    /// Whether `close` closes the card (false when a `KMSCard` shared by several outputs owns it).
+    private let ownsDevice: Bool
     private let context: GBMDisplayContext
     private let display: KMSDisplay
     private let link: DisplayLink<KMSDisplay>
@@ -42,10 +44,14 @@ public final class KMSOutput: PresentationOutput {
     /// first that can drive a display) and makes the GL context and layer. A display need not be
     /// connected yet: `waitForDisplay` waits for one. Throws `OutputUnavailable` naming what is
     /// missing (no device, no permission, not a display device).
-    public init(settings: KMSSettings, background: RGBColor = .black, logger: Logger,
+    ///
+    /// With `card`, the output drives `settings.connector` on that card, opened once for all the
+    /// outputs of a wall node; the card stays open when the output closes.
+    public init(settings: KMSSettings, card: KMSCard? = nil, background: RGBColor = .black, logger: Logger,
                 hotplug: (events: any HotplugEvents, why: String)? = nil) throws {
         self.logger = logger
-        let (device, firstConnected) = try Self.openCard(settings)
+        let (device, firstConnected) = try card.map { ($0.device, settings.connector) } ?? Self.openCard(settings)
+        ownsDevice = card == nil
         let gbmFD = fcntl(device.fd, F_DUPFD_CLOEXEC, 0)   // owned by the GBM device from here on
         guard gbmFD >= 0 else { throw DRMError(call: "fcntl(F_DUPFD_CLOEXEC, \(device.path))", errno: errno) }
         var choice = ScanoutFormatChoice(format: .xrgb8888, missing: [])
@@ -84,7 +90,7 @@ public final class KMSOutput: PresentationOutput {
     deinit { close() }
 
     /// The card for `settings`, and the name of its first wanted, connected connector (if any).
-    private static func openCard(_ settings: KMSSettings) throws -> (DRMDevice, String?) {
+    fileprivate static func openCard(_ settings: KMSSettings) throws -> (DRMDevice, String?) {
         let paths = settings.device.map { [$0] } ?? drmCards()
         if paths.isEmpty {
             throw OutputUnavailable(description: "--output kms: no DRM device (/dev/dri/card* does not exist)")
@@ -165,8 +171,30 @@ public final class KMSOutput: PresentationOutput {
         let counters = link.counters
         logger.info("output closed", ["device": device.path, "connects": "\(counters.connects)", "losses": "\(counters.losses)",
                                       "flipTimeouts": "\(counters.flipTimeouts)", "hotplugNotices": "\(counters.hotplugNotices)"])
-        device.close()  // drops master and closes the fd; GBM's dup goes with the context
+        // Drops master and closes the fd (a shared card: its owner does, after every output);
+        // GBM's dup goes with the context.
+        if ownsDevice { device.close() }
     }
+}
+
+/// A DRM card opened once for the several outputs of one process (only one fd of a card can be
+/// DRM master): each `KMSOutput` made with it drives its own connector and CRTC from its own
+/// thread. Owns the card; `close` (or deinit) after the outputs are closed drops master and
+/// closes it.
+public final class KMSCard: @unchecked Sendable {
+    // @unchecked: the device locks what its outputs share (flip events, CRTC claims).
+    let device: DRMDevice
+    public var path: String { device.path }
+
+    /// Opens the card `settings` names, else the first with a connected connector (preferring
+    /// `settings.connector`), else the first that can drive a display.
+    public init(settings: KMSSettings) throws {
+        device = try KMSOutput.openCard(settings).0
+    }
+
+    deinit { close() }
+
+    public func close() { device.close() }
 }
 
 /// The real `HotplugDisplay`: a DRM card's connectors, probed on hotplug notices.
@@ -203,11 +231,16 @@ final class KMSDisplay: HotplugDisplay {
                     + " (it offers \(connector.modes.map(\.displayMode.description).joined(separator: ", ")))")
             }
             let crtc = try device.chooseCRTC(encoders: encoders, currentEncoder: current, crtcs: resources.crtcs)
-            let plane = try device.primaryPlane(crtcIndex: crtc.index)
-            let pipe = KMSPipe(connector: connector.id, crtc: crtc.id, plane: plane, mode: raw[chosen.index])
-            let committer: any KMSCommitter = api == .atomic ? try AtomicCommitter(device: device, pipe: pipe)
-                                                             : LegacyCommitter(device: device, pipe: pipe)
-            return try KMSHead(display: self, connector: connector.name, mode: chosen, pipe: pipe, committer: committer)
+            do {
+                let plane = try device.primaryPlane(crtcIndex: crtc.index)
+                let pipe = KMSPipe(connector: connector.id, crtc: crtc.id, plane: plane, mode: raw[chosen.index])
+                let committer: any KMSCommitter = api == .atomic ? try AtomicCommitter(device: device, pipe: pipe)
+                                                                 : LegacyCommitter(device: device, pipe: pipe)
+                return try KMSHead(display: self, connector: connector.name, mode: chosen, pipe: pipe, committer: committer)
+            } catch {
+                device.releaseCRTC(crtc.id)
+                throw error
+            }
         }
         let which = settings.connector.map { "connector \($0) is not connected" } ?? "no connected connector"
         absence = "\(which) on \(device.path) (connectors: \(names.joined(separator: ", ")))"
@@ -312,6 +345,7 @@ final class KMSHead: DisplayHead {
         }
         for fb in framebuffers.values { device.removeFramebuffer(fb) }
         framebuffers = [:]
+        device.releaseCRTC(pipe.crtc)
         onScreen = nil
         window = nil   // the GBM and EGL window surfaces; the context stays, surfaceless
         let stats = flipClock.stats

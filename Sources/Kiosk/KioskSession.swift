@@ -29,7 +29,7 @@ public final class KioskSession: @unchecked Sendable {
     // player, the status and the task queue are thread-safe themselves. Never call into the player
     // with `lock` held: the presentation thread holds the player's lock while it waits for a decode
     // thread, and decode threads report here.
-    public let status = KioskStatus()
+    public let status: KioskStatus
     public let player: QueuePlayer
     /// Sends control-socket events (`start-file`, `end-file`); set before `run`.
     public var onEvent: (@Sendable (JSONValue) -> Void)?
@@ -46,6 +46,8 @@ public final class KioskSession: @unchecked Sendable {
     private let overrides: @Sendable (inout KioskConfig) -> Void
     private let lock = NSLock()
     private var config: KioskConfig
+    /// `config` before the choice of this output's region (what followers start from).
+    private var unselectedConfig: KioskConfig
     private var looper: PlayerLooper?
     private var loggedOpens = Set<String>()
     /// The failure last logged for each file: a file is reported once per reason, not every loop.
@@ -54,10 +56,34 @@ public final class KioskSession: @unchecked Sendable {
     private var lastLoop = 0
     private let presentationTasks = PresentationTasks()
     private var backend: ReportingBackend!
+    /// Where this session's output reports its state: `status.outputs[outputSlot]` (a follower
+    /// writes into its leader's status; its own playlist state stays private).
+    private let outputStatus: KioskStatus
+    private let outputSlot: Int
+    private let node: String
+    /// The name of the output presenting now (nil before `present`); guarded by `lock`.
+    private var outputName: String?
+    /// The sessions presenting this node's other wall outputs; guarded by `lock`.
+    private var followers: [KioskSession] = []
 
     /// - Parameter configPath: the file `reload` reads again (nil: reload is refused).
-    public init(config: KioskConfig, configPath: String?, logger: Logger,
-                overrides: @escaping @Sendable (inout KioskConfig) -> Void = { _ in }) {
+    /// - Parameter node: the wall node this process is (`--node`; nil: the host name). The session
+    ///   presents the node's first wall output: the playlist of the region it shows.
+    public convenience init(config: KioskConfig, configPath: String?, logger: Logger, node: String? = nil,
+                            overrides: @escaping @Sendable (inout KioskConfig) -> Void = { _ in }) {
+        self.init(config: config, configPath: configPath, logger: logger, node: node ?? defaultWallNodeName(),
+                  overrides: overrides, outputStatus: nil, outputSlot: 0)
+    }
+
+    private init(config: KioskConfig, configPath: String?, logger: Logger, node: String,
+                 overrides: @escaping @Sendable (inout KioskConfig) -> Void, outputStatus: KioskStatus?, outputSlot: Int) {
+        let status = KioskStatus()
+        self.status = status
+        self.outputStatus = outputStatus ?? status
+        self.outputSlot = outputSlot
+        self.node = node
+        unselectedConfig = config
+        let config = config.forWallOutput(outputSlot, node: node)
         self.config = config
         self.configPath = configPath
         self.overrides = overrides
@@ -93,8 +119,23 @@ public final class KioskSession: @unchecked Sendable {
 
     public var isStopped: Bool { stopped.load(ordering: .relaxed) }
 
-    /// Stops playback at the next vsync.
-    public func stop() { stopped.store(true, ordering: .relaxed) }
+    /// Stops playback at the next vsync (this node's other outputs too).
+    public func stop() {
+        stopped.store(true, ordering: .relaxed)
+        for follower in lock.withLock({ followers }) { follower.stop() }
+    }
+
+    /// A session for another wall output of this node (`status.outputs[slot]`): the same
+    /// playlist on its own player, for its own output's thread. The config must have wall sync by
+    /// the clock, so that both follow one timeline. Reloads and stops reach it through this one;
+    /// other commands act on this session's player (under clock sync every output follows the clock).
+    public func makeFollower(slot: Int, logger: Logger) -> KioskSession {
+        let follower = KioskSession(config: lock.withLock { unselectedConfig }, configPath: nil, logger: logger, node: node,
+                                    overrides: overrides, outputStatus: status, outputSlot: slot)
+        lock.withLock { followers.append(follower) }
+        if isStopped { follower.stop() }
+        return follower
+    }
 
     // MARK: Playlist
 
@@ -290,6 +331,9 @@ public final class KioskSession: @unchecked Sendable {
         case .reload:
             return reload()
         case .screenshot(let output):
+            if let output, let follower = lock.withLock({ followers }).first(where: { f in f.lock.withLock { f.outputName } == output }) {
+                return follower.perform(command)
+            }
             return presentationTasks.run(timeout: 4) { context in
                 if let output, output != context.name { return .failed("no output named \(output) (this one is \(context.name))") }
                 guard let source = context.screenshots else { return .failed("the \(context.name) output cannot take screenshots") }
@@ -310,21 +354,34 @@ public final class KioskSession: @unchecked Sendable {
     /// health says why); a good one takes over at the next item boundary.
     public func reload() -> KioskCommandResult {
         guard let configPath else { return .failed("no config file to reload (started with the embedded default)") }
-        var newConfig: KioskConfig
+        var loaded: KioskConfig
         do {
-            newConfig = try KioskConfig.load(path: configPath)
-            overrides(&newConfig)
+            loaded = try KioskConfig.load(path: configPath)
+            overrides(&loaded)
         } catch {
             status.update { $0.reloadError = "\(error)" }
             logger.error("reload refused; the old config keeps playing", ["config": configPath, "error": "\(error)"])
             return .failed("\(error)")
         }
-        let old = lock.withLock { () -> KioskConfig in
-            defer { config = newConfig }
-            return config
-        }
+        let newConfig = loaded.forWallOutput(outputSlot, node: node)
+        let old = lock.withLock { config }
         if old.display.mode != newConfig.display.mode || old.display.output != newConfig.display.output {
             logger.warning("display settings change at the next start; the playlist changes now", ["config": configPath])
+        }
+        adopt(loaded)
+        for follower in lock.withLock({ followers }) { follower.adopt(loaded) }
+        logger.info(newConfig.wall?.sync.mode == .clock ? "reloaded; the new playlist's timeline starts now, on the clock"
+                                                        : "reloaded; the new playlist starts at the next item boundary",
+                    ["config": configPath, "items": "\(newConfig.playlist.count)"])
+        return .done
+    }
+
+    /// Plays a reloaded config's playlist (the one of this session's wall output).
+    private func adopt(_ loaded: KioskConfig) {
+        let newConfig = loaded.forWallOutput(outputSlot, node: node)
+        lock.withLock {
+            config = newConfig
+            unselectedConfig = loaded
         }
         status.update {
             $0.reloadError = nil
@@ -346,26 +403,23 @@ public final class KioskSession: @unchecked Sendable {
         } else {
             startPlaylist(newConfig, afterCurrentItem: true)
         }
-        logger.info(newConfig.wall?.sync.mode == .clock ? "reloaded; the new playlist's timeline starts now, on the clock"
-                                                        : "reloaded; the new playlist starts at the next item boundary",
-                    ["config": configPath, "items": "\(newConfig.playlist.count)"])
-        return .done
     }
 
     // MARK: Presentation
 
     /// Presents on `output` until stopped, `exitAfter` passes, `shouldContinue` says no, or a
     /// playlist without loop has played out. Runs on the output's thread.
-    public func present<Output: KioskOutput>(on output: Output, options: RunOptions,
+    /// `trace` gets a line per picture change (shared by the outputs of a node).
+    public func present<Output: KioskOutput>(on output: Output, options: RunOptions, trace: TraceWriter?,
                                              shouldContinue: @escaping () -> Bool,
                                              onVsync: ((Int64) -> Void)? = nil) throws -> PresentationStats {
         let layer = output.layer
-        let trace = try options.tracePath.map { try TraceWriter(path: $0) }
         let presenter = try PlayerPresenter(player: player, output: output, trace: trace, logger: logger,
                                             exitAfter: options.exitAfter.map { MediaTime(seconds: $0, preferredTimescale: 1_000_000) })
         let context = PresentationContext(name: output.name, width: output.bounds.width, height: output.bounds.height,
                                           screenshots: output as? ScreenshotSource, clock: output.clock)
-        status.update { $0.outputs = [.init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)")] }
+        lock.withLock { outputName = output.name }
+        updateOutput { $0 = .init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)") }
         var lastItem: ObjectIdentifier?
         presenter.willPresent = { [unowned self] item in
             // The item's own gravity, else the display's: looked up when the item changes.
@@ -384,7 +438,7 @@ public final class KioskSession: @unchecked Sendable {
             }
             clockSyncCheck?(shown, picture)
         }
-        presenter.onVsync = { [presentationTasks, status] n in
+        presenter.onVsync = { [presentationTasks, status, self] n in
             presentationTasks.drain(context)
             if n % 30 == 0 {
                 // What the display measures (page-flip times) where it can; the mode's rate elsewhere.
@@ -392,11 +446,13 @@ public final class KioskSession: @unchecked Sendable {
                 let fps = flips?.measuredRefresh ?? output.clock.refresh.hertz
                 let jitter = flips?.jitter ?? 0
                 let rect = layer.videoRect.map { [$0.x, $0.y, $0.width, $0.height] }
-                status.update {
-                    $0.displayFPS = fps
-                    $0.vsyncJitter = jitter
-                    $0.outputs[0].videoRect = rect
+                if outputSlot == 0 {
+                    status.update {
+                        $0.displayFPS = fps
+                        $0.vsyncJitter = jitter
+                    }
                 }
+                updateOutput { $0.videoRect = rect }
             }
             onVsync?(n)
         }
@@ -405,6 +461,14 @@ public final class KioskSession: @unchecked Sendable {
             try startClockSync(current, epoch: sync.epoch, clock: output.clock)
         }
         return try presenter.run(stopWhenEmpty: !loop) { [self] in !isStopped && shouldContinue() }
+    }
+
+    /// Changes this session's entry in `outputStatus.outputs` (made when missing).
+    func updateOutput(_ change: (inout KioskStatus.Output) -> Void) {
+        outputStatus.update { s in
+            while s.outputs.count <= outputSlot { s.outputs.append(.init(name: "-", mode: "-", connected: false)) }
+            change(&s.outputs[outputSlot])
+        }
     }
 
     /// Wall sync by the clock: probes every item for its length (the loop's timeline), starts the

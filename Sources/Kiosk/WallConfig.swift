@@ -135,7 +135,28 @@ extension KioskConfig {
     public func playlist(ofRegion index: Int) -> [Item] {
         effectiveWall.regions[index].playlist ?? playlist
     }
+
+    /// The config as the session presenting output `slot` of `node` plays it: the playlist of the
+    /// (first) region that output shows and, where the node drives several outputs, wall sync by
+    /// the clock (from this process's start when the config sets none), so that all of them follow
+    /// one timeline. Unchanged without a wall, or when the wall gives `node` no output `slot`.
+    public func forWallOutput(_ slot: Int, node: String) -> KioskConfig {
+        guard let wall, let outputs = try? wall.outputs(forNode: node), outputs.indices.contains(slot) else { return self }
+        var chosen = self
+        if let region = wall.regions(seenBy: outputs[slot]).first {
+            chosen.playlist = playlist(ofRegion: region.index)
+            if wall.regions[region.index].playlist != nil { chosen.playlistOrigin = wall.regions[region.index].playlistOrigin }
+        }
+        if outputs.count > 1 && wall.sync.mode != .clock {
+            chosen.wall?.sync = WallConfig.Sync(mode: .clock, epoch: processTimelineEpoch)
+        }
+        return chosen
+    }
 }
+
+/// The origin of the shared timeline of a node's outputs when the config sets no clock sync: when
+/// this process first needed one.
+let processTimelineEpoch = WallTime.now()
 
 /// This machine's node name: the host name up to its first dot (what `--node` defaults to).
 public func defaultWallNodeName() -> String {

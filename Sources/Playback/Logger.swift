@@ -36,6 +36,7 @@ public struct Logger: Sendable {
     /// A logger whose lines all carry `fields` as well.
     public func with(_ fields: KeyValuePairs<String, String>) -> Logger {
         var copy = self
+        copy.fields.removeAll { field in fields.contains { $0.key == field.0 } }
         copy.fields.append(contentsOf: fields.map { ($0.key, $0.value) })
         return copy
     }
@@ -43,7 +44,8 @@ public struct Logger: Sendable {
     public func log(_ level: Level, _ message: String, _ extra: KeyValuePairs<String, String> = [:]) {
         guard level >= self.level else { return }
         var line = "level=\(level.name) msg=\(Self.quote(message))"
-        for (key, value) in fields + extra.map({ ($0.key, $0.value) }) {
+        // A field given with the message replaces the logger's own of that name.
+        for (key, value) in fields.filter({ field in !extra.contains { $0.key == field.0 } }) + extra.map({ ($0.key, $0.value) }) {
             line += " \(key)=\(Self.quote(value))"
         }
         sink(line)

@@ -145,7 +145,8 @@ setFFmpegLogLevel(logger.level)
 
 signal(SIGPIPE, SIG_IGN)  // a control client that goes away must not end the player
 let notifier = ServiceNotifier()
-let session = KioskSession(config: config, configPath: arguments.configPath, logger: logger, overrides: overrides)
+let session = KioskSession(config: config, configPath: arguments.configPath, logger: logger, node: arguments.run.node,
+                           overrides: overrides)
 
 let socketPath = arguments.socketPath ?? config.control.socket ?? defaultControlSocketPath()
 let controlServer: ControlServer? = {

@@ -323,27 +323,40 @@ import TestSupport
         let second = try Running(config: config, clock: "real", exitAfter: 3)
         #expect(second.wait() == 0)
         #expect(first.wait() == 0)
-        struct Shown { let item: Int; let pts: Double; let wall: Double }
-        func frames(_ r: Running) throws -> [Shown] {
-            try r.traceLines().filter { $0["type"] as? String == "frame" }.map {
-                Shown(item: $0["item"] as! Int, pts: $0["pts"] as! Double, wall: $0["wall"] as! Double)
-            }
-        }
-        let early = try frames(first), late = try frames(second)
+        let early = frames(try first.traceLines()), late = frames(try second.traceLines())
         #expect(late.count > 30)
-        var worst = 0.0, compared = 0
-        for shown in late.dropFirst() {
-            // When the first process put the same frame on screen.
-            let onsets = zip(early, [nil] + early.map(Optional.some)).filter { frame, previous in
-                frame.item == shown.item && abs(frame.pts - shown.pts) < 1e-4
-                    && !(previous.map { $0.item == frame.item && abs($0.pts - frame.pts) < 1e-4 } ?? false)
-            }.map(\.0.wall)
-            guard let nearest = onsets.min(by: { abs($0 - shown.wall) < abs($1 - shown.wall) }) else { continue }
-            worst = max(worst, abs(nearest - shown.wall))
-            compared += 1
-        }
+        let (worst, compared) = syncError(of: late, against: early)
         #expect(compared >= late.count - 5, "the first process showed the frames the second did")
         #expect(worst <= 1.0 / 60 + 0.001, "sync error \(worst * 1000) ms")
+    }
+
+    struct Shown { let item: Int; let pts: Double; let wall: Double }
+
+    /// The frame lines of a trace (of one output, when named).
+    func frames(_ lines: [[String: Any]], output: String? = nil) -> [Shown] {
+        lines.filter { $0["type"] as? String == "frame" && (output == nil || $0["output"] as? String == output) }.map {
+            Shown(item: $0["item"] as! Int, pts: $0["pts"] as! Double, wall: $0["wall"] as! Double)
+        }
+    }
+
+    /// For each frame of `late` after its first: how far (seconds) its wall time is from the
+    /// nearest wall time at which `early` put the same (item, pts) on screen. The worst, and how
+    /// many frames were compared. The first frame of each is left out: it is shown, held, from
+    /// the output's start until the clock reaches it, so its onset says nothing about sync.
+    func syncError(of late: [Shown], against early: [Shown]) -> (worst: Double, compared: Int) {
+        var worst = 0.0, compared = 0
+        for shown in late.dropFirst() {
+            // When the other output put the same frame on screen.
+            let onsets = early.indices.filter { i in
+                early[i].item == shown.item && abs(early[i].pts - shown.pts) < 1e-4
+                    && !(i > 0 && early[i - 1].item == early[i].item && abs(early[i - 1].pts - early[i].pts) < 1e-4)
+            }
+            guard let nearest = onsets.min(by: { abs(early[$0].wall - shown.wall) < abs(early[$1].wall - shown.wall) }),
+                  nearest > 0 else { continue }
+            worst = max(worst, abs(early[nearest].wall - shown.wall))
+            compared += 1
+        }
+        return (worst, compared)
     }
 
     /// The pixel (r, g, b) three quarters across and half down a PNG, decoded with the ffmpeg command.
@@ -388,5 +401,40 @@ import TestSupport
         let stranger = try Running(config: config, clock: "real", exitAfter: 5, extra: ["--node", "pi-other"])
         #expect(stranger.wait() == 1)
         #expect(stranger.log.contains("pi-other") && stranger.log.contains("pi-left"))
+    }
+
+    /// One process drives both outputs of its node, each on its own thread with its own player, on
+    /// one timeline: each shows its half of the canvas, health lists both, and they show the same
+    /// frame within one vsync.
+    @Test func oneNodeDrivesTwoOutputsInStep() throws {
+        let clip = try TestMedia.make("wall-halves-2s.mp4", [
+            "-f", "lavfi", "-i", "color=c=red:size=320x180:rate=30", "-f", "lavfi", "-i", "color=c=blue:size=320x180:rate=30",
+            "-filter_complex", "[0][1]hstack=inputs=2,format=yuv420p", "-t", "2", "-c:v", "libx264", "-qp", "0", "-f", "mp4",
+        ])
+        let config = TestMedia.folder + "/wall-two-outputs-\(UUID().uuidString).json"
+        try #"""
+            {"playlist": [{"uri": "\#(clip)"}],
+             "wall": {"canvas": {"width": 680, "height": 180},
+                      "outputs": [{"name": "left", "x": 0, "y": 0, "width": 320, "height": 180},
+                                  {"name": "right", "x": 360, "y": 0, "width": 320, "height": 180}]}}
+            """#.write(toFile: config, atomically: true, encoding: .utf8)
+        let running = try Running(config: config, clock: "real", exitAfter: 6)
+        let client = try running.connect()
+        Thread.sleep(forTimeInterval: 1)
+        let outputs = data(client.request(["get_property", "outputs"], id: 1))?.arrayValue ?? []
+        #expect(outputs.compactMap { $0["name"]?.stringValue } == ["headless-left", "headless-right"], "\(outputs)")
+        for (id, (output, expected)) in [("headless-left", [255, 0, 0]), ("headless-right", [0, 0, 255])].enumerated() {
+            let shot = try #require(data(client.request(["screenshot", .string(output)], id: 2 + id)), "no screenshot of \(output)")
+            #expect(shot["output"]?.stringValue == output)
+            let pixel = try pixelThreeQuartersAcross(try #require(Data(base64Encoded: shot["data"]?.stringValue ?? "")))
+            #expect(pixel.count == 3 && zip(pixel, expected).allSatisfy { abs(Int($0) - $1) <= 4 }, "\(output): \(pixel)")
+        }
+        #expect(running.wait() == 0)
+        let lines = try running.traceLines()
+        let left = frames(lines, output: "headless-left"), right = frames(lines, output: "headless-right")
+        #expect(left.count > 100 && right.count > 100, "\(left.count) and \(right.count) frames")
+        let (worst, compared) = syncError(of: right, against: left)
+        #expect(compared >= right.count - 5)
+        #expect(worst <= 1.0 / 60 + 0.001, "sync error \(worst * 1000) ms")
     }
 }
