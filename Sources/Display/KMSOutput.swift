@@ -34,6 +34,7 @@ public final class KMSOutput: PresentationOutput {
     private let device: DRMDevice
     /// Whether `close` closes the card (false when a `KMSCard` shared by several outputs owns it).
     private let ownsDevice: Bool
+    private var closed = false
     private let context: GBMDisplayContext
     private let display: KMSDisplay
     private let link: DisplayLink<KMSDisplay>
@@ -156,7 +157,7 @@ public final class KMSOutput: PresentationOutput {
     }
 
     public func present(_ frame: VideoFrame?, atVsync vsync: Int64) throws -> Int64 {
-        guard device.isOpen else { throw OutputUnavailable(description: "\(name) is closed") }
+        guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
         return try link.present(atVsync: vsync) { [layer] in
             guard let head = link.head else { return }
             try layer.draw(frame, bounds: head.bounds)
@@ -166,7 +167,8 @@ public final class KMSOutput: PresentationOutput {
     /// Takes the display down (the saved CRTC state goes back), releases the surfaces, drops DRM
     /// master and closes the device. Safe to call more than once.
     public func close() {
-        guard device.isOpen else { return }
+        guard device.isOpen, !closed else { return }
+        closed = true
         link.close()
         let counters = link.counters
         logger.info("output closed", ["device": device.path, "connects": "\(counters.connects)", "losses": "\(counters.losses)",

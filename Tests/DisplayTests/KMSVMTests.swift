@@ -23,42 +23,53 @@ enum KMSVM {
         var status: Int32
         var output: String
         var image: PPMImage?
+        /// The screens of heads 1, 2, ... (with `heads` over 1).
+        var otherHeads: [PPMImage?] = []
     }
 
     /// Runs kms-run with a config naming `clip`, returns marquee's status, output and the screen.
     static func run(clip: String, api: String, seconds: Int, format: String = "xrgb8888",
                     environment: [String: String] = [:]) throws -> Run {
+        try run(config: """
+            {"playlist": [{"uri": "\(clip)"}], "loop": true,
+             "display": {"output": "kms", "mode": "preferred", "gravity": "resize", "kmsApi": "\(api)", "format": "\(format)"}}
+            """, name: "kms-\(api)-\(format)-\(environment.count)", seconds: seconds, environment: environment)
+    }
+
+    /// Runs kms-run with the config `json` on a virtio-gpu with `heads` outputs.
+    static func run(config json: String, name: String, seconds: Int, heads: Int = 1, environment: [String: String] = [:]) throws -> Run {
         let folder = TestMedia.folder
-        let config = "\(folder)/kms-\(api)-\(format).json"
-        try """
-        {"playlist": [{"uri": "\(clip)"}], "loop": true,
-         "display": {"output": "kms", "mode": "preferred", "gravity": "resize", "kmsApi": "\(api)", "format": "\(format)"}}
-        """.write(toFile: config, atomically: true, encoding: .utf8)
-        let png = "\(folder)/kms-\(api)-\(format)-\(environment.count).png"
-        try? FileManager.default.removeItem(atPath: png)
+        let config = "\(folder)/\(name).json"
+        try json.write(toFile: config, atomically: true, encoding: .utf8)
+        let png = "\(folder)/\(name).png"
+        let headPNGs = (1..<max(1, heads)).map { "\(folder)/\(name)-head\($0).png" }
+        for file in [png] + headPNGs { try? FileManager.default.removeItem(atPath: file) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: repository + "/deploy/vm/kms-run")
         process.arguments = [config, png, "\(seconds)"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["MARQUEE": marquee]) { $1 }.merging(environment) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(["MARQUEE": marquee, "KMS_RUN_HEADS": "\(heads)"]) { $1 }
+            .merging(environment) { $1 }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
         try process.run()
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        var image: PPMImage?
-        if FileManager.default.fileExists(atPath: png) {
-            let convert = Process()
-            convert.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            convert.arguments = ["pngtopnm", png]
-            let out = Pipe()
-            convert.standardOutput = out
-            try convert.run()
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            convert.waitUntilExit()
-            image = PPMImage(data)
-        }
-        return Run(status: process.terminationStatus, output: output, image: image)
+        return Run(status: process.terminationStatus, output: output, image: try readPNG(png), otherHeads: try headPNGs.map(readPNG))
+    }
+
+    /// A PNG screen capture as a PPM image (nil when there is none).
+    static func readPNG(_ png: String) throws -> PPMImage? {
+        guard FileManager.default.fileExists(atPath: png) else { return nil }
+        let convert = Process()
+        convert.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        convert.arguments = ["pngtopnm", png]
+        let out = Pipe()
+        convert.standardOutput = out
+        try convert.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        convert.waitUntilExit()
+        return PPMImage(data)
     }
 }
 
@@ -119,6 +130,34 @@ struct KMSVMTests {
             #expect(worst <= 4, "quadrant at \(x0),\(y0): worst error \(worst)/255 against \(colour)")
         }
         return run
+    }
+
+    /// Issue 8: one marquee drives both heads of a two-output virtio-gpu as a wall: the left head
+    /// shows the left half of a four-quadrant picture (red over blue), the right head the right half
+    /// (green over white).
+    @Test("a two-head wall: each head shows its half of the canvas")
+    func twoHeadWall() throws {
+        let clip = try TestMedia.quadrants()
+        let run = try KMSVM.run(config: """
+            {"playlist": [{"uri": "\(clip)"}], "loop": true,
+             "display": {"output": "kms", "mode": "1024x768", "gravity": "resize"},
+             "wall": {"canvas": {"width": 2048, "height": 768},
+                      "outputs": [{"name": "left", "connector": "Virtual-1", "x": 0, "y": 0, "width": 1024, "height": 768},
+                                  {"name": "right", "connector": "Virtual-2", "x": 1024, "y": 0, "width": 1024, "height": 768}]}}
+            """, name: "kms-two-heads", seconds: 15, heads: 2)
+        #expect(run.status == 0, "marquee exited with \(run.status): \(run.output)")
+        #expect(run.output.contains("presenting on Virtual-1") && run.output.contains("presenting on Virtual-2"), "\(run.output)")
+        let heads = [try #require(run.image, "no capture of head 0: \(run.output)"),
+                     try #require(run.otherHeads.first ?? nil, "no capture of head 1: \(run.output)")]
+        let expected = [[[255, 0, 0], [0, 0, 255]], [[0, 255, 0], [255, 255, 255]]]
+        for (head, image) in heads.enumerated() {
+            #expect(image.width == 1024 && image.height == 768, "head \(head) is \(image.width)x\(image.height)")
+            for (half, colour) in expected[head].enumerated() {
+                let worst = image.worstError(x0: 0, y0: half * image.height / 2, w: image.width, h: image.height / 2,
+                                             margin: image.width / 40, expected: colour)
+                #expect(worst <= 4, "head \(head), \(half == 0 ? "top" : "bottom"): worst error \(worst)/255 against \(colour)")
+            }
+        }
     }
 
     @Test("four known-colour quadrants full screen through atomic commits")
