@@ -39,6 +39,7 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
         output.layer.gravity = config.display.gravity
         output.layer.rotation = config.display.rotation
         try applyWall(config, node: options.node, to: output.layer, logger: logger)
+        session.enableZeroCopy(context: output.glContext, layer: output.layer, logger: logger)
         logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
                                       "api": output.api.rawValue, "format": output.format.rawValue, "rotation": "\(config.display.rotation.rawValue)",
                                       "fences": output.nativeFences ? "native" : "none", "renderTiming": output.renderTiming,
@@ -64,6 +65,7 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
         output.layer.gravity = config.display.gravity
         output.layer.rotation = config.display.rotation
         try applyWall(config, node: options.node, to: output.layer, logger: logger)
+        session.enableZeroCopy(context: output.context, layer: output.layer, logger: logger)
         logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason,
                                       "mode": "\(config.display.mode)", "rotation": "\(config.display.rotation.rawValue)",
                                       "clock": options.clock.rawValue,
