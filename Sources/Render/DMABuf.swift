@@ -104,10 +104,13 @@ extension DMABufImporter {
         guard (1...4).contains(descriptor.planes.count), descriptor.width > 0, descriptor.height > 0 else {
             throw RenderError(call: "eglCreateImage", detail: "a DMA-BUF picture needs 1-4 planes and a size, got \(descriptor.planes.count) planes, \(descriptor.width)x\(descriptor.height)")
         }
-        let modifier = descriptor.modifier.flatMap { $0 == DMABufDescriptor.modifierInvalid ? nil : $0 }
-        if modifier != nil && !modifiersSupported {
-            throw RenderError(call: "eglCreateImage", detail: "the buffer has a format modifier but EGL_EXT_image_dma_buf_import_modifiers is not available")
+        // A linear buffer imports without the modifiers extension (linear is what EGL assumes);
+        // with the extension its modifier is said explicitly.
+        var modifier = descriptor.modifier.flatMap { $0 == DMABufDescriptor.modifierInvalid ? nil : $0 }
+        if let m = modifier, m != 0, !modifiersSupported {
+            throw RenderError(call: "eglCreateImage", detail: "the buffer has format modifier 0x\(String(m, radix: 16)) (tiled) but EGL_EXT_image_dma_buf_import_modifiers is not available")
         }
+        if !modifiersSupported { modifier = nil }
         if descriptor.planes.count == 4 && !modifiersSupported {
             throw RenderError(call: "eglCreateImage", detail: "a fourth plane needs EGL_EXT_image_dma_buf_import_modifiers")
         }
