@@ -5,3 +5,5 @@
 #include <libavutil/pixdesc.h>
 #include <libavutil/display.h>
 #include <libswscale/swscale.h>
+#include <libavutil/hwcontext.h>
+#include <libavutil/hwcontext_drm.h>

@@ -22,6 +22,8 @@ public final class KMSOutput: PresentationOutput {
     public let layer: PlayerLayer
     public var clock: any VsyncClock { link.clock }
     public var renderer: String { context.context.renderer }
+    /// The EGL display and GL context the layer draws with (for DMA-BUF import).
+    public var glContext: GLContext { context.context }
     /// Whether atomic commits carry render fences (EGL_ANDROID_native_fence_sync + IN_FENCE_FD).
     public let nativeFences: Bool
     /// The scan-out format in use (`display.format`, or XRGB8888 where the device lacks it).

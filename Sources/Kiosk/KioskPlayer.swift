@@ -97,6 +97,7 @@ private func presentOutput(slot: Int, session: KioskSession, kind: OutputKind, r
         output.layer.gravity = config.display.gravity
         output.layer.rotation = config.display.rotation
         applyWall(config, output: wallOutput, to: output.layer, logger: logger)
+        session.enableZeroCopy(context: output.glContext, layer: output.layer, logger: logger)
         logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
                                       "api": output.api.rawValue, "format": output.format.rawValue, "rotation": "\(output.layer.rotation.rawValue)",
                                       "fences": output.nativeFences ? "native" : "none", "renderTiming": output.renderTiming,
@@ -119,6 +120,7 @@ private func presentOutput(slot: Int, session: KioskSession, kind: OutputKind, r
     output.layer.gravity = config.display.gravity
     output.layer.rotation = config.display.rotation
     applyWall(config, output: wallOutput, to: output.layer, logger: logger)
+    session.enableZeroCopy(context: output.context, layer: output.layer, logger: logger)
     logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason,
                                   "mode": "\(config.display.mode)", "rotation": "\(output.layer.rotation.rawValue)",
                                   "clock": options.clock.rawValue,

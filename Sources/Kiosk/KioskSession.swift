@@ -65,6 +65,9 @@ public final class KioskSession: @unchecked Sendable {
     private var outputName: String?
     /// The sessions presenting this node's other wall outputs; guarded by `lock`.
     private var followers: [KioskSession] = []
+    /// Where decoders find the output's DMA-BUF import (`enableZeroCopy`); decoders that open
+    /// before the output exists wait for it a little.
+    public let interopSlot = InteropTargetSlot()
 
     /// - Parameter configPath: the file `reload` reads again (nil: reload is refused).
     /// - Parameter node: the wall node this process is (`--node`; nil: the host name). The session
@@ -92,6 +95,7 @@ public final class KioskSession: @unchecked Sendable {
         var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding) { [weak self] uri, info, path in
             self?.decoderOpened(uri: uri, info: info, path: path)
         }
+        ffmpeg.display = interopSlot
         ffmpeg.stillDuration = { [weak self] path in
             guard let self else { return nil }
             return lock.withLock { self.config.playlist.first { $0.path == path }?.duration } ?? defaultStillDuration
@@ -199,13 +203,15 @@ public final class KioskSession: @unchecked Sendable {
             $0.hwdecFallback = path.fallbackReason
             $0.hwdecDegraded = path.degraded
         }
-        let key = "\(uri)|\(path.hwdecCurrent)|\(path.fallbackReason ?? "")"
+        let key = "\(uri)|\(path.hwdecCurrent)|\(path.fallbackReason ?? "")|\(path.interop)|\(path.interopFellBack)"
         guard lock.withLock({ loggedOpens.insert(key).inserted }) else { return }
-        // A named hardware path not in use is a warning; auto finding none is not.
-        logger.log(path.degraded ? .warning : .info, "opened",
+        // A named hardware path not in use is a warning, and so is a failed DMA-BUF import; auto
+        // finding none is not.
+        logger.log(path.degraded || path.interopFellBack ? .warning : .info, "opened",
                    ["uri": uri, "codec": info.codec, "size": "\(info.width)x\(info.height)",
                     "fps": info.frameRate.formatted(decimals: 3), "pixel_format": info.pixelFormat,
                     "threads": "\(info.threads)", "hwdec_current": path.hwdecCurrent, "hwdec_interop": path.interop,
+                    "interop_reason": path.interopReason ?? "-",
                     "fallback": path.fallbackReason ?? "-"])
     }
 
@@ -579,5 +585,29 @@ struct ReportingBackend: MediaBackend {
             onFailure(url, error)
             throw error
         }
+    }
+}
+
+extension KioskSession {
+    /// Lets hardware decoders keep their frames in DMA-BUFs where the output's EGL display can
+    /// import them: gives `layer` an importer and decoders the display's choice (`DMABufInterop`).
+    /// Each item's decoder then chooses dmabuf or copy once, from its first frame.
+    public func enableZeroCopy(context: GLContext, layer: PlayerLayer, logger: Logger) {
+        let support = DMABufDisplaySupport(context: context)
+        if support.importsDMABufs && support.samplesExternalImages {
+            do {
+                layer.dmabufImporter = try DMABufImporter(context: context)
+                try layer.prepareExternalImages()
+            } catch {
+                layer.dmabufImporter = nil
+                logger.info("DMA-BUF import unavailable: hardware frames are copied", ["error": "\(error)"])
+                interopSlot.set(nil)
+                return
+            }
+        }
+        interopSlot.set(DMABufInterop(support: support))
+        logger.debug("DMA-BUF import", ["import": support.importsDMABufs ? "yes" : "no",
+                                        "modifiers": support.importsModifiers ? "yes" : "no",
+                                        "external_images": support.samplesExternalImages ? "yes" : "no"])
     }
 }

@@ -14,6 +14,8 @@ public struct FFmpegBackend: MediaBackend {
     /// Told when a reader's first frame had to be converted with swscale: the file, the decoded
     /// format and the format drawn.
     public var onConversion: (@Sendable (String, String, String) -> Void)?
+    /// Where readers find the display's DMA-BUF import (zero-copy); nil: hardware frames are copied.
+    public var display: InteropTargetSlot?
     /// How long a still image (PNG, JPEG) at this path shows, in seconds; nil: 10 s.
     public var stillDuration: (@Sendable (String) -> Double?)?
 
@@ -47,7 +49,7 @@ public struct FFmpegBackend: MediaBackend {
     }
 
     public func openReader(_ url: URL) throws -> any FrameReader {
-        let decoder = try VideoDecoder(path: url.path, threads: threads, hardware: hardware)
+        let decoder = try VideoDecoder(path: url.path, threads: threads, hardware: hardware, display: display)
         if decoder.info.isStillImage { decoder.stillDuration = still(url.path) }
         onOpen?(url.path, decoder.info, decoder.decodingPath)
         return DecoderReader(decoder: decoder, onChange: onOpen, onConversion: onConversion)

@@ -41,8 +41,14 @@ public struct DecodingPath: Sendable, Equatable {
     public var fallbackReason: String?
     /// True when hardware was asked for by name (not `auto`) and is not in use: health is degraded.
     public var degraded: Bool
+    /// Why `interop` is what it is (the log line says it).
+    public var interopReason: String? = nil
+    /// True when DMA-BUF import was chosen and failed at run time: the item's frames are copied
+    /// from then on (a warning).
+    public var interopFellBack = false
 
-    public static let software = DecodingPath(hwdecCurrent: "no", interop: "none", fallbackReason: nil, degraded: false)
+    public static let software = DecodingPath(hwdecCurrent: "no", interop: "none", fallbackReason: nil, degraded: false,
+                                              interopReason: "software decoding")
 }
 
 /// FFmpeg's `get_format` callback: picks the hardware pixel format stored in `opaque`, or fails the
@@ -64,6 +70,10 @@ final class CodecSession {
     /// The pixel format of frames that live in hardware memory; nil for software.
     let hardwareFormat: AVPixelFormat?
     let path: DecodingPath
+    let kind: HardwareDecoding?
+    /// Whether its hardware frames can be had as DRM PRIME (VAAPI by mapping; drm and a v4l2m2m
+    /// decoder asked for DRM PRIME give them directly).
+    var offersDRMPrime: Bool { kind == .vaapi || hardwareFormat == AV_PIX_FMT_DRM_PRIME }
 
     /// Opens `decoder` for `stream` in software.
     init(software decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, threads: Int, uri: String) throws {
@@ -72,19 +82,28 @@ final class CodecSession {
         context!.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
         hardwareFormat = nil
         path = .software
+        kind = nil
         try open(decoder, uri: uri)
     }
 
-    /// Opens the hardware path `kind` for `stream`, or throws why it cannot.
-    init(hardware kind: HardwareDecoding, software decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, uri: String) throws {
+    /// Opens the hardware path `kind` for `stream`, or throws why it cannot. With `drmPrime`, a
+    /// v4l2m2m decoder is asked (through `get_format`) for DRM PRIME frames instead of memory ones.
+    init(hardware kind: HardwareDecoding, software decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>,
+         uri: String, drmPrime: Bool = false) throws {
         let codecName = String(cString: decoder.pointee.name)
+        self.kind = kind
         if kind == .v4l2m2m {
-            // A separate decoder that talks to /dev/video*; its frames come back in memory.
+            // A separate decoder that talks to /dev/video*; its frames come back in memory unless
+            // DRM PRIME is asked for.
             guard let m2m = avcodec_find_decoder_by_name("\(codecName)_v4l2m2m") else {
                 throw MediaError(uri: uri, call: "avcodec_find_decoder_by_name", reason: "this FFmpeg has no \(codecName)_v4l2m2m decoder")
             }
             context = try Self.allocate(m2m, stream: stream, uri: uri)
-            hardwareFormat = nil
+            if drmPrime {
+                context!.pointee.opaque = UnsafeMutableRawPointer(bitPattern: Int(AV_PIX_FMT_DRM_PRIME.rawValue))
+                context!.pointee.get_format = selectHardwareFormat
+            }
+            hardwareFormat = drmPrime ? AV_PIX_FMT_DRM_PRIME : nil
             path = DecodingPath(hwdecCurrent: "v4l2m2m", interop: "copy", fallbackReason: nil, degraded: false)
             try open(m2m, uri: uri)
             return

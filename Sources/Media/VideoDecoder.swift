@@ -62,13 +62,23 @@ public final class VideoDecoder {
     private var draining = false
     private var nextPTS: Int64?
     private var consecutiveErrors = 0
+    /// How hardware frames reach the display, chosen once when the decoder opens (`chooseInterop`);
+    /// `.dmabuf` turns into `.copy` for the rest of the item when the display fails to import one.
+    private var interop: FrameInterop = .none
+    /// Set by a frame the display could not import (presentation thread).
+    private let feedback = InteropFeedback()
+    /// The first hardware frame, decoded while the interop was chosen; handed out first.
+    private var pending: UnsafeMutablePointer<AVFrame>?
 
     /// Opens `path` and its decoder. Throws a `MediaError` naming the file and FFmpeg's reason.
     /// - Parameters:
     ///   - threads: decoder threads; 0 lets FFmpeg size them for the machine (cores + 1, capped).
     ///   - hardware: the hardware path to try first; when it cannot start, software decodes and
     ///     `decodingPath` says why.
-    public init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none) throws {
+    ///   - display: where the display's DMA-BUF import is found: with it, hardware frames that can
+    ///     be had as DRM PRIME stay in DMA-BUFs (`VideoFrame.Storage.drmPrime`) when the display
+    ///     can import them; without it they are copied to memory.
+    public init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, display: InteropTargetSlot? = nil) throws {
         uri = path
         var fmt: UnsafeMutablePointer<AVFormatContext>?
         var r = avformat_open_input(&fmt, path, nil, nil)
@@ -102,6 +112,11 @@ public final class VideoDecoder {
                 continue
             }
             do {
+                if kind == .v4l2m2m && display != nil,
+                   let m2m = try? CodecSession(hardware: kind, software: decoder, stream: stream, uri: path, drmPrime: true) {
+                    chosen = m2m
+                    break
+                }
                 chosen = try CodecSession(hardware: kind, software: decoder, stream: stream, uri: path)
                 break
             } catch let error as MediaError {
@@ -147,16 +162,120 @@ public final class VideoDecoder {
                                codec: String(cString: decoder.pointee.name), pixelFormat: pixelName,
                                frameRate: fps, duration: duration, threads: Int(ctx.pointee.thread_count),
                                isStillImage: demuxer == "image2" || demuxer.hasSuffix("_pipe"))
+        if session.kind != nil { try chooseInterop(display) }
     }
 
     deinit {
+        av_frame_free(&pending)
         av_packet_free(&packet)
         avformat_close_input(&format)
+    }
+
+    /// Chooses, once, how this item's hardware frames reach the display: the display's target
+    /// decides from the first frame's DRM PRIME descriptor (decoded here and handed out first).
+    private func chooseInterop(_ display: InteropTargetSlot?) throws {
+        guard let kind = session.kind else { return }
+        var choice: InteropChoice
+        switch display?.wait() {
+        case nil:
+            choice = InteropChoice(.copy, "no display to import DMA-BUFs into")
+        case .failure(let error)?:
+            choice = InteropChoice(.copy, error.reason)
+        case .success(nil)?:
+            choice = InteropChoice(.copy, "the output cannot import DMA-BUFs")
+        case .success(let target?)?:
+            guard session.offersDRMPrime else {
+                let why = kind == .cuda ? "CUDA frames are not DMA-BUFs (no CUDA-EGL interop)" : "the \(kind.rawValue) decoder gives frames in memory"
+                choice = target.chooseInterop(hardware: kind, firstFrame: .failure(MediaError(uri: uri, call: "DRM PRIME", reason: why)))
+                break
+            }
+            guard let first = try decodeRaw() else { return }
+            guard session.kind != nil else {  // the hardware failed before its first frame: software
+                pending = first
+                return
+            }
+            pending = first
+            let descriptor: Result<DRMPrimeDescriptor, MediaError>
+            if let hw = session.hardwareFormat, first.pointee.format == hw.rawValue {
+                do {
+                    descriptor = .success(try DRMPrimeFrame(hardware: first, feedback: feedback, uri: uri).descriptor)
+                } catch let error as MediaError {
+                    descriptor = .failure(error)
+                }
+            } else {
+                let name = av_get_pix_fmt_name(AVPixelFormat(rawValue: first.pointee.format)).map { String(cString: $0) } ?? "?"
+                descriptor = .failure(MediaError(uri: uri, call: "DRM PRIME", reason: "the decoder gave \(name) frames"))
+            }
+            choice = target.chooseInterop(hardware: kind, firstFrame: descriptor)
+        }
+        interop = choice.interop == .dmabuf ? .dmabuf : .copy
+        decodingPath.interop = interop.rawValue
+        decodingPath.interopReason = choice.reason
+        if interop == .copy && session.kind == .v4l2m2m && session.hardwareFormat == AV_PIX_FMT_DRM_PRIME {
+            // The first frame was never handed out: the reopened decoder starts from the start.
+            delivered = 0
+            lastDelivered = nil
+            try leaveDRMPrimeDecoder(reason: choice.reason)
+        }
+    }
+
+    /// A v4l2m2m decoder asked for DRM PRIME frames cannot copy them to memory: reopen it for
+    /// memory frames at the same position (software when that fails).
+    private func leaveDRMPrimeDecoder(reason: String) throws {
+        guard session.kind == .v4l2m2m, session.hardwareFormat == AV_PIX_FMT_DRM_PRIME else { return }
+        do {
+            let memory = try CodecSession(hardware: .v4l2m2m, software: softwareDecoder, stream: stream, uri: uri)
+            try restart(with: memory)
+        } catch let error as MediaError {
+            try switchToSoftware(reason: "reopening v4l2m2m for memory frames (\(reason)): \(error.call) failed: \(error.reason)")
+        }
+    }
+
+    /// The display could not import a frame: copy the rest of the item's frames.
+    private func fallBackToCopy(_ reason: String) throws {
+        interop = .copy
+        decodingPath.interop = FrameInterop.copy.rawValue
+        decodingPath.interopReason = "DMA-BUF import failed (\(reason)); frames copied for the rest of the item"
+        decodingPath.interopFellBack = true
+        try leaveDRMPrimeDecoder(reason: reason)
     }
 
     /// The next frame in presentation order, or nil at the end of the stream.
     /// A corrupt packet is skipped; 16 failures in a row end decoding with an error.
     public func nextFrame() throws -> VideoFrame? {
+        if interop == .dmabuf, let reason = feedback.reported { try fallBackToCopy(reason) }
+        let raw: UnsafeMutablePointer<AVFrame>
+        if let first = pending {
+            pending = nil
+            raw = first
+        } else {
+            guard let next = try decodeRaw() else { return nil }
+            raw = next
+        }
+        if interop == .dmabuf, let hw = session.hardwareFormat, raw.pointee.format == hw.rawValue {
+            do {
+                let prime = try DRMPrimeFrame(hardware: raw, feedback: feedback, uri: uri)
+                defer {
+                    var done: UnsafeMutablePointer<AVFrame>? = raw  // the DRMPrimeFrame holds its own references
+                    av_frame_free(&done)
+                }
+                return makeFrame(raw, prime: prime)
+            } catch let error as MediaError {
+                try fallBackToCopy("\(error.call) failed: \(error.reason)")
+                if session.hardwareFormat == AV_PIX_FMT_DRM_PRIME && session.kind == .v4l2m2m {
+                    var dropped: UnsafeMutablePointer<AVFrame>? = raw  // decoded again by the reopened decoder
+                    av_frame_free(&dropped)
+                    return try nextFrame()
+                }
+            }
+        }
+        let frame = try session.download(raw, uri: uri)
+        return try makeFrame(taking: frame)
+    }
+
+    /// The next decoded frame as the decoder gives it (in hardware memory for a hardware path),
+    /// frames already shown before a switch skipped; the caller owns it.
+    private func decodeRaw() throws -> UnsafeMutablePointer<AVFrame>? {
         guard let format, let packet else { return nil }
         while true {
             guard let allocated = av_frame_alloc() else {
@@ -168,7 +287,7 @@ public final class VideoDecoder {
                 r = mq_averror(EIO)
             }
             if r == 0 {
-                let frame = try session.download(allocated, uri: uri)
+                let frame = allocated
                 let ts = frame.pointee.best_effort_timestamp
                 if let skip = skipThrough, ts != noPTS, ts <= skip {
                     // Already shown before the switch to software.
@@ -180,7 +299,7 @@ public final class VideoDecoder {
                 consecutiveErrors = 0
                 delivered += 1
                 if ts != noPTS { lastDelivered = ts }
-                return try makeFrame(taking: frame)
+                return frame
             }
             var frame: UnsafeMutablePointer<AVFrame>? = allocated
             av_frame_free(&frame)
@@ -226,6 +345,7 @@ public final class VideoDecoder {
         let r = av_seek_frame(format, streamIndex, target, AVSEEK_FLAG_BACKWARD)
         guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
         avcodec_flush_buffers(session.context)
+        av_frame_free(&pending)
         draining = false
         nextPTS = nil
         skipThrough = nil
@@ -252,11 +372,20 @@ public final class VideoDecoder {
     /// goes on from the next frame without a gap.
     private func switchToSoftware(reason: String) throws {
         let failed = session.path.hwdecCurrent
-        session = try CodecSession(software: softwareDecoder, stream: stream, threads: threads, uri: uri)
+        let software = try CodecSession(software: softwareDecoder, stream: stream, threads: threads, uri: uri)
         switched = true
+        interop = .none
         decodingPath = DecodingPath(hwdecCurrent: "no", interop: "none",
                                     fallbackReason: "\(failed == "no" ? "decoder" : failed) failed mid-stream: \(reason)",
-                                    degraded: true)
+                                    degraded: true, interopReason: "software decoding")
+        try restart(with: software)
+    }
+
+    /// Decodes with `newSession` from the position of the last frame handed out (see
+    /// `switchToSoftware`).
+    private func restart(with newSession: CodecSession) throws {
+        session = newSession
+        av_frame_free(&pending)
         consecutiveErrors = 0
         draining = false
         if let last = lastDelivered {
@@ -269,7 +398,25 @@ public final class VideoDecoder {
         }
     }
 
+    /// A zero-copy frame: `raw`'s times and tags, `prime`'s buffers.
+    private func makeFrame(_ raw: UnsafeMutablePointer<AVFrame>, prime: DRMPrimeFrame) -> VideoFrame {
+        let (pts, duration) = timing(of: raw)
+        let tags = FrameConverter.colorTags(of: raw)
+        let sar = raw.pointee.sample_aspect_ratio
+        let layout = prime.softwareFormat.flatMap { PixelFormat(av_get_pix_fmt($0)) } ?? .nv12
+        return VideoFrame(drmPrime: prime, format: layout, pts: pts, duration: duration, colorMatrix: tags.matrix,
+                          colorRange: tags.range, chromaLocation: tags.chroma, rotation: displayRotation,
+                          pixelAspect: sar.num > 0 && sar.den > 0 ? Double(sar.num) / Double(sar.den) : 1)
+    }
+
     private func makeFrame(taking frame: UnsafeMutablePointer<AVFrame>) throws -> VideoFrame {
+        let (pts, duration) = timing(of: frame)
+        return try converter.makeFrame(taking: frame, pts: pts, duration: duration, rotation: displayRotation)
+    }
+
+    /// The frame's time relative to the stream's start and its duration; advances the
+    /// extrapolated time of the next frame.
+    private func timing(of frame: UnsafeMutablePointer<AVFrame>) -> (MediaTime, MediaTime) {
         // Presentation time relative to the stream's start; extrapolated when the file has none.
         var ts = frame.pointee.best_effort_timestamp
         if ts == noPTS { ts = nextPTS ?? startTime }
@@ -285,7 +432,6 @@ public final class VideoDecoder {
         }
         nextPTS = ts + durationTicks
         let pts = MediaTime(value: (ts - startTime) * Int64(timeBase.num), timescale: timeBase.den)
-
-        return try converter.makeFrame(taking: frame, pts: pts, duration: duration, rotation: displayRotation)
+        return (pts, duration)
     }
 }

@@ -175,6 +175,13 @@ public struct Planes: RandomAccessCollection {
 public final class VideoFrame: PresentableFrame, @unchecked Sendable {
     // @unchecked: `frame` is never mutated after init and is freed only in deinit.
     private var frame: UnsafeMutablePointer<AVFrame>?
+    /// Where the picture is: in memory (`withPlanes`), or in DMA-BUFs (zero-copy hardware decode).
+    public enum Storage: Sendable {
+        case memory
+        /// `pixelFormat` is the layout FFmpeg reports for the buffers (nv12 when it gives none).
+        case drmPrime(DRMPrimeFrame)
+    }
+    public let storage: Storage
     public let pts: MediaTime
     public let duration: MediaTime
     public let width: Int
@@ -197,6 +204,7 @@ public final class VideoFrame: PresentableFrame, @unchecked Sendable {
          colorMatrix: ColorMatrix, colorRange: ColorRange, chromaLocation: ChromaLocation,
          rotation: Rotation, pixelAspect: Double = 1, convertedFrom: String? = nil) {
         self.frame = frame
+        self.storage = .memory
         self.pts = pts
         self.duration = duration
         self.width = Int(frame.pointee.width)
@@ -210,7 +218,42 @@ public final class VideoFrame: PresentableFrame, @unchecked Sendable {
         self.convertedFrom = convertedFrom
     }
 
+    /// A frame kept in DMA-BUF memory (`storage` is `.drmPrime`): `withPlanes` is not available;
+    /// `copiedToMemory()` gives a frame that has planes.
+    init(drmPrime: DRMPrimeFrame, format: PixelFormat, pts: MediaTime, duration: MediaTime,
+         colorMatrix: ColorMatrix, colorRange: ColorRange, chromaLocation: ChromaLocation,
+         rotation: Rotation, pixelAspect: Double = 1) {
+        frame = nil
+        storage = .drmPrime(drmPrime)
+        self.pts = pts
+        self.duration = duration
+        width = drmPrime.descriptor.width
+        height = drmPrime.descriptor.height
+        pixelFormat = format
+        self.colorMatrix = colorMatrix
+        self.colorRange = colorRange
+        self.chromaLocation = chromaLocation
+        self.rotation = rotation
+        self.pixelAspect = pixelAspect.isFinite && pixelAspect > 0 ? pixelAspect : 1
+        convertedFrom = nil
+    }
+
     deinit { av_frame_free(&frame) }
+
+    /// The DMA-BUF picture of a zero-copy frame; nil for frames in memory.
+    public var drmPrime: DRMPrimeFrame? {
+        if case .drmPrime(let prime) = storage { return prime }
+        return nil
+    }
+
+    /// This frame in memory: itself when it is, else its DMA-BUF picture copied back
+    /// (`av_hwframe_transfer_data`), with the same time, tags and rotation. For the copy fallback
+    /// when the display cannot import a frame.
+    public func copiedToMemory() throws -> VideoFrame {
+        guard let prime = drmPrime else { return self }
+        let copy = try prime.download()
+        return try FrameConverter(uri: "DMA-BUF frame").makeFrame(taking: copy, pts: pts, duration: duration, rotation: rotation)
+    }
 
     /// Width of the picture as shown (before rotation): `width` scaled by the pixel aspect.
     public var displayWidth: Int { pixelAspect == 1 ? width : max(1, Int((Double(width) * pixelAspect).rounded())) }
@@ -218,7 +261,10 @@ public final class VideoFrame: PresentableFrame, @unchecked Sendable {
     /// Calls `body` with the frame's planes (Y, then Cb and Cr, or one interleaved CbCr plane).
     /// The pointers are valid only inside `body`. Allocates nothing.
     public func withPlanes<R>(_ body: (Planes) throws -> R) rethrows -> R {
-        let f = frame!.pointee
+        guard let frame else {
+            preconditionFailure("withPlanes on a DMA-BUF frame: check `storage` and use copiedToMemory()")
+        }
+        let f = frame.pointee
         let format = pixelFormat
         let shift = format.chromaShift
         let cw = (width + (1 << shift.x) - 1) >> shift.x, ch = (height + (1 << shift.y) - 1) >> shift.y

@@ -81,14 +81,37 @@ public final class DMABufImporter {
     /// Makes an external texture of `descriptor`'s buffers. The colour tags become EGL's sampling
     /// hints, so the texture samples as R'G'B'.
     public func importImage(_ descriptor: DMABufDescriptor) throws -> DMABufTexture {
+        let attributes = try Self.attributes(for: descriptor, modifiersSupported: supportsModifiers)
+        guard let image = eglCreateImage(context.display, nil, EGLenum(EGL_LINUX_DMA_BUF_EXT), nil, attributes) else {
+            throw RenderError.egl("eglCreateImage", detail: "DMA-BUF \(descriptor.width)x\(descriptor.height) fourcc 0x\(String(descriptor.fourcc, radix: 16))")
+        }
+        // The image is owned by the DMABufTexture from here on (destroyed in its deinit).
+        let texture = DMABufTexture(display: context.display, image: image, width: descriptor.width, height: descriptor.height)
+        glBindTexture(GLenum(GL_TEXTURE_EXTERNAL_OES), texture.texture)
+        glTexParameteri(GLenum(GL_TEXTURE_EXTERNAL_OES), GLenum(GL_TEXTURE_MIN_FILTER), GL_LINEAR)
+        glTexParameteri(GLenum(GL_TEXTURE_EXTERNAL_OES), GLenum(GL_TEXTURE_MAG_FILTER), GL_LINEAR)
+        imageTargetTexture(GLenum(GL_TEXTURE_EXTERNAL_OES), image)
+        try checkGL("glEGLImageTargetTexture2DOES")
+        return texture
+    }
+}
+
+extension DMABufImporter {
+    /// The `eglCreateImage(EGL_LINUX_DMA_BUF_EXT)` attributes of `descriptor`: size, fourcc, each
+    /// plane's fd, offset and pitch (and its modifier, when the buffer has one), and the colour
+    /// matrix, range and chroma siting as sampling hints. Throws where EGL could not take it.
+    public static func attributes(for descriptor: DMABufDescriptor, modifiersSupported: Bool) throws -> [Int] {  // EGLAttrib is intptr_t
         guard (1...4).contains(descriptor.planes.count), descriptor.width > 0, descriptor.height > 0 else {
             throw RenderError(call: "eglCreateImage", detail: "a DMA-BUF picture needs 1-4 planes and a size, got \(descriptor.planes.count) planes, \(descriptor.width)x\(descriptor.height)")
         }
-        let modifier = descriptor.modifier.flatMap { $0 == DMABufDescriptor.modifierInvalid ? nil : $0 }
-        if modifier != nil && !supportsModifiers {
-            throw RenderError(call: "eglCreateImage", detail: "the buffer has a format modifier but EGL_EXT_image_dma_buf_import_modifiers is not available")
+        // A linear buffer imports without the modifiers extension (linear is what EGL assumes);
+        // with the extension its modifier is said explicitly.
+        var modifier = descriptor.modifier.flatMap { $0 == DMABufDescriptor.modifierInvalid ? nil : $0 }
+        if let m = modifier, m != 0, !modifiersSupported {
+            throw RenderError(call: "eglCreateImage", detail: "the buffer has format modifier 0x\(String(m, radix: 16)) (tiled) but EGL_EXT_image_dma_buf_import_modifiers is not available")
         }
-        if descriptor.planes.count == 4 && !supportsModifiers {
+        if !modifiersSupported { modifier = nil }
+        if descriptor.planes.count == 4 && !modifiersSupported {
             throw RenderError(call: "eglCreateImage", detail: "a fourth plane needs EGL_EXT_image_dma_buf_import_modifiers")
         }
         var attributes: [EGLAttrib] = [
@@ -128,17 +151,7 @@ public final class DMABufImporter {
             EGLAttrib(descriptor.chromaLocation == .topLeft ? EGL_YUV_CHROMA_SITING_0_EXT : EGL_YUV_CHROMA_SITING_0_5_EXT),
             EGLAttrib(EGL_NONE),
         ]
-        guard let image = eglCreateImage(context.display, nil, EGLenum(EGL_LINUX_DMA_BUF_EXT), nil, attributes) else {
-            throw RenderError.egl("eglCreateImage", detail: "DMA-BUF \(descriptor.width)x\(descriptor.height) fourcc 0x\(String(descriptor.fourcc, radix: 16))")
-        }
-        // The image is owned by the DMABufTexture from here on (destroyed in its deinit).
-        let texture = DMABufTexture(display: context.display, image: image, width: descriptor.width, height: descriptor.height)
-        glBindTexture(GLenum(GL_TEXTURE_EXTERNAL_OES), texture.texture)
-        glTexParameteri(GLenum(GL_TEXTURE_EXTERNAL_OES), GLenum(GL_TEXTURE_MIN_FILTER), GL_LINEAR)
-        glTexParameteri(GLenum(GL_TEXTURE_EXTERNAL_OES), GLenum(GL_TEXTURE_MAG_FILTER), GL_LINEAR)
-        imageTargetTexture(GLenum(GL_TEXTURE_EXTERNAL_OES), image)
-        try checkGL("glEGLImageTargetTexture2DOES")
-        return texture
+        return attributes
     }
 }
 

@@ -38,6 +38,15 @@ public final class PlayerLayer {
     /// picture is placed in `wallPlacement.region` of the canvas; `draw` then draws only the part
     /// the window shows (see `wallPiece`). nil (the default): the picture is placed in the bounds.
     public var wallPlacement: WallPlacement?
+    /// Imports frames that stay in DMA-BUFs (zero-copy hardware decode); nil: such frames are
+    /// copied to memory (and their decoder told to copy).
+    public var dmabufImporter: DMABufImporter?
+    /// The EGL images of the DMA-BUF frames drawn by the last draw call, each with the frame it
+    /// shows (kept alive with it): reused when the same frame is drawn again, released (the image
+    /// destroyed, on this thread) when the next draw call no longer draws it. The one owner.
+    private var imports: [ImportedFrame] = []
+    /// The imports of the draw call before this one: what this call may reuse.
+    private var previousImports: [ImportedFrame] = []
 
     private var programs: [ProgramKind: LayerProgram] = [:]
     private var textures = [PlaneTexture](repeating: PlaneTexture(), count: 3)
@@ -74,6 +83,8 @@ public final class PlayerLayer {
     /// framebuffer, which is `targetHeight` pixels high (default: the bottom of `bounds`).
     /// `gravity` overrides the layer's own for this frame (a playlist item's choice).
     public func draw(_ frame: VideoFrame?, bounds: PixelRect, targetHeight: Int? = nil, gravity: VideoGravity? = nil) throws {
+        beginImports()
+        defer { previousImports = [] }
         let targetHeight = targetHeight ?? bounds.y + bounds.height
         clear(bounds, targetHeight: targetHeight)
         defer { glDisable(GLenum(GL_SCISSOR_TEST)) }
@@ -106,6 +117,8 @@ public final class PlayerLayer {
     /// picture that `window` (the output's rectangle on the canvas) shows. `wallPlacement` is not
     /// used; `videoRect` is the last part drawn.
     public func draw(regions: [WallRegionFrame], window: PixelRect, bounds: PixelRect, targetHeight: Int? = nil) throws {
+        beginImports()
+        defer { previousImports = [] }
         let targetHeight = targetHeight ?? bounds.y + bounds.height
         clear(bounds, targetHeight: targetHeight)
         defer { glDisable(GLenum(GL_SCISSOR_TEST)) }
@@ -128,6 +141,22 @@ public final class PlayerLayer {
     /// Uploads and draws `frame`: placed in `bounds` by gravity, or only `piece` of it.
     private func drawFrame(_ frame: VideoFrame, bounds: PixelRect, targetHeight: Int, gravity: VideoGravity?,
                            piece: WallPiece? = nil) throws {
+        if let prime = frame.drmPrime {
+            let texture: DMABufTexture
+            do {
+                texture = try importFrame(frame, prime)
+            } catch {
+                // The decoder copies the rest of the item (and says so); this frame, and any
+                // already queued, are copied here: no blank picture.
+                prime.reportImportFailure("\(error)")
+                try drawFrame(try frame.copiedToMemory(), bounds: bounds, targetHeight: targetHeight, gravity: gravity, piece: piece)
+                return
+            }
+            try drawExternal(texture, contentWidth: frame.displayWidth, contentHeight: frame.height,
+                             contentRotation: frame.rotation, bounds: bounds, targetHeight: targetHeight,
+                             gravity: gravity, piece: piece)
+            return
+        }
         let format = frame.pixelFormat
         let kind: ProgramKind = format.bytesPerSample == 2 && highDepthSampling == .integer ? .integer : .float
         let program = try program(kind)
@@ -163,8 +192,6 @@ public final class PlayerLayer {
         let targetHeight = targetHeight ?? bounds.y + bounds.height
         clear(bounds, targetHeight: targetHeight)
         defer { glDisable(GLenum(GL_SCISSOR_TEST)) }
-        let program = try program(.external)
-        let turn = imageRotation + rotation
         // On a wall, only the part of the image the window shows.
         var piece: WallPiece?
         if let wallPlacement {
@@ -175,7 +202,16 @@ public final class PlayerLayer {
                 return
             }
         }
-        let rect = piece?.destination ?? Render.videoRect(contentWidth: image.width, contentHeight: image.height, bounds: bounds,
+        try drawExternal(image, contentWidth: image.width, contentHeight: image.height, contentRotation: imageRotation,
+                         bounds: bounds, targetHeight: targetHeight, gravity: gravity, piece: piece)
+    }
+
+    /// Draws an external image placed by gravity in `bounds`, or only `piece` of it.
+    private func drawExternal(_ image: DMABufTexture, contentWidth: Int, contentHeight: Int, contentRotation: Rotation,
+                              bounds: PixelRect, targetHeight: Int, gravity: VideoGravity?, piece: WallPiece?) throws {
+        let program = try program(.external)
+        let turn = contentRotation + rotation
+        let rect = piece?.destination ?? Render.videoRect(contentWidth: contentWidth, contentHeight: contentHeight, bounds: bounds,
                                                           gravity: gravity ?? self.gravity, rotation: turn)
         videoRect = rect
         glUseProgram(program.name)
@@ -186,6 +222,28 @@ public final class PlayerLayer {
         glBindTexture(GLenum(GL_TEXTURE_EXTERNAL_OES), image.texture)
         drawQuad(rect, targetHeight: targetHeight)
         try checkGL("glDrawArrays(external image)")
+    }
+
+    /// A new draw call: the last call's imports may be reused; the rest are released when it ends.
+    private func beginImports() {
+        previousImports = imports
+        imports = []
+    }
+
+    /// The EGL image of a DMA-BUF frame: the one made for it by the last draw call, or a new one.
+    private func importFrame(_ frame: VideoFrame, _ prime: DRMPrimeFrame) throws -> DMABufTexture {
+        if let done = imports.first(where: { $0.frame === frame }) ?? previousImports.first(where: { $0.frame === frame }) {
+            if !imports.contains(where: { $0.frame === frame }) { imports.append(done) }
+            return done.texture
+        }
+        guard let dmabufImporter else {
+            throw RenderError(call: "PlayerLayer.draw", detail: "a DMA-BUF frame and no DMABufImporter on this layer")
+        }
+        let descriptor = try DMABufDescriptor(prime: prime.descriptor, colorMatrix: frame.colorMatrix,
+                                              colorRange: frame.colorRange, chromaLocation: frame.chromaLocation)
+        let texture = try dmabufImporter.importImage(descriptor)
+        imports.append(ImportedFrame(frame: frame, texture: texture))
+        return texture
     }
 
     /// Whether the DMA-BUF drawing program compiles here (`GL_OES_EGL_image_external_essl3`).
@@ -393,6 +451,20 @@ public final class PlayerLayer {
         out vec4 color;
         void main() { color = vec4(texture(image, texCoord).rgb, 1.0); }
         """
+}
+
+/// A DMA-BUF frame and its EGL image: the image is destroyed (with its texture) before the frame
+/// is let go, so it never outlives the buffers it shows. Released one draw call after the frame was
+/// last drawn, when that picture has been flushed and shown.
+private final class ImportedFrame {
+    let frame: VideoFrame
+    private(set) var image: DMABufTexture?
+    var texture: DMABufTexture { image! }
+    init(frame: VideoFrame, texture: DMABufTexture) {
+        self.frame = frame
+        image = texture
+    }
+    deinit { image = nil }  // the EGL image first; the frame (and the decoder's buffers) after it
 }
 
 private enum ProgramKind: Hashable, CustomStringConvertible {

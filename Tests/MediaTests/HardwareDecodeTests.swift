@@ -84,3 +84,37 @@ struct FailingMidStreamBackend: MediaBackend {
         #expect(player.stats.dropped == 0 && player.stats.delayed == 0)
     }
 }
+
+/// The display slot decoders read the interop choice from.
+@Suite struct InteropSlotTests {
+    @Test func aDecoderWithoutHardwareNeitherWaitsNorCopies() throws {
+        let slot = InteropTargetSlot(waitLimit: 30)  // never set: a wait would show as a 30 s test
+        let start = ContinuousClock.now
+        let decoder = try VideoDecoder(path: try TestMedia.clip(seconds: 1, fps: 30), hardware: .vaapi, display: slot)
+        #expect(ContinuousClock.now - start < .seconds(10))
+        #expect(decoder.decodingPath.interop == "none")
+        #expect(decoder.decodingPath.interopReason == "software decoding")
+        #expect(decoder.decodingPath.hwdecCurrent == "no")
+        var frames = 0
+        while let frame = try decoder.nextFrame() {
+            #expect(frame.drmPrime == nil)
+            frames += 1
+        }
+        #expect(frames == 30)
+    }
+
+    @Test func theWaitForTheDisplayIsBoundedAndSaysWhatItWaitedFor() throws {
+        let slot = InteropTargetSlot(waitLimit: 0.2)
+        guard case .failure(let error) = slot.wait() else {
+            Issue.record("an unset slot gave a target")
+            return
+        }
+        #expect(error.reason == "the output's EGL display was not ready within 0.2 s")
+        slot.set(nil)
+        guard case .success(let target) = slot.wait() else {
+            Issue.record("a set slot timed out")
+            return
+        }
+        #expect(target == nil)
+    }
+}

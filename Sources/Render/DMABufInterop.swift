@@ -1,0 +1,136 @@
+import Media
+
+extension DMABufDescriptor {
+    public static let fourccR8 = fourcc("R8  ")
+    public static let fourccGR88 = fourcc("GR88")
+    public static let fourccRG88 = fourcc("RG88")
+    public static let fourccR16 = fourcc("R16 ")
+    public static let fourccGR1616 = fourcc("GR32")
+    public static let fourccNV21 = fourcc("NV21")
+
+    /// The picture a hardware decoder's DRM PRIME frame holds, as one EGL image: a single layer as
+    /// it is (NV12, P010: both planes in one image), or separate single-plane layers (VAAPI's
+    /// export: R8 + GR88 for NV12, R16 + GR1616 for P010, three R8 for YU12) joined under the
+    /// fourcc of the whole picture, each plane keeping its own buffer, offset and pitch. The
+    /// colour tags become the image's sampling hints. Throws, naming what does not fit, for
+    /// layouts EGL cannot take as one image.
+    public init(prime: DRMPrimeDescriptor, colorMatrix: ColorMatrix, colorRange: ColorRange,
+                chromaLocation: ChromaLocation) throws {
+        func fail(_ why: String) -> RenderError {
+            RenderError(call: "DMABufDescriptor(prime:)", detail: why)
+        }
+        guard !prime.layers.isEmpty else { throw fail("the frame has no layers") }
+        let names = prime.layers.map { DRMPrimeDescriptor.fourccName($0.fourcc).trimmingTrailingSpaces }
+        let fourcc: UInt32
+        if prime.layers.count == 1 {
+            fourcc = prime.layers[0].fourcc
+        } else {
+            guard prime.layers.allSatisfy({ $0.planes.count == 1 }) else {
+                throw fail("layers \(names.joined(separator: "+")) have several planes each")
+            }
+            switch prime.layers.map(\.fourcc) {
+            case [Self.fourccR8, Self.fourccGR88]: fourcc = Self.fourccNV12
+            case [Self.fourccR8, Self.fourccRG88]: fourcc = Self.fourccNV21
+            case [Self.fourccR16, Self.fourccGR1616]: fourcc = Self.fourccP010
+            case [Self.fourccR8, Self.fourccR8, Self.fourccR8]: fourcc = Self.fourccYUV420
+            default: throw fail("no single format for layers \(names.joined(separator: "+"))")
+            }
+        }
+        let planes = prime.layers.flatMap(\.planes)
+        guard (1...4).contains(planes.count) else { throw fail("\(planes.count) planes (EGL takes 1-4)") }
+        var modifiers = Set<UInt64>()
+        var out: [DMABufPlane] = []
+        for (i, plane) in planes.enumerated() {
+            guard prime.objects.indices.contains(plane.object) else {
+                throw fail("plane \(i) is in object \(plane.object) of \(prime.objects.count)")
+            }
+            let object = prime.objects[plane.object]
+            guard plane.offset >= 0, plane.pitch > 0 else { throw fail("plane \(i) has offset \(plane.offset), pitch \(plane.pitch)") }
+            modifiers.insert(object.modifier)
+            out.append(DMABufPlane(fd: object.fd, offset: plane.offset, pitch: plane.pitch))
+        }
+        guard modifiers.count == 1, let modifier = modifiers.first else {
+            throw fail("the planes' buffers have different modifiers \(modifiers.sorted().map { "0x" + String($0, radix: 16) })")
+        }
+        self.init(width: prime.width, height: prime.height, fourcc: fourcc,
+                  modifier: modifier == Self.modifierInvalid ? nil : modifier, planes: out,
+                  colorMatrix: colorMatrix, colorRange: colorRange, chromaLocation: chromaLocation)
+    }
+
+    /// Whether the buffers are tiled (a modifier other than linear): EGL then needs
+    /// `EGL_EXT_image_dma_buf_import_modifiers`.
+    public var isTiled: Bool { (modifier ?? 0) != 0 }
+}
+
+private extension String {
+    var trimmingTrailingSpaces: String {
+        var s = self
+        while s.last == " " { s.removeLast() }
+        return s
+    }
+}
+
+/// What an EGL display can do with DMA-BUFs, read once from its extensions.
+public struct DMABufDisplaySupport: Sendable, Equatable {
+    /// `EGL_EXT_image_dma_buf_import` (and `EGL_KHR_image_base`).
+    public var importsDMABufs: Bool
+    /// `EGL_EXT_image_dma_buf_import_modifiers`: tiled buffers.
+    public var importsModifiers: Bool
+    /// `GL_OES_EGL_image_external_essl3`: the shader can sample the image.
+    public var samplesExternalImages: Bool
+    /// `GL_RENDERER`, for messages.
+    public var renderer: String
+
+    public init(importsDMABufs: Bool, importsModifiers: Bool, samplesExternalImages: Bool, renderer: String) {
+        self.importsDMABufs = importsDMABufs
+        self.importsModifiers = importsModifiers
+        self.samplesExternalImages = samplesExternalImages
+        self.renderer = renderer
+    }
+
+    public init(context: GLContext) {
+        self.init(importsDMABufs: context.eglExtensions.contains("EGL_EXT_image_dma_buf_import")
+                      && context.eglExtensions.contains("EGL_KHR_image_base"),
+                  importsModifiers: context.eglExtensions.contains("EGL_EXT_image_dma_buf_import_modifiers"),
+                  samplesExternalImages: context.glExtensions.contains("GL_OES_EGL_image_external_essl3"),
+                  renderer: context.renderer)
+    }
+}
+
+/// The zero-copy decision (`FrameInteropTarget`) for one EGL display: `dmabuf` when the hardware
+/// decoder's first frame is a DRM PRIME picture this display can import as one image (tiled
+/// buffers only with the modifiers extension), else `copy`, with the reason.
+public struct DMABufInterop: FrameInteropTarget {
+    public let support: DMABufDisplaySupport
+    public init(support: DMABufDisplaySupport) { self.support = support }
+
+    public func chooseInterop(hardware: HardwareDecoding, firstFrame: Result<DRMPrimeDescriptor, MediaError>) -> InteropChoice {
+        guard support.importsDMABufs else {
+            return InteropChoice(.copy, "the EGL display (\(support.renderer)) lacks EGL_EXT_image_dma_buf_import")
+        }
+        guard support.samplesExternalImages else {
+            return InteropChoice(.copy, "the GL (\(support.renderer)) lacks GL_OES_EGL_image_external_essl3")
+        }
+        let prime: DRMPrimeDescriptor
+        switch firstFrame {
+        case .failure(let error): return InteropChoice(.copy, "\(hardware.rawValue) gives no DRM PRIME frames: \(error.reason)")
+        case .success(let d): prime = d
+        }
+        let descriptor: DMABufDescriptor
+        do {
+            descriptor = try DMABufDescriptor(prime: prime, colorMatrix: .bt709, colorRange: .limited, chromaLocation: .left)
+        } catch {
+            return InteropChoice(.copy, "the DRM PRIME frame cannot be one EGL image: \(error)")
+        }
+        let format = DRMPrimeDescriptor.fourccName(descriptor.fourcc)
+        let modifier = descriptor.modifier.map { "0x" + String($0, radix: 16) } ?? "none"
+        if descriptor.isTiled && !support.importsModifiers {
+            return InteropChoice(.copy, "\(hardware.rawValue) frames are tiled (modifier \(modifier)) and the EGL display lacks EGL_EXT_image_dma_buf_import_modifiers")
+        }
+        if descriptor.planes.count == 4 && !support.importsModifiers {
+            return InteropChoice(.copy, "\(hardware.rawValue) frames have 4 planes and the EGL display lacks EGL_EXT_image_dma_buf_import_modifiers")
+        }
+        let layers = prime.layers.count == 1 ? "one layer" : "\(prime.layers.count) layers joined"
+        return InteropChoice(.dmabuf, "\(hardware.rawValue) frames as DRM PRIME \(format) (\(layers), modifier \(modifier)) imported with EGL_EXT_image_dma_buf_import\(descriptor.isTiled ? "_modifiers" : "") on \(support.renderer)")
+    }
+}
