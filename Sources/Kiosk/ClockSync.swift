@@ -21,6 +21,8 @@ final class ClockSync {
     private(set) var repeated = 0
     private(set) var skipped = 0
     private(set) var resyncs = 0
+    /// How far the last frame checked was from its place on the timeline, seconds (positive: late).
+    private(set) var lastError: Double?
 
     init(timeline: WallTimeline, playlistIndices: [Int], fileStarts: [MediaTime], logger: Logger) {
         self.timeline = timeline
@@ -46,6 +48,7 @@ final class ClockSync {
         var error = (timeline.start(ofItem: index) + itemTime).seconds - (timeline.start(ofItem: expected.index) + expected.itemTime).seconds
         if error > length / 2 { error -= length }
         if error < -length / 2 { error += length }
+        lastError = -error
         if abs(error) > 0.5 {
             resyncs += 1
             logger.warning("wall sync: off by more than 0.5 s; restarting at the clock's position",

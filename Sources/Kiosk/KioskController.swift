@@ -39,7 +39,7 @@ public final class KioskController: ControlHandler {
     public let propertyNames = [
         "pid", "path", "playlist-pos", "playlist-count", "playlist", "time-pos", "duration", "pause",
         "hwdec-current", "hwdec-interop", "hwdec-fallback", "frame-drop-count", "vo-delayed-frame-count",
-        "display-fps", "vsync-jitter", "outputs", "health",
+        "display-fps", "vsync-jitter", "outputs", "health", "wall-sync",
     ]
 
     public func property(_ name: String) throws(ControlError) -> JSONValue {
@@ -78,8 +78,24 @@ public final class KioskController: ControlHandler {
                 var members: [(key: String, value: JSONValue)] = [("name", .string(output.name)), ("mode", .string(output.mode)),
                                                                    ("connected", .bool(output.connected))]
                 if let r = output.videoRect { members.append(("videoRect", .array(r.map { .number(Double($0)) }))) }
+                if let error = output.syncErrorMs {
+                    members += [("syncErrorMs", .number(error)), ("syncRepeated", .number(Double(output.syncRepeated))),
+                                ("syncSkipped", .number(Double(output.syncSkipped))), ("syncRestarts", .number(Double(output.syncRestarts)))]
+                }
                 return .object(members)
             })
+        case "wall-sync":
+            var members: [(key: String, value: JSONValue)] = [("mode", .string(s.wallSync))]
+            if let clock = s.clockQuality {
+                var quality: [(key: String, value: JSONValue)] = [("source", .string(clock.source)), ("synchronized", .bool(clock.synchronized)),
+                                                                   ("detail", .string(clock.detail))]
+                if let offset = clock.offset { quality.append(("offsetMs", .number(offset * 1000))) }
+                if let rms = clock.rmsOffset { quality.append(("rmsOffsetMs", .number(rms * 1000))) }
+                if let stratum = clock.stratum { quality.append(("stratum", .number(Double(stratum)))) }
+                if let reference = clock.reference { quality.append(("reference", .string(reference))) }
+                members.append(("clock", .object(quality)))
+            }
+            return .object(members)
         case "health":
             let health = status.health()
             return ["status": .string(health.status), "reasons": .array(health.reasons.map { .string($0) })]

@@ -465,8 +465,35 @@ public final class KioskSession: @unchecked Sendable {
         let (loop, current) = lock.withLock { (config.loop, config) }
         if let sync = current.wall?.sync, sync.mode == .clock {
             try startClockSync(current, epoch: sync.epoch, clock: output.clock)
+            if outputSlot == 0 { watchClockQuality() }
         }
         return try presenter.run(stopWhenEmpty: !loop) { [self] in !isStopped && shouldContinue() }
+    }
+
+    /// Asks the clock service how good the system clock is, now and every 30 s until stopped, on
+    /// a thread of its own; health and `wall-sync` report it, and a change is logged.
+    private func watchClockQuality(every interval: Double = 30) {
+        status.update { $0.wallSync = "clock" }
+        Thread.detachNewThread { [self] in
+            var last: ClockQuality?
+            while !isStopped {
+                let quality = ClockQuality.probe()
+                status.update { $0.clockQuality = quality }
+                if quality.source != last?.source || quality.synchronized != last?.synchronized {
+                    let fields: KeyValuePairs = ["source": quality.source, "detail": quality.detail,
+                                                 "offset_ms": quality.offset.map { ($0 * 1000).formatted(decimals: 3) } ?? "-"]
+                    if quality.synchronized || quality.source == "none" {
+                        logger.info(quality.source == "none" ? "wall sync: no clock service to ask how good the clock is"
+                                                             : "wall sync: the system clock is synchronised", fields)
+                    } else {
+                        logger.warning("wall sync: the system clock is not synchronised", fields)
+                    }
+                }
+                last = quality
+                let deadline = Date(timeIntervalSinceNow: interval)
+                while !isStopped && Date() < deadline { Thread.sleep(forTimeInterval: 0.2) }
+            }
+        }
     }
 
     /// Changes this session's entry in `outputStatus.outputs` (made when missing).
@@ -510,13 +537,20 @@ public final class KioskSession: @unchecked Sendable {
                                                                         "loop_s": sync.timeline.length.seconds.formatted(decimals: 3)])
         }
         start(clock.earliestVsync(after: -1) + 30)
-        clockSyncCheck = { [player] shown, picture in
+        clockSyncCheck = { [player, weak self] shown, picture in
             guard let item = picture.item, let index = item.playlistIndex, index < starts.count,
                   let wall = clock.wallTime(ofVsync: shown) else { return }
-            switch sync.check(vsync: shown, wall: wall, index: index, itemTime: picture.itemTime - starts[index], refresh: refresh) {
+            let action = sync.check(vsync: shown, wall: wall, index: index, itemTime: picture.itemTime - starts[index], refresh: refresh)
+            switch action {
             case .none: break
             case .shift(let vsyncs): player.shiftTimeline(byVsyncs: vsyncs)
             case .restart: start(shown + 30)
+            }
+            self?.updateOutput { o in
+                o.syncErrorMs = sync.lastError.map { $0 * 1000 }
+                o.syncRepeated = sync.repeated
+                o.syncSkipped = sync.skipped
+                o.syncRestarts = sync.resyncs
             }
         }
     }

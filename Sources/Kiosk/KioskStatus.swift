@@ -22,6 +22,13 @@ public final class KioskStatus: @unchecked Sendable {
         public var mode: String
         public var videoRect: [Int]?
         public var connected = true
+        /// Wall sync by the clock: how far the last frame shown was from its place on the
+        /// timeline (ms, positive: late), and the corrections made (repeated and skipped frames,
+        /// restarts at the clock's position).
+        public var syncErrorMs: Double?
+        public var syncRepeated = 0
+        public var syncSkipped = 0
+        public var syncRestarts = 0
     }
 
     public struct Snapshot: Sendable {
@@ -46,6 +53,9 @@ public final class KioskStatus: @unchecked Sendable {
         public var vsyncJitter: Double = 0
         public var outputs: [Output] = []
         public var reloadError: String?
+        /// `free` or `clock` (wall sync), and, with `clock`, what the clock service says.
+        public var wallSync = "free"
+        public var clockQuality: ClockQuality?
         /// Files whose pixel format is converted with swscale: uri -> "from -> to".
         public var conversions: [String: String] = [:]
     }
@@ -63,7 +73,8 @@ public final class KioskStatus: @unchecked Sendable {
 
     /// `{"status":"ok|degraded|failed","reasons":[...]}`: failed when nothing can be played;
     /// degraded when an item failed in the last loop, hardware decode asked for is not in use, frames
-    /// were dropped in the last minute, no display is connected, or a reload was refused.
+    /// were dropped in the last minute, no display is connected, a reload was refused, or (wall
+    /// sync by the clock) the clock service says the clock is unsynchronised or over a vsync off.
     public func health(now: ContinuousClock.Instant = .now) -> (status: String, reasons: [String]) {
         let s = snapshot
         var reasons: [String] = []
@@ -81,6 +92,14 @@ public final class KioskStatus: @unchecked Sendable {
         if drops > 0 { reasons.append("\(drops) frames dropped in the last minute") }
         for output in s.outputs where !output.connected { reasons.append("output \(output.name): no display connected") }
         if let reload = s.reloadError { reasons.append("last reload refused: \(reload)") }
+        if s.wallSync == "clock", let clock = s.clockQuality, clock.source != "none" {
+            let vsync = 1 / (s.displayFPS > 0 ? s.displayFPS : 60)
+            if !clock.synchronized {
+                reasons.append("wall sync: the system clock is not synchronised (\(clock.source): \(clock.detail))")
+            } else if let offset = clock.offset, abs(offset) > vsync {
+                reasons.append("wall sync: the system clock is \((offset * 1000).formatted(decimals: 1)) ms off its reference (\(clock.source)), more than a vsync")
+            }
+        }
         return (reasons.isEmpty ? "ok" : "degraded", reasons)
     }
 }

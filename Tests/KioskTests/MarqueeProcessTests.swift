@@ -423,6 +423,15 @@ import TestSupport
         Thread.sleep(forTimeInterval: 1)
         let outputs = data(client.request(["get_property", "outputs"], id: 1))?.arrayValue ?? []
         #expect(outputs.compactMap { $0["name"]?.stringValue } == ["headless-left", "headless-right"], "\(outputs)")
+        for output in outputs {
+            let error = try #require(output["syncErrorMs"]?.numberValue, "\(output)")
+            #expect(abs(error) <= 1000.0 / 60, "\(output)")
+        }
+        // One timeline for both outputs: wall sync by the clock, with what the clock service says
+        // (here none answers, which is reported, not a fault).
+        let sync = data(client.request(["get_property", "wall-sync"], id: 9))
+        #expect(sync?["mode"]?.stringValue == "clock")
+        #expect(sync?["clock"]?["source"] != nil, "\(String(describing: sync))")
         for (id, (output, expected)) in [("headless-left", [255, 0, 0]), ("headless-right", [0, 0, 255])].enumerated() {
             let shot = try #require(data(client.request(["screenshot", .string(output)], id: 2 + id)), "no screenshot of \(output)")
             #expect(shot["output"]?.stringValue == output)

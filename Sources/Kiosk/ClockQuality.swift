@@ -1,0 +1,99 @@
+import Foundation
+import Playback
+
+/// How good the synchronized system clock is, as the clock service that keeps it says: chrony
+/// (`chronyc -c tracking`) or linuxptp (`pmc ... GET TIME_STATUS_NP`). Wall sync by the clock is
+/// only as good as this: a node whose clock is off by 20 ms shows its frames 20 ms off.
+public struct ClockQuality: Sendable, Equatable {
+    /// `chrony`, `ptp`, or `none` (no clock service could be asked).
+    public var source: String
+    /// Whether the service has a reference and keeps the clock to it.
+    public var synchronized: Bool
+    /// System clock minus the reference, seconds (chrony's estimate, or PTP's offset from master).
+    public var offset: Double?
+    /// chrony's long-term RMS of the offset, seconds.
+    public var rmsOffset: Double?
+    public var stratum: Int?
+    /// The reference: a server name, or the PTP grandmaster's identity.
+    public var reference: String?
+    /// What the service said, or why none could be asked.
+    public var detail: String
+
+    public static func none(_ why: String) -> ClockQuality {
+        ClockQuality(source: "none", synchronized: false, detail: why)
+    }
+
+    /// Reads `chronyc -c tracking`: reference ID, name, stratum, reference time, correction (the
+    /// system clock is *slow* by a positive one), last offset, RMS offset, frequency, residual
+    /// frequency, skew, root delay, root dispersion, update interval, leap status.
+    public static func chrony(trackingCSV text: String) -> ClockQuality? {
+        let fields = text.split(separator: "\n").first.map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) } ?? []
+        guard fields.count >= 14, let stratum = Int(fields[2]), let correction = Double(fields[4]) else { return nil }
+        let leap = fields[13].trimmingCharacters(in: .whitespaces)
+        let synchronized = leap != "Not synchronised" && stratum > 0 && stratum < 16 && fields[0] != "00000000"
+        return ClockQuality(source: "chrony", synchronized: synchronized, offset: -correction, rmsOffset: Double(fields[6]),
+                            stratum: stratum, reference: fields[1].isEmpty ? fields[0] : fields[1],
+                            detail: "leap status \(leap)")
+    }
+
+    /// Reads linuxptp's `pmc -u -b 0 'GET TIME_STATUS_NP'` answer: `master_offset` (ns),
+    /// `gmPresent` and `gmIdentity`.
+    public static func ptp(timeStatus text: String) -> ClockQuality? {
+        var values: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            if words.count == 2 { values[String(words[0])] = String(words[1]) }
+        }
+        guard let offset = values["master_offset"].flatMap(Double.init), let present = values["gmPresent"] else { return nil }
+        return ClockQuality(source: "ptp", synchronized: present == "true", offset: offset / 1e9,
+                            reference: values["gmIdentity"], detail: present == "true" ? "grandmaster present" : "no grandmaster")
+    }
+
+    /// Asks chrony, then linuxptp; each command gets `timeout` seconds.
+    public static func probe(chronyc: String = "chronyc", pmc: String = "pmc", timeout: Double = 2) -> ClockQuality {
+        var problems: [String] = []
+        switch runCommand([chronyc, "-c", "tracking"], timeout: timeout) {
+        case .success(let out):
+            if let quality = chrony(trackingCSV: out) { return quality }
+            problems.append("chronyc: unexpected answer \(out.prefix(80).debugDescription)")
+        case .failure(let why): problems.append("chronyc: \(why.description)")
+        }
+        switch runCommand([pmc, "-u", "-b", "0", "GET TIME_STATUS_NP"], timeout: timeout) {
+        case .success(let out):
+            if let quality = ptp(timeStatus: out) { return quality }
+            problems.append("pmc: no TIME_STATUS_NP answer (is ptp4l running?)")
+        case .failure(let why): problems.append("pmc: \(why.description)")
+        }
+        return .none(problems.joined(separator: "; "))
+    }
+
+    struct CommandFailure: Error, CustomStringConvertible { let description: String }
+
+    /// Runs `argv` (found on PATH), returns its standard output; fails when it cannot start,
+    /// exits non-zero, or runs past `timeout` seconds (then it is killed).
+    static func runCommand(_ argv: [String], timeout: Double) -> Result<String, CommandFailure> {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = argv
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        do { try process.run() } catch { return .failure(CommandFailure(description: "cannot run: \(error)")) }
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        if process.isRunning {
+            process.terminate()
+            return .failure(CommandFailure(description: "no answer within \(timeout) s"))
+        }
+        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            // env exits 127 when the command is not installed.
+            let why = process.terminationStatus == 127 ? "not installed" : message.isEmpty ? "exit status \(process.terminationStatus)" : message
+            return .failure(CommandFailure(description: why))
+        }
+        return .success(output)
+    }
+}
