@@ -52,6 +52,13 @@ public final class HeadlessOutput: PresentationOutput {
         return try finish(atVsync: vsync)
     }
 
+    /// A mosaic: one frame per `layer.mosaicRegions` entry.
+    public func present(mosaic frames: [VideoFrame?], atVsync vsync: Int64) throws -> Int64 {
+        target.bind()
+        try layer.draw(mosaic: frames, bounds: bounds)
+        return try finish(atVsync: vsync)
+    }
+
     /// A wall output showing several regions (a mosaic): the part of each region's picture that
     /// `window`, this output's rectangle on the canvas, shows. (One region: set
     /// `layer.wallPlacement` and use `present(_:atVsync:)`.)

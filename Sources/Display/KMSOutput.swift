@@ -166,6 +166,15 @@ public final class KMSOutput: PresentationOutput {
         }
     }
 
+    /// A mosaic: one frame per `layer.mosaicRegions` entry.
+    public func present(mosaic frames: [VideoFrame?], atVsync vsync: Int64) throws -> Int64 {
+        guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
+        return try link.present(atVsync: vsync) { [layer] in
+            guard let head = link.head else { return }
+            try layer.draw(mosaic: frames, bounds: head.bounds)
+        }
+    }
+
     /// Takes the display down (the saved CRTC state goes back), releases the surfaces, drops DRM
     /// master and closes the device. Safe to call more than once.
     public func close() {

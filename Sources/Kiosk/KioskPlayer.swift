@@ -129,15 +129,15 @@ private func presentOutput(slot: Int, session: KioskSession, kind: OutputKind, r
 }
 
 /// Places the picture for a wall output: it shows its rectangle of the canvas (bezels are the
-/// canvas between output rectangles), turned by the output's rotation. This version shows the
-/// first region the output sees.
+/// canvas between output rectangles), turned by the output's rotation. An output that shows
+/// several regions is a mosaic: each region's picture, with the region's gravity.
 func applyWall(_ config: KioskConfig, output: WallConfig.Output?, to layer: PlayerLayer, logger: Logger) {
     guard let wall = config.wall, let output else { return }
     let regions = wall.regions(seenBy: output)
     guard let region = regions.first?.region else { return }
-    if regions.count > 1 { logger.warning("this version shows one region per output", ["output": output.name]) }
     layer.rotation = output.rotation
     layer.wallPlacement = wall.placement(of: region, on: output)
-    logger.info("wall output", ["output": output.name, "window": "\(output.rect)", "region": "\(region.rect)",
-                                "sync": wall.sync.mode.rawValue])
+    layer.mosaicRegions = regions.count > 1 ? regions.map { ($0.region.rect, $0.region.gravity ?? config.display.gravity) } : []
+    logger.info("wall output", ["output": output.name, "window": "\(output.rect)",
+                                "regions": regions.map { "\($0.region.rect)" }.joined(separator: ","), "sync": wall.sync.mode.rawValue])
 }

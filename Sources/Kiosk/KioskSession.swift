@@ -60,6 +60,8 @@ public final class KioskSession: @unchecked Sendable {
     /// writes into its leader's status; its own playlist state stays private).
     private let outputStatus: KioskStatus
     private let outputSlot: Int
+    /// Which of the regions its output shows this session plays (0 but on a mosaic output).
+    private let regionRank: Int
     private let node: String
     /// The name of the output presenting now (nil before `present`); guarded by `lock`.
     private var outputName: String?
@@ -79,14 +81,16 @@ public final class KioskSession: @unchecked Sendable {
     }
 
     private init(config: KioskConfig, configPath: String?, logger: Logger, node: String,
-                 overrides: @escaping @Sendable (inout KioskConfig) -> Void, outputStatus: KioskStatus?, outputSlot: Int) {
+                 overrides: @escaping @Sendable (inout KioskConfig) -> Void, outputStatus: KioskStatus?, outputSlot: Int,
+                 regionRank: Int = 0) {
         let status = KioskStatus()
         self.status = status
         self.outputStatus = outputStatus ?? status
         self.outputSlot = outputSlot
+        self.regionRank = regionRank
         self.node = node
         unselectedConfig = config
-        let config = config.forWallOutput(outputSlot, node: node)
+        let config = config.forWallOutput(outputSlot, node: node, regionRank: regionRank)
         self.config = config
         self.configPath = configPath
         self.overrides = overrides
@@ -134,8 +138,13 @@ public final class KioskSession: @unchecked Sendable {
     /// the clock, so that both follow one timeline. Reloads and stops reach it through this one;
     /// other commands act on this session's player (under clock sync every output follows the clock).
     public func makeFollower(slot: Int, logger: Logger) -> KioskSession {
+        makeFollower(slot: slot, regionRank: 0, logger: logger)
+    }
+
+    /// A session for the `regionRank`th region that output `slot` shows (a mosaic).
+    func makeFollower(slot: Int, regionRank: Int, logger: Logger) -> KioskSession {
         let follower = KioskSession(config: lock.withLock { unselectedConfig }, configPath: nil, logger: logger, node: node,
-                                    overrides: overrides, outputStatus: status, outputSlot: slot)
+                                    overrides: overrides, outputStatus: status, outputSlot: slot, regionRank: regionRank)
         lock.withLock { followers.append(follower) }
         if isStopped { follower.stop() }
         return follower
@@ -369,22 +378,23 @@ public final class KioskSession: @unchecked Sendable {
             logger.error("reload refused; the old config keeps playing", ["config": configPath, "error": "\(error)"])
             return .failed("\(error)")
         }
-        let newConfig = loaded.forWallOutput(outputSlot, node: node)
+        let newConfig = loaded.forWallOutput(outputSlot, node: node, regionRank: regionRank)
         let old = lock.withLock { config }
         if old.display.mode != newConfig.display.mode || old.display.output != newConfig.display.output {
             logger.warning("display settings change at the next start; the playlist changes now", ["config": configPath])
         }
         adopt(loaded)
-        for follower in lock.withLock({ followers }) { follower.adopt(loaded) }
         logger.info(newConfig.wall?.sync.mode == .clock ? "reloaded; the new playlist's timeline starts now, on the clock"
                                                         : "reloaded; the new playlist starts at the next item boundary",
                     ["config": configPath, "items": "\(newConfig.playlist.count)"])
         return .done
     }
 
-    /// Plays a reloaded config's playlist (the one of this session's wall output).
+    /// Plays a reloaded config's playlist (the one of this session's wall output), and has its
+    /// followers do the same.
     private func adopt(_ loaded: KioskConfig) {
-        let newConfig = loaded.forWallOutput(outputSlot, node: node)
+        defer { for follower in lock.withLock({ followers }) { follower.adopt(loaded) } }
+        let newConfig = loaded.forWallOutput(outputSlot, node: node, regionRank: regionRank)
         lock.withLock {
             config = newConfig
             unselectedConfig = loaded
@@ -420,16 +430,22 @@ public final class KioskSession: @unchecked Sendable {
                                              shouldContinue: @escaping () -> Bool,
                                              onVsync: ((Int64) -> Void)? = nil) throws -> PresentationStats {
         let layer = output.layer
-        let presenter = try PlayerPresenter(player: player, output: output, trace: trace, logger: logger,
+        // A mosaic output shows several regions: a session of its own plays each further one.
+        let regions = (1..<max(1, layer.mosaicRegions.count)).map { rank in
+            makeFollower(slot: outputSlot, regionRank: rank, logger: logger.with(["region": "\(rank)"]))
+        }
+        defer { for region in regions { region.player.removeAllItems() } }  // ends their decode threads
+        let presenter = try PlayerPresenter(players: [player] + regions.map(\.player), output: output, trace: trace, logger: logger,
                                             exitAfter: options.exitAfter.map { MediaTime(seconds: $0, preferredTimescale: 1_000_000) })
         let context = PresentationContext(name: output.name, width: output.bounds.width, height: output.bounds.height,
                                           screenshots: output as? ScreenshotSource, clock: output.clock)
         lock.withLock { outputName = output.name }
         updateOutput { $0 = .init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)") }
         var lastItem: ObjectIdentifier?
-        presenter.willPresent = { [unowned self] item in
-            // The item's own gravity, else the display's: looked up when the item changes.
-            guard ObjectIdentifier(item) != lastItem else { return }
+        presenter.willPresent = { [unowned self] lane, item in
+            // The item's own gravity, else the display's: looked up when the item changes (a
+            // mosaic's regions have theirs).
+            guard lane == 0, regions.isEmpty, ObjectIdentifier(item) != lastItem else { return }
             lastItem = ObjectIdentifier(item)
             let index = item.playlistIndex ?? -1
             layer.gravity = lock.withLock {
@@ -437,7 +453,8 @@ public final class KioskSession: @unchecked Sendable {
             }
         }
         var first = true
-        presenter.didPresent = { [self] shown, picture in
+        presenter.didPresent = { [self] lane, shown, picture in
+            guard lane == 0 else { return regions[lane - 1].clockSyncCheck?(shown, picture) ?? () }
             if first {
                 first = false
                 onFirstFrame?()
@@ -465,6 +482,9 @@ public final class KioskSession: @unchecked Sendable {
         let (loop, current) = lock.withLock { (config.loop, config) }
         if let sync = current.wall?.sync, sync.mode == .clock {
             try startClockSync(current, epoch: sync.epoch, clock: output.clock)
+            for region in regions {
+                try region.startClockSync(region.lock.withLock { region.config }, epoch: sync.epoch, clock: output.clock)
+            }
             if outputSlot == 0 { watchClockQuality() }
         }
         return try presenter.run(stopWhenEmpty: !loop) { [self] in !isStopped && shouldContinue() }
@@ -498,6 +518,7 @@ public final class KioskSession: @unchecked Sendable {
 
     /// Changes this session's entry in `outputStatus.outputs` (made when missing).
     func updateOutput(_ change: (inout KioskStatus.Output) -> Void) {
+        guard regionRank == 0 else { return }  // a mosaic's further regions: the output is reported once
         outputStatus.update { s in
             while s.outputs.count <= outputSlot { s.outputs.append(.init(name: "-", mode: "-", connected: false)) }
             change(&s.outputs[outputSlot])
@@ -506,7 +527,7 @@ public final class KioskSession: @unchecked Sendable {
 
     /// Wall sync by the clock: probes every item for its length (the loop's timeline), starts the
     /// player at the clock's position half a second ahead, and keeps it there frame by frame.
-    private func startClockSync(_ config: KioskConfig, epoch: WallTime, clock: any VsyncClock) throws {
+    func startClockSync(_ config: KioskConfig, epoch: WallTime, clock: any VsyncClock) throws {
         var playable = config
         playable.playlist = []
         var indices: [Int] = [], durations: [MediaTime] = [], starts: [MediaTime] = []

@@ -137,13 +137,15 @@ extension KioskConfig {
     }
 
     /// The config as the session presenting output `slot` of `node` plays it: the playlist of the
-    /// (first) region that output shows and, where the node drives several outputs, wall sync by
+    /// region that output shows (its `regionRank`th, on a mosaic output) and, where the node drives several outputs, wall sync by
     /// the clock (from this process's start when the config sets none), so that all of them follow
     /// one timeline. Unchanged without a wall, or when the wall gives `node` no output `slot`.
-    public func forWallOutput(_ slot: Int, node: String) -> KioskConfig {
+    public func forWallOutput(_ slot: Int, node: String, regionRank: Int = 0) -> KioskConfig {
         guard let wall, let outputs = try? wall.outputs(forNode: node), outputs.indices.contains(slot) else { return self }
         var chosen = self
-        if let region = wall.regions(seenBy: outputs[slot]).first {
+        let seen = wall.regions(seenBy: outputs[slot])
+        if seen.indices.contains(regionRank) {
+            let region = seen[regionRank]
             chosen.playlist = playlist(ofRegion: region.index)
             if wall.regions[region.index].playlist != nil { chosen.playlistOrigin = wall.regions[region.index].playlistOrigin }
         }

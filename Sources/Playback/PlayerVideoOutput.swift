@@ -33,46 +33,70 @@ public final class PlayerVideoOutput: @unchecked Sendable {
 
 /// Drives a player from an output's vsyncs: asks for each vsync's picture, draws it when it
 /// changes, and writes the trace. Runs on the output's thread (its GL context lives there).
+///
+/// A mosaic output shows several players at once (one per region): each vsync asks every player
+/// for its picture, and when any changes the output draws all of them
+/// (`PresentationOutput.present(mosaic:atVsync:)`, in the order of `players`).
 public final class PlayerPresenter<Output: PresentationOutput> {
-    public let player: Player
+    /// The first player (the only one, except on a mosaic).
+    public var player: Player { players[0] }
+    public let players: [Player]
     public let output: Output
-    public let videoOutput: PlayerVideoOutput
+    public let videoOutputs: [PlayerVideoOutput]
+    public var videoOutput: PlayerVideoOutput { videoOutputs[0] }
     private let trace: TraceWriter?
     private let logger: Logger
     private let exitAfter: MediaTime?
+    /// The trace's name of each player's pictures: the output's, or with several players the
+    /// output's and the player's number (`headless-0#1`).
+    private let traceNames: [String]
     /// Called on the presentation thread once per vsync, before its picture is asked for: the
     /// place for work that must run on the output's thread (screenshots) and for liveness pings.
     public var onVsync: ((Int64) throws -> Void)?
-    /// Called on the presentation thread before a new frame of `item` is drawn (per-item settings).
-    public var willPresent: ((PlayerItem) -> Void)?
-    /// Called after a new frame was shown, with the vsync it was shown on (wall sync checks it).
-    public var didPresent: ((Int64, Player.Picture) -> Void)?
+    /// Called on the presentation thread before a new frame of `item` from player number `lane`
+    /// is drawn (per-item settings).
+    public var willPresent: ((_ lane: Int, PlayerItem) -> Void)?
+    /// Called after a new frame of player number `lane` was shown, with the vsync it was shown on
+    /// (wall sync checks it).
+    public var didPresent: ((_ lane: Int, Int64, Player.Picture) -> Void)?
 
-    public init(player: Player, output: Output, trace: TraceWriter? = nil, logger: Logger, exitAfter: MediaTime? = nil) throws {
-        self.player = player
+    public convenience init(player: Player, output: Output, trace: TraceWriter? = nil, logger: Logger, exitAfter: MediaTime? = nil) throws {
+        try self.init(players: [player], output: output, trace: trace, logger: logger, exitAfter: exitAfter)
+    }
+
+    public init(players: [Player], output: Output, trace: TraceWriter? = nil, logger: Logger, exitAfter: MediaTime? = nil) throws {
+        precondition(!players.isEmpty, "a presenter needs a player")
+        self.players = players
         self.output = output
         self.trace = trace
         self.logger = logger.with(["output": output.name])
         self.exitAfter = exitAfter
-        videoOutput = try PlayerVideoOutput(player: player, refresh: output.clock.refresh, name: output.name)
-        player.trace = trace
+        traceNames = players.count == 1 ? [output.name] : players.indices.map { "\(output.name)#\($0)" }
+        videoOutputs = try zip(players, traceNames).map { player, name in
+            try PlayerVideoOutput(player: player, refresh: output.clock.refresh, name: name)
+        }
+        for player in players { player.trace = trace }
     }
 
     /// Presents until `shouldContinue` says no, `exitAfter` of presentation time has passed, or
-    /// (with `stopWhenEmpty`) the queue has played out and the background is shown.
+    /// (with `stopWhenEmpty`) every player's queue has played out and the background is shown.
     public func run(stopWhenEmpty: Bool = false, while shouldContinue: () -> Bool) throws -> PresentationStats {
         let clock = output.clock
         // A virtual clock waits as long as decoding takes; a real one only about one vsync.
         let wait = clock is VirtualVsyncClock ? 10 : max(0.002, clock.refresh.interval.seconds)
         var last: Int64 = -1
-        var showingBlank: Bool?
+        // Per player: nil before its first picture, then whether it shows no video.
+        var showingBlank = [Bool?](repeating: nil, count: players.count)
         defer { trace?.flush() }
         while shouldContinue() {
             let n = clock.earliestVsync(after: last)
             if let exitAfter, clock.time(ofVsync: n) >= exitAfter { break }
             try onVsync?(n)
-            let picture = videoOutput.picture(forVsync: n, waitingUpTo: wait)
-            guard picture.isNew || showingBlank == nil || (picture.frame == nil && showingBlank == false) else {
+            let pictures = videoOutputs.map { $0.picture(forVsync: n, waitingUpTo: wait) }
+            let changed = pictures.indices.filter { i in
+                pictures[i].isNew || showingBlank[i] == nil || (pictures[i].frame == nil && showingBlank[i] == false)
+            }
+            guard !changed.isEmpty else {
                 // Nothing new for vsync n: wait only for the vsync before it, so that the next
                 // picture (for n + 1) is drawn during a whole vsync interval and not just the
                 // last one. Without a new picture the loop still runs at the display's rate.
@@ -80,30 +104,31 @@ public final class PlayerPresenter<Output: PresentationOutput> {
                 last = n
                 continue
             }
-            var shown: Int64
-            if let frame = picture.frame, let item = picture.item {
+            let frames: [Output.Frame?] = pictures.map { picture in
+                guard let frame = picture.frame else { return nil }
                 guard let drawable = frame as? Output.Frame else {
                     logger.error("frame of the wrong type for this output; skipped", ["type": "\(type(of: frame))"])
-                    last = n
-                    continue
+                    return nil
                 }
-                willPresent?(item)
-                shown = try output.present(drawable, atVsync: n)
-                trace?.frame(vsync: shown, t: clock.time(ofVsync: shown), output: output.name, item: item.traceIndex,
-                             uri: item.asset.url.path, pts: frame.pts,
-                             wall: clock.wallTime(ofVsync: shown)?.unixSeconds ?? Date().timeIntervalSince1970)
-                didPresent?(shown, picture)
-                showingBlank = false
-            } else {
-                shown = try output.present(nil, atVsync: n)
-                if showingBlank != true {
-                    trace?.blank(vsync: shown, t: clock.time(ofVsync: shown), output: output.name)
-                }
-                showingBlank = true
-                if stopWhenEmpty && player.currentItem == nil { break }
+                return drawable
             }
-            if shown > n { videoOutput.didShow(onVsync: shown) }
+            for i in changed { if frames[i] != nil, let item = pictures[i].item { willPresent?(i, item) } }
+            let shown = frames.count == 1 ? try output.present(frames[0], atVsync: n) : try output.present(mosaic: frames, atVsync: n)
+            for i in changed {
+                if frames[i] != nil, let item = pictures[i].item, let presentable = pictures[i].frame {
+                    trace?.frame(vsync: shown, t: clock.time(ofVsync: shown), output: traceNames[i], item: item.traceIndex,
+                                 uri: item.asset.url.path, pts: presentable.pts,
+                                 wall: clock.wallTime(ofVsync: shown)?.unixSeconds ?? Date().timeIntervalSince1970)
+                    didPresent?(i, shown, pictures[i])
+                    showingBlank[i] = false
+                } else {
+                    if showingBlank[i] != true { trace?.blank(vsync: shown, t: clock.time(ofVsync: shown), output: traceNames[i]) }
+                    showingBlank[i] = true
+                }
+            }
+            if shown > n { for videoOutput in videoOutputs { videoOutput.didShow(onVsync: shown) } }
             last = shown
+            if stopWhenEmpty && players.allSatisfy({ $0.currentItem == nil }) && showingBlank.allSatisfy({ $0 == true }) { break }
         }
         return player.stats
     }

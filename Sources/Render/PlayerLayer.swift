@@ -38,6 +38,9 @@ public final class PlayerLayer {
     /// picture is placed in `wallPlacement.region` of the canvas; `draw` then draws only the part
     /// the window shows (see `wallPiece`). nil (the default): the picture is placed in the bounds.
     public var wallPlacement: WallPlacement?
+    /// A mosaic output: the canvas regions (and their gravities) that `draw(mosaic:bounds:)`
+    /// draws, through `wallPlacement.window`, one frame each.
+    public var mosaicRegions: [(region: PixelRect, gravity: VideoGravity?)] = []
     /// Imports frames that stay in DMA-BUFs (zero-copy hardware decode); nil: such frames are
     /// copied to memory (and their decoder told to copy).
     public var dmabufImporter: DMABufImporter?
@@ -128,6 +131,17 @@ public final class PlayerLayer {
             try drawPiece(frame, region: region.region, window: window, bounds: bounds, targetHeight: targetHeight,
                           gravity: region.gravity)
         }
+    }
+
+    /// One frame per `mosaicRegions` entry, drawn through `wallPlacement.window`; without those,
+    /// the first frame as `draw` would.
+    public func draw(mosaic frames: [VideoFrame?], bounds: PixelRect) throws {
+        guard let window = wallPlacement?.window, !mosaicRegions.isEmpty else {
+            try draw(frames.first ?? nil, bounds: bounds)
+            return
+        }
+        try draw(regions: zip(frames, mosaicRegions).map { WallRegionFrame(frame: $0, region: $1.region, gravity: $1.gravity) },
+                 window: window, bounds: bounds)
     }
 
     private func drawPiece(_ frame: VideoFrame, region: PixelRect, window: PixelRect, bounds: PixelRect,

@@ -360,12 +360,15 @@ import TestSupport
     }
 
     /// The pixel (r, g, b) three quarters across and half down a PNG, decoded with the ffmpeg command.
-    func pixelThreeQuartersAcross(_ png: Data) throws -> [UInt8] {
+    func pixelThreeQuartersAcross(_ png: Data) throws -> [UInt8] { try pixel(png, x: "3*iw/4") }
+
+    /// The pixel (r, g, b) at column `x` (an ffmpeg crop expression) and half down a PNG.
+    func pixel(_ png: Data, x: String) throws -> [UInt8] {
         let path = TestMedia.folder + "/shot-\(UUID().uuidString).png"
         try png.write(to: URL(fileURLWithPath: path))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffmpeg", "-v", "error", "-i", path, "-vf", "crop=1:1:3*iw/4:ih/2", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]
+        process.arguments = ["ffmpeg", "-v", "error", "-i", path, "-vf", "crop=1:1:\(x):ih/2", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]
         let out = Pipe()
         process.standardOutput = out
         try process.run()
@@ -445,5 +448,39 @@ import TestSupport
         let (worst, compared) = syncError(of: right, against: left)
         #expect(compared >= right.count - 5)
         #expect(worst <= 1.0 / 60 + 0.001, "sync error \(worst * 1000) ms")
+    }
+
+    /// One output showing two regions of the canvas, each with its own playlist (a mosaic on one
+    /// screen): the left half plays a red clip, the right half a blue one, each on its own player.
+    @Test func oneOutputShowsTwoRegionsEachWithItsOwnPlaylist() throws {
+        func solid(_ colour: String) throws -> String {
+            try TestMedia.make("solid-\(colour).mp4", ["-f", "lavfi", "-i", "color=c=\(colour):size=160x180:rate=25", "-t", "1",
+                                                      "-pix_fmt", "yuv420p", "-c:v", "libx264", "-qp", "0", "-f", "mp4"])
+        }
+        let red = try solid("red"), blue = try solid("blue")
+        let config = TestMedia.folder + "/wall-mosaic-\(UUID().uuidString).json"
+        try #"""
+            {"display": {"gravity": "resize"},
+             "wall": {"canvas": {"width": 320, "height": 180},
+                      "regions": [{"x": 0, "y": 0, "width": 160, "height": 180, "playlist": [{"uri": "\#(red)"}]},
+                                  {"x": 160, "y": 0, "width": 160, "height": 180, "playlist": [{"uri": "\#(blue)"}]}],
+                      "outputs": [{"name": "screen", "x": 0, "y": 0, "width": 320, "height": 180}]}}
+            """#.write(toFile: config, atomically: true, encoding: .utf8)
+        let running = try Running(config: config, clock: "real", exitAfter: 4)
+        let client = try running.connect()
+        Thread.sleep(forTimeInterval: 1)
+        let shot = try #require(data(client.request(["screenshot"], id: 1)))
+        let png = try #require(Data(base64Encoded: shot["data"]?.stringValue ?? ""))
+        for (fraction, expected) in [("iw/4", [255, 0, 0]), ("3*iw/4", [0, 0, 255])] {
+            let pixel = try pixel(png, x: fraction)
+            #expect(pixel.count == 3 && zip(pixel, expected).allSatisfy { abs(Int($0) - $1) <= 4 }, "at \(fraction): \(pixel)")
+        }
+        #expect(running.wait() == 0)
+        // Each region's player has its own lines in the trace, and neither shows a blank.
+        let lines = try running.traceLines()
+        for lane in ["headless-screen#0", "headless-screen#1"] {
+            #expect(frames(lines, output: lane).count >= 3 * 25 - 5, "\(lane)")
+            #expect(!lines.contains { $0["type"] as? String == "blank" && $0["output"] as? String == lane }, "\(lane)")
+        }
     }
 }
