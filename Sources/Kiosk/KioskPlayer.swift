@@ -43,6 +43,7 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
                                       "api": output.api.rawValue, "format": output.format.rawValue, "rotation": "\(config.display.rotation.rawValue)",
                                       "fences": output.nativeFences ? "native" : "none", "renderTiming": output.renderTiming,
                                       "hotplug": output.hotplugSource, "renderer": output.renderer])
+        chooseConversion(config, renderer: output.renderer, session: session, logger: logger)
         // No display yet, or it goes away: the output waits (the player is not asked for frames, so
         // decoding stays paused), the control socket answers, and health says why.
         session.status.update { $0.outputs = [.init(name: output.name, mode: "-", connected: false)] }
@@ -68,11 +69,21 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
                                       "mode": "\(config.display.mode)", "rotation": "\(config.display.rotation.rawValue)",
                                       "clock": options.clock.rawValue,
                                       "renderer": output.context.renderer])
+        chooseConversion(config, renderer: output.context.renderer, session: session, logger: logger)
         stats = try session.present(on: output, options: options, shouldContinue: shouldContinue, onVsync: onVsync)
     }
     logger.info("stopped", ["frames": "\(stats.presented)", "dropped": "\(stats.dropped)",
                             "delayed": "\(stats.delayed)", "vsync": "\(stats.lastVsync)"])
     return stats
+}
+
+/// Chooses, once per output, where frames become RGB (`display.conversion`, the renderer), logs
+/// why, and sets it for the session's decode threads.
+func chooseConversion(_ config: KioskConfig, renderer: String, session: KioskSession, logger: Logger) {
+    let choice = chooseColorConversion(config.display.conversion, renderer: renderer)
+    session.colorConversion.set(choice.conversion)
+    logger.info("colour conversion chosen", ["conversion": choice.conversion.rawValue, "why": choice.reason,
+                                             "setting": config.display.conversion.rawValue, "renderer": renderer])
 }
 
 /// Places the picture for a wall: the output this node drives shows its rectangle of the canvas

@@ -54,6 +54,8 @@ public final class KioskSession: @unchecked Sendable {
     private var lastLoop = 0
     private let presentationTasks = PresentationTasks()
     private var backend: ReportingBackend!
+    /// Where frames become RGB: the output sets it when it starts (`runKiosk`), the decode threads follow it.
+    public let colorConversion = ColorConversionSwitch()
 
     /// - Parameter configPath: the file `reload` reads again (nil: reload is refused).
     public init(config: KioskConfig, configPath: String?, logger: Logger,
@@ -66,6 +68,7 @@ public final class KioskSession: @unchecked Sendable {
         var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding) { [weak self] uri, info, path in
             self?.decoderOpened(uri: uri, info: info, path: path)
         }
+        ffmpeg.colorConversion = colorConversion
         ffmpeg.stillDuration = { [weak self] path in
             guard let self else { return nil }
             return lock.withLock { self.config.playlist.first { $0.path == path }?.duration } ?? defaultStillDuration
