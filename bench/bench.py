@@ -785,7 +785,7 @@ def write_markdown(results, path):
     lines += ["", "## 6. Player layer: upload + draw per 1080p frame, by pixel format", "",
               "`layerbench`: two alternating 1920x1080 frames of each format drawn on a 1920x1080 headless output "
               "(20 frames each); textures are made once per plane and reused. `rgba` is a frame already converted; "
-              "`cpu conversion` rows include the swscale conversion to RGBA (`display.conversion: cpu`).", ""]
+              "`cpu` rows include the swscale conversion to RGBA (`display.conversion: cpu`).", ""]
     if layer.get("rows"):
         lines += ["| format | path | ms per frame (mean) | best | textures |", "|---|---|---|---|---|"]
         for r in layer["rows"]:

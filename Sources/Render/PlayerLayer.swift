@@ -18,9 +18,9 @@ public enum HighDepthSampling: String, Sendable, CaseIterable {
 ///
 /// Draws yuv420p, yuvj420p, nv12, yuv422p, yuv444p, yuv420p10le (and 4:2:2/4:4:4 10-bit) and p010
 /// without a CPU conversion. Frames already converted to RGBA (`ColorConversion.cpu`) are drawn
-/// from one texture by a plain texture fetch, nearest where the draw is 1:1. Lives on its GL context's thread; owns its GL objects. The render path
-/// allocates nothing per frame: textures are made once per plane size and format, uniforms are set
-/// only when they change.
+/// from one texture by a plain texture fetch, nearest where the draw is 1:1. Lives on its GL
+/// context's thread; owns its GL objects. The render path allocates nothing per frame: textures
+/// are made once per plane size and format, uniforms are set only when they change.
 public final class PlayerLayer {
     public var gravity: VideoGravity = .resizeAspect
     /// The display's own turn (a portrait screen): the picture is turned clockwise by this in the

@@ -87,7 +87,7 @@ do {
             let result = try measure(frames: frames) { i in
                 _ = try output.present(try converter.convert(pair[i % 2]), atVsync: Int64(i))
             }
-            report("\(format.rawValue) (cpu conversion)", result, textures: output.layer.textureAllocations)
+            report("\(format.rawValue) (cpu)", result, textures: output.layer.textureAllocations)
         }
         if format.bitsPerSample > 8 {
             let context = try GLContext.surfaceless()
