@@ -784,9 +784,10 @@ def write_markdown(results, path):
     layer = results.get("layer", {})
     lines += ["", "## 6. Player layer: upload + draw per 1080p frame, by pixel format", "",
               "`layerbench`: two alternating 1920x1080 frames of each format drawn on a 1920x1080 headless output "
-              "(20 frames each); textures are made once per plane and reused.", ""]
+              "(20 frames each); textures are made once per plane and reused. `rgba` is a frame already converted; "
+              "`cpu` rows include the swscale conversion to RGBA (`display.conversion: cpu`).", ""]
     if layer.get("rows"):
-        lines += ["| format | sampling | ms per frame (mean) | best | textures |", "|---|---|---|---|---|"]
+        lines += ["| format | path | ms per frame (mean) | best | textures |", "|---|---|---|---|---|"]
         for r in layer["rows"]:
             lines.append(f"| {r['format']} | {r['path']} | {r['ms_mean']:.1f} | {r['ms_best']:.1f} | {r['textures']} |")
     else:

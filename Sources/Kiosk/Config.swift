@@ -64,6 +64,8 @@ public struct KioskConfig: Sendable {
         public var gravity: VideoGravity = .resizeAspect
         /// `display.rotation`: how far the picture is turned clockwise for a screen mounted on its side.
         public var rotation: Rotation = .none
+        /// `display.conversion`: where Y'CbCr becomes RGB (`auto`: on the CPU for software renderers).
+        public var conversion: ColorConversionMode = .auto
         public init() {}
     }
 
@@ -205,7 +207,7 @@ struct ConfigReader {
                     }
                 }
             case "display":
-                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity", "device", "connector", "kmsApi", "format", "rotation"]) else { continue }
+                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity", "device", "connector", "kmsApi", "format", "rotation", "conversion"]) else { continue }
                 for (field, v) in fields {
                     let path = "display.\(field)"
                     switch field {
@@ -252,6 +254,8 @@ struct ConfigReader {
                             continue
                         }
                         config.display.rotation = rotation
+                    case "conversion":
+                        if let mode: ColorConversionMode = choice(v, at: path) { config.display.conversion = mode }
                     default: break
                     }
                 }

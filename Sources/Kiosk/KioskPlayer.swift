@@ -102,6 +102,7 @@ private func presentOutput(slot: Int, session: KioskSession, kind: OutputKind, r
                                       "api": output.api.rawValue, "format": output.format.rawValue, "rotation": "\(output.layer.rotation.rawValue)",
                                       "fences": output.nativeFences ? "native" : "none", "renderTiming": output.renderTiming,
                                       "hotplug": output.hotplugSource, "renderer": output.renderer])
+        chooseConversion(config, renderer: output.renderer, session: session, logger: logger)
         // No display yet, or it goes away: the output waits (the player is not asked for frames, so
         // decoding stays paused), the control socket answers, and health says why.
         session.updateOutput { $0 = .init(name: output.name, mode: "-", connected: false) }
@@ -125,7 +126,17 @@ private func presentOutput(slot: Int, session: KioskSession, kind: OutputKind, r
                                   "mode": "\(config.display.mode)", "rotation": "\(output.layer.rotation.rawValue)",
                                   "clock": options.clock.rawValue,
                                   "renderer": output.context.renderer])
+    chooseConversion(config, renderer: output.context.renderer, session: session, logger: logger)
     return try session.present(on: output, options: options, trace: trace, shouldContinue: shouldContinue, onVsync: onVsync)
+}
+
+/// Chooses, once per output, where Y'CbCr becomes RGB (`display.conversion`) for the decoders
+/// of `session`.
+func chooseConversion(_ config: KioskConfig, renderer: String, session: KioskSession, logger: Logger) {
+    let choice = chooseColorConversion(config.display.conversion, renderer: renderer)
+    session.colorConversion.set(choice.conversion)
+    logger.info("colour conversion chosen", ["conversion": choice.conversion.rawValue, "why": choice.reason,
+                                             "setting": config.display.conversion.rawValue, "renderer": renderer])
 }
 
 /// Places the picture for a wall output: it shows its rectangle of the canvas (bezels are the

@@ -69,7 +69,9 @@ public final class KioskSession: @unchecked Sendable {
     private var followers: [KioskSession] = []
     /// Where decoders find the output's DMA-BUF import (`enableZeroCopy`); decoders that open
     /// before the output exists wait for it a little.
-    public let interopSlot = InteropTargetSlot()
+    public let interopSlot: InteropTargetSlot
+    /// Where frames become RGB: the output sets it when it starts (`runKiosk`), the decode threads follow it.
+    public let colorConversion: ColorConversionSwitch
 
     /// - Parameter configPath: the file `reload` reads again (nil: reload is refused).
     /// - Parameter node: the wall node this process is (`--node`; nil: the host name). The session
@@ -82,7 +84,10 @@ public final class KioskSession: @unchecked Sendable {
 
     private init(config: KioskConfig, configPath: String?, logger: Logger, node: String,
                  overrides: @escaping @Sendable (inout KioskConfig) -> Void, outputStatus: KioskStatus?, outputSlot: Int,
-                 regionRank: Int = 0) {
+                 regionRank: Int = 0, sameOutputAs leader: KioskSession? = nil) {
+        // The sessions of one output's regions draw through one layer: they share its choices.
+        interopSlot = leader?.interopSlot ?? InteropTargetSlot()
+        colorConversion = leader?.colorConversion ?? ColorConversionSwitch()
         let status = KioskStatus()
         self.status = status
         self.outputStatus = outputStatus ?? status
@@ -100,6 +105,7 @@ public final class KioskSession: @unchecked Sendable {
             self?.decoderOpened(uri: uri, info: info, path: path)
         }
         ffmpeg.display = interopSlot
+        ffmpeg.colorConversion = colorConversion
         ffmpeg.stillDuration = { [weak self] path in
             guard let self else { return nil }
             return lock.withLock { self.config.playlist.first { $0.path == path }?.duration } ?? defaultStillDuration
@@ -144,7 +150,8 @@ public final class KioskSession: @unchecked Sendable {
     /// A session for the `regionRank`th region that output `slot` shows (a mosaic).
     func makeFollower(slot: Int, regionRank: Int, logger: Logger) -> KioskSession {
         let follower = KioskSession(config: lock.withLock { unselectedConfig }, configPath: nil, logger: logger, node: node,
-                                    overrides: overrides, outputStatus: status, outputSlot: slot, regionRank: regionRank)
+                                    overrides: overrides, outputStatus: status, outputSlot: slot, regionRank: regionRank,
+                                    sameOutputAs: regionRank > 0 ? self : nil)
         lock.withLock { followers.append(follower) }
         if isStopped { follower.stop() }
         return follower

@@ -18,6 +18,9 @@ public struct FFmpegBackend: MediaBackend {
     public var display: InteropTargetSlot?
     /// How long a still image (PNG, JPEG) at this path shows, in seconds; nil: 10 s.
     public var stillDuration: (@Sendable (String) -> Double?)?
+    /// Where readers' frames are converted to RGB (read per frame): `.cpu` turns each into RGBA
+    /// on the decode thread. nil: the shader converts.
+    public var colorConversion: ColorConversionSwitch?
 
     public init(threads: Int = 0, hardware: HardwareDecoding = .none,
                 onOpen: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil) {
@@ -52,7 +55,7 @@ public struct FFmpegBackend: MediaBackend {
         let decoder = try VideoDecoder(path: url.path, threads: threads, hardware: hardware, display: display)
         if decoder.info.isStillImage { decoder.stillDuration = still(url.path) }
         onOpen?(url.path, decoder.info, decoder.decodingPath)
-        return DecoderReader(decoder: decoder, onChange: onOpen, onConversion: onConversion)
+        return DecoderReader(decoder: decoder, onChange: onOpen, onConversion: onConversion, colorConversion: colorConversion)
     }
 }
 
@@ -62,19 +65,28 @@ final class DecoderReader: FrameReader {
     let decoder: VideoDecoder
     private let onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)?
     private let onConversion: (@Sendable (String, String, String) -> Void)?
+    private let colorConversion: ColorConversionSwitch?
+    /// Made at the first frame converted to RGBA.
+    private var rgba: RGBAConverter?
     private var path: DecodingPath
     private var first = true
 
     init(decoder: VideoDecoder, onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil,
-         onConversion: (@Sendable (String, String, String) -> Void)? = nil) {
+         onConversion: (@Sendable (String, String, String) -> Void)? = nil, colorConversion: ColorConversionSwitch? = nil) {
         self.decoder = decoder
         self.onChange = onChange
         self.onConversion = onConversion
+        self.colorConversion = colorConversion
         path = decoder.decodingPath
     }
 
     func nextFrame() throws -> (any PresentableFrame)? {
-        let frame = try decoder.nextFrame()
+        var frame = try decoder.nextFrame()
+        if let decoded = frame, colorConversion?.conversion == .cpu {
+            let converter = rgba ?? RGBAConverter()
+            rgba = converter
+            frame = try converter.convert(decoded)  // the decoded frame is freed here, its buffers reused
+        }
         if first, let frame {
             first = false
             if let from = frame.convertedFrom { onConversion?(decoder.uri, from, frame.pixelFormat.rawValue) }

@@ -83,9 +83,15 @@ public enum PixelFormat: String, Sendable, CaseIterable {
     case yuv444p10le
     /// Like nv12 with 16-bit little-endian words holding 10-bit samples in their HIGH bits.
     case p010le
+    /// Packed 8-bit R'G'B'A in one plane: a frame already converted to full-range RGB on the CPU
+    /// (`ColorConversion.cpu`, see `RGBAConverter`). Never a decoder's format here.
+    case rgba
+
+    /// Whether the samples are Y'CbCr (all formats but `.rgba`).
+    public var isYCbCr: Bool { self != .rgba }
 
     /// Number of planes: 3, or 2 for the semi-planar (interleaved chroma) layouts.
-    public var planeCount: Int { interleavedChroma ? 2 : 3 }
+    public var planeCount: Int { self == .rgba ? 1 : interleavedChroma ? 2 : 3 }
     /// Whether Cb and Cr share one plane, Cb first.
     public var interleavedChroma: Bool { self == .nv12 || self == .p010le }
     /// log2 of the chroma subsampling: (1, 1) for 4:2:0, (1, 0) for 4:2:2, (0, 0) for 4:4:4.
@@ -93,13 +99,13 @@ public enum PixelFormat: String, Sendable, CaseIterable {
         switch self {
         case .yuv420p, .nv12, .yuv420p10le, .p010le: (1, 1)
         case .yuv422p, .yuv422p10le: (1, 0)
-        case .yuv444p, .yuv444p10le: (0, 0)
+        case .yuv444p, .yuv444p10le, .rgba: (0, 0)
         }
     }
     /// Significant bits of a sample.
     public var bitsPerSample: Int {
         switch self {
-        case .yuv420p, .nv12, .yuv422p, .yuv444p: 8
+        case .yuv420p, .nv12, .yuv422p, .yuv444p, .rgba: 8
         case .yuv420p10le, .yuv422p10le, .yuv444p10le, .p010le: 10
         }
     }
@@ -133,6 +139,7 @@ public enum PixelFormat: String, Sendable, CaseIterable {
         case .yuv422p10le: AV_PIX_FMT_YUV422P10LE
         case .yuv444p10le: AV_PIX_FMT_YUV444P10LE
         case .p010le: AV_PIX_FMT_P010LE
+        case .rgba: AV_PIX_FMT_RGBA
         }
     }
 }
@@ -144,7 +151,7 @@ public struct Plane {
     /// Width in texels (a texel of an interleaved chroma plane holds Cb and Cr).
     public let width: Int
     public let height: Int
-    /// Samples per texel: 1, or 2 for interleaved Cb Cr.
+    /// Samples per texel: 1, 2 for interleaved Cb Cr, 4 for RGBA.
     public let components: Int
     /// Bytes per sample: 1 or 2.
     public let bytesPerSample: Int
@@ -152,15 +159,15 @@ public struct Plane {
     public var bytesPerTexel: Int { components * bytesPerSample }
 }
 
-/// The planes of a frame (2 or 3), held inline: building it allocates nothing.
+/// The planes of a frame (1 for RGBA, else 2 or 3), held inline: building it allocates nothing.
 public struct Planes: RandomAccessCollection {
     private let p0: Plane, p1: Plane, p2: Plane
     public let count: Int
-    init(_ p0: Plane, _ p1: Plane, _ p2: Plane?) {
+    init(_ p0: Plane, _ p1: Plane?, _ p2: Plane?) {
         self.p0 = p0
-        self.p1 = p1
-        self.p2 = p2 ?? p1
-        count = p2 == nil ? 2 : 3
+        self.p1 = p1 ?? p0
+        self.p2 = p2 ?? p1 ?? p0
+        count = p1 == nil ? 1 : p2 == nil ? 2 : 3
     }
     public var startIndex: Int { 0 }
     public var endIndex: Int { count }
@@ -258,14 +265,18 @@ public final class VideoFrame: PresentableFrame, @unchecked Sendable {
     /// Width of the picture as shown (before rotation): `width` scaled by the pixel aspect.
     public var displayWidth: Int { pixelAspect == 1 ? width : max(1, Int((Double(width) * pixelAspect).rounded())) }
 
-    /// Calls `body` with the frame's planes (Y, then Cb and Cr, or one interleaved CbCr plane).
-    /// The pointers are valid only inside `body`. Allocates nothing.
+    /// Calls `body` with the frame's planes (Y, then Cb and Cr, or one interleaved CbCr plane; the
+    /// one RGBA plane). The pointers are valid only inside `body`. Allocates nothing.
     public func withPlanes<R>(_ body: (Planes) throws -> R) rethrows -> R {
         guard let frame else {
             preconditionFailure("withPlanes on a DMA-BUF frame: check `storage` and use copiedToMemory()")
         }
         let f = frame.pointee
         let format = pixelFormat
+        if format == .rgba {
+            return try body(Planes(Plane(bytes: UnsafeRawPointer(f.data.0!), bytesPerRow: Int(f.linesize.0), width: width,
+                                         height: height, components: 4, bytesPerSample: 1), nil, nil))
+        }
         let shift = format.chromaShift
         let cw = (width + (1 << shift.x) - 1) >> shift.x, ch = (height + (1 << shift.y) - 1) >> shift.y
         let bps = format.bytesPerSample
@@ -284,7 +295,8 @@ public final class VideoFrame: PresentableFrame, @unchecked Sendable {
     }
 
     /// The code values of the pixel at (x, y): (Y', Cb, Cr), 0 to 2^bits - 1 (p010's shift
-    /// removed). Chroma is the sample whose block holds (x, y). For tests and diagnostics.
+    /// removed). Chroma is the sample whose block holds (x, y); `.rgba` gives (R', G', B').
+    /// For tests and diagnostics.
     public func sample(x: Int, y: Int) -> (y: Int, cb: Int, cr: Int) {
         let format = pixelFormat
         let shift = format.chromaShift
@@ -297,6 +309,7 @@ public final class VideoFrame: PresentableFrame, @unchecked Sendable {
                     : Int(UInt16(littleEndian: plane.bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
                 return raw >> format.sampleShift
             }
+            if format == .rgba { return (read(p[0], x, y, 0), read(p[0], x, y, 1), read(p[0], x, y, 2)) }
             if format.interleavedChroma {
                 return (read(p[0], x, y, 0), read(p[1], cx, cy, 0), read(p[1], cx, cy, 1))
             }
@@ -308,7 +321,8 @@ public final class VideoFrame: PresentableFrame, @unchecked Sendable {
 extension VideoFrame {
     /// A frame made in memory, for test patterns and benchmarks. `sample(component, x, y)` gives
     /// the code value (0 to 2^bits - 1) of component 0 (Y'), 1 (Cb) or 2 (Cr) at (x, y) of that
-    /// component's own grid (chroma grids are the subsampled size). Rows are padded as FFmpeg
+    /// component's own grid (chroma grids are the subsampled size); for `.rgba` components 0-2 are
+    /// R', G', B' (alpha is opaque). Rows are padded as FFmpeg
     /// pads them (to 64 bytes here), so odd sizes exercise padded uploads.
     public convenience init(format: PixelFormat, width: Int, height: Int, colorMatrix: ColorMatrix,
                             colorRange: ColorRange, chromaLocation: ChromaLocation = .left,
@@ -341,7 +355,8 @@ extension VideoFrame {
                 let row = UnsafeMutableRawPointer(base) + y * Int(stride)
                 for x in 0..<w {
                     for (component, slot) in components {
-                        let value = min(max(sample(component, x, y), 0), maxValue) << format.sampleShift
+                        let code = component == 3 ? maxValue : sample(component, x, y)  // 3: RGBA's alpha
+                        let value = min(max(code, 0), maxValue) << format.sampleShift
                         let i = x * texelSamples + slot
                         if format.bytesPerSample == 1 {
                             row.storeBytes(of: UInt8(value), toByteOffset: i, as: UInt8.self)
@@ -352,10 +367,13 @@ extension VideoFrame {
                 }
             }
         }
-        write(f.data.0!, f.linesize.0, width, height, components: [(0, 0)], texelSamples: 1)
-        if format.interleavedChroma {
+        if format == .rgba {
+            write(f.data.0!, f.linesize.0, width, height, components: [(0, 0), (1, 1), (2, 2), (3, 3)], texelSamples: 4)
+        } else if format.interleavedChroma {
+            write(f.data.0!, f.linesize.0, width, height, components: [(0, 0)], texelSamples: 1)
             write(f.data.1!, f.linesize.1, cw, ch, components: [(1, 0), (2, 1)], texelSamples: 2)
         } else {
+            write(f.data.0!, f.linesize.0, width, height, components: [(0, 0)], texelSamples: 1)
             write(f.data.1!, f.linesize.1, cw, ch, components: [(1, 0)], texelSamples: 1)
             write(f.data.2!, f.linesize.2, cw, ch, components: [(2, 0)], texelSamples: 1)
         }

@@ -17,9 +17,10 @@ public enum HighDepthSampling: String, Sendable, CaseIterable {
 /// `gravity` on the `background` colour.
 ///
 /// Draws yuv420p, yuvj420p, nv12, yuv422p, yuv444p, yuv420p10le (and 4:2:2/4:4:4 10-bit) and p010
-/// without a CPU conversion. Lives on its GL context's thread; owns its GL objects. The render path
-/// allocates nothing per frame: textures are made once per plane size and format, uniforms are set
-/// only when they change.
+/// without a CPU conversion. Frames already converted to RGBA (`ColorConversion.cpu`) are drawn
+/// from one texture by a plain texture fetch, nearest where the draw is 1:1. Lives on its GL
+/// context's thread; owns its GL objects. The render path allocates nothing per frame: textures
+/// are made once per plane size and format, uniforms are set only when they change.
 public final class PlayerLayer {
     public var gravity: VideoGravity = .resizeAspect
     /// The display's own turn (a portrait screen): the picture is turned clockwise by this in the
@@ -172,7 +173,7 @@ public final class PlayerLayer {
             return
         }
         let format = frame.pixelFormat
-        let kind: ProgramKind = format.bytesPerSample == 2 && highDepthSampling == .integer ? .integer : .float
+        let kind: ProgramKind = format == .rgba ? .rgb : format.bytesPerSample == 2 && highDepthSampling == .integer ? .integer : .float
         let program = try program(kind)
         try upload(frame, integer: kind == .integer)
 
@@ -182,6 +183,10 @@ public final class PlayerLayer {
         videoRect = rect
         glUseProgram(program.name)
         setSourceRect(program, kind, piece?.source ?? .full)
+        if kind == .rgb {
+            try drawRGBA(frame, program: program, rect: rect, source: piece?.source ?? .full, turn: turn, targetHeight: targetHeight)
+            return
+        }
         let state = UniformState(program: kind, matrix: frame.colorMatrix, range: frame.colorRange, format: format,
                                  chroma: frame.chromaLocation, turn: turn, lumaWidth: textures[0].width,
                                  lumaHeight: textures[0].height, chromaWidth: textures[1].width,
@@ -197,6 +202,32 @@ public final class PlayerLayer {
         }
         drawQuad(rect, targetHeight: targetHeight)
         try checkGL("glDrawArrays")
+    }
+
+    /// An RGBA frame: one texture, sampled nearest when each texel lands on one pixel (llvmpipe
+    /// then copies it), linear when the picture is scaled.
+    private func drawRGBA(_ frame: VideoFrame, program: LayerProgram, rect: PixelRect, source: TextureRect,
+                          turn: Rotation, targetHeight: Int) throws {
+        let state = UniformState(program: .rgb, matrix: frame.colorMatrix, range: frame.colorRange, format: .rgba,
+                                 chroma: .center, turn: turn, lumaWidth: 0, lumaHeight: 0, chromaWidth: 0, chromaHeight: 0)
+        if state != lastState {
+            glUniform1i(program.quarterTurns, GLint(turn.quarterTurns))
+            lastState = state
+        }
+        // The frame's pixels the quad shows, against the rectangle's (turned back).
+        let sourceWidth = (source.x1 - source.x0) * Double(frame.width), sourceHeight = (source.y1 - source.y0) * Double(frame.height)
+        let (shownWidth, shownHeight) = turn.swapsAxes ? (rect.height, rect.width) : (rect.width, rect.height)
+        let oneToOne = abs(sourceWidth - Double(shownWidth)) < 1e-6 && abs(sourceHeight - Double(shownHeight)) < 1e-6
+        let filter = oneToOne ? GL_NEAREST : GL_LINEAR
+        glActiveTexture(GLenum(GL_TEXTURE0))
+        glBindTexture(GLenum(GL_TEXTURE_2D), textures[0].name)
+        if textures[0].filter != filter {
+            glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_MIN_FILTER), filter)
+            glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_MAG_FILTER), filter)
+            textures[0].filter = filter
+        }
+        drawQuad(rect, targetHeight: targetHeight)
+        try checkGL("glDrawArrays(rgba)")
     }
 
     /// Draws an imported DMA-BUF image (already converted to RGB by the sampler, with the colour
@@ -342,6 +373,7 @@ public final class PlayerLayer {
         glGenTextures(1, &textures[i].name)
         glBindTexture(GLenum(GL_TEXTURE_2D), textures[i].name)
         let filter = storage.filterable ? GL_LINEAR : GL_NEAREST
+        textures[i].filter = filter
         glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_MIN_FILTER), filter)
         glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_MAG_FILTER), filter)
         glTexParameteri(GLenum(GL_TEXTURE_2D), GLenum(GL_TEXTURE_WRAP_S), GL_CLAMP_TO_EDGE)
@@ -364,10 +396,11 @@ public final class PlayerLayer {
         case .float: fragment = Self.fragmentShader(integer: false)
         case .integer: fragment = Self.fragmentShader(integer: true)
         case .external: fragment = Self.externalFragmentShader
+        case .rgb: fragment = Self.rgbFragmentShader
         }
         let name = try linkProgram(vertex: Self.vertexShader, fragment: fragment)
         glUseProgram(name)
-        if kind == .external {
+        if kind == .external || kind == .rgb {
             glUniform1i(glGetUniformLocation(name, "image"), 0)
         } else {
             for (i, plane) in ["planeY", "planeCb", "planeCr"].enumerated() {
@@ -456,6 +489,16 @@ public final class PlayerLayer {
             """
     }
 
+    /// A plain texture fetch, nothing else: what llvmpipe's fast path for copies recognises.
+    static let rgbFragmentShader = """
+        #version 300 es
+        precision mediump float;
+        uniform sampler2D image;
+        in vec2 texCoord;
+        out vec4 color;
+        void main() { color = texture(image, texCoord); }
+        """
+
     static let externalFragmentShader = """
         #version 300 es
         #extension GL_OES_EGL_image_external_essl3 : require
@@ -482,12 +525,13 @@ private final class ImportedFrame {
 }
 
 private enum ProgramKind: Hashable, CustomStringConvertible {
-    case float, integer, external
+    case float, integer, external, rgb
     var description: String {
         switch self {
         case .float: "float"
         case .integer: "integer"
         case .external: "external"
+        case .rgb: "rgb"
         }
     }
 }
@@ -527,7 +571,11 @@ private struct TextureStorage: Equatable {
 
     init(_ plane: Plane, integer: Bool) {
         let two = plane.components == 2
-        if plane.bytesPerSample == 1 {
+        if plane.components == 4 {
+            internalFormat = GLenum(GL_RGBA8)
+            format = GLenum(GL_RGBA)
+            type = GLenum(GL_UNSIGNED_BYTE)
+        } else if plane.bytesPerSample == 1 {
             internalFormat = GLenum(two ? GL_RG8 : GL_R8)
             format = GLenum(two ? GL_RG : GL_RED)
             type = GLenum(GL_UNSIGNED_BYTE)
@@ -549,6 +597,8 @@ private struct PlaneTexture {
     var width = 0
     var height = 0
     var storage = TextureStorage()
+    /// GL_NEAREST or GL_LINEAR, as set on the texture.
+    var filter = GL_LINEAR
 }
 
 /// The extensions of the current GL context.

@@ -80,6 +80,15 @@ do {
             report("\(format.rawValue) (\(format.bitsPerSample > 8 ? output.layer.highDepthSampling.rawValue : "8-bit"))",
                    result, textures: output.layer.textureAllocations)
         }
+        if format.isYCbCr {
+            // The cpu colour conversion: swscale to RGBA on this thread, then one texture drawn.
+            let output = try HeadlessOutput(mode: mode, clock: .virtual)
+            let converter = RGBAConverter()
+            let result = try measure(frames: frames) { i in
+                _ = try output.present(try converter.convert(pair[i % 2]), atVsync: Int64(i))
+            }
+            report("\(format.rawValue) (cpu)", result, textures: output.layer.textureAllocations)
+        }
         if format.bitsPerSample > 8 {
             let context = try GLContext.surfaceless()
             let target = try Framebuffer(width: width, height: height)

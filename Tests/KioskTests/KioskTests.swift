@@ -49,6 +49,14 @@ import TestSupport
         ])
     }
 
+    @Test func colourConversionIsAutoUnlessChosen() throws {
+        #expect(try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}]}"#, baseDirectory: "/media").display.conversion == .auto)
+        let cpu = try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}], "display": {"conversion": "cpu"}}"#, baseDirectory: "/media")
+        #expect(cpu.display.conversion == .cpu)
+        #expect(problems(#"{"playlist": [{"uri": "a.mp4"}], "display": {"conversion": "gpu"}}"#)
+            == [#"display.conversion: "gpu" is not one of "auto", "shader", "cpu""#])
+    }
+
     @Test func missingOrEmptyPlaylistIsAnError() {
         #expect(problems("{}") == ["playlist: missing: the list of items to play"])
         #expect(problems(#"{"playlist": []}"#) == ["playlist: empty: give at least one item"])

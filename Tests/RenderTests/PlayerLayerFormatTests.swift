@@ -113,8 +113,13 @@ struct BlockPattern {
         return (frame, pattern)
     }
 
-    @Test(arguments: Media.PixelFormat.allCases)
-    func everyMatrixAndRangeMatchesTheFloatReference(format: Media.PixelFormat) throws {
+    /// `frame` as the layer gets it through `conversion`: as decoded, or converted to RGBA first.
+    static func through(_ conversion: ColorConversion, _ frame: VideoFrame) throws -> VideoFrame {
+        conversion == .cpu ? try RGBAConverter().convert(frame) : frame
+    }
+
+    @Test(arguments: Media.PixelFormat.allCases.filter(\.isYCbCr), ColorConversion.allCases)
+    func everyMatrixAndRangeMatchesTheFloatReference(format: Media.PixelFormat, conversion: ColorConversion) throws {
         let output = try HeadlessOutput(mode: DisplayMode(width: Self.width, height: Self.height, refresh: RefreshRate(numerator: 60)),
                                         clock: .virtual)
         output.layer.gravity = .resize
@@ -124,9 +129,9 @@ struct BlockPattern {
                 // The frame holds what was written (p010's shift, the plane layout).
                 let stored = frame.sample(x: 13, y: 21), written = pattern.pixel(13, 21)
                 #expect(stored.y == written.0 && stored.cb == written.1 && stored.cr == written.2)
-                _ = try output.present(frame, atVsync: 0)
+                _ = try output.present(try Self.through(conversion, frame), atVsync: 0)
                 let (error, at) = Self.worstError(try output.screenshot(), pattern, matrix: matrix, range: range)
-                #expect(error <= 2, "\(format) \(matrix) \(range): worst \(error) at \(at)")
+                #expect(error <= 2, "\(conversion): \(format) \(matrix) \(range): worst \(error) at \(at)")
             }
         }
     }
@@ -151,15 +156,15 @@ struct BlockPattern {
     }
 
     /// Odd sizes: the chroma planes are rounded up, and still line up with the luma.
-    @Test(arguments: [Media.PixelFormat.yuv420p, .nv12, .yuv422p10le, .p010le])
-    func oddSizesLineUp(format: Media.PixelFormat) throws {
+    @Test(arguments: [Media.PixelFormat.yuv420p, .nv12, .yuv422p10le, .p010le], ColorConversion.allCases)
+    func oddSizesLineUp(format: Media.PixelFormat, conversion: ColorConversion) throws {
         let (w, h) = (57, 45)
         let output = try HeadlessOutput(mode: DisplayMode(width: w, height: h, refresh: RefreshRate(numerator: 60)), clock: .virtual)
         output.layer.gravity = .resize
         let pattern = BlockPattern(format: format, range: .limited)
         let frame = try VideoFrame(format: format, width: w, height: h, colorMatrix: .bt709, colorRange: .limited,
                                    sample: pattern.sample)
-        _ = try output.present(frame, atVsync: 0)
+        _ = try output.present(try ColourConversionTests.through(conversion, frame), atVsync: 0)
         let image = try output.screenshot()
         var worst = 0.0
         for y in 0..<h {
@@ -171,7 +176,7 @@ struct BlockPattern {
                 worst = max(worst, zip([p.r, p.g, p.b].map(Double.init), expected).map { abs($0 - $1) }.max()!)
             }
         }
-        #expect(worst <= 2, "\(format) \(w)x\(h): worst \(worst)")
+        #expect(worst <= 2, "\(conversion): \(format) \(w)x\(h): worst \(worst)")
     }
 
     /// Left-sited chroma (video) is read where the left luma sample is; centred (JPEG) between.

@@ -39,9 +39,12 @@ import TestSupport
         return [r, g, b].map { min(max($0, 0), 1) * 255 }
     }
 
-    @Test func knownColoursAreDrawnInTheRightPlaces() throws {
+    @Test(arguments: ColorConversion.allCases)
+    func knownColoursAreDrawnInTheRightPlaces(conversion: ColorConversion) throws {
         let decoder = try VideoDecoder(path: try TestMedia.quadrants())
-        let frame = try #require(try decoder.nextFrame())
+        let decoded = try #require(try decoder.nextFrame())
+        let frame = conversion == .cpu ? try RGBAConverter().convert(decoded) : decoded
+        #expect(frame.pixelFormat == (conversion == .cpu ? .rgba : .yuv420p))
         let output = try HeadlessOutput(mode: DisplayMode(width: 1920, height: 1080, refresh: RefreshRate(numerator: 60)),
                                         clock: .virtual, background: RGBColor(hex: "#204060")!)
         #expect(try output.present(frame, atVsync: 0) == 0)
@@ -56,11 +59,11 @@ import TestSupport
         let quadrants = [("red", 80, 60, 600, 270), ("green", 240, 60, 1320, 270),
                          ("blue", 80, 180, 600, 810), ("white", 240, 180, 1320, 810)]
         for (name, sx, sy, x, y) in quadrants {
-            let expected = Self.reference(frame.sample(x: sx, y: sy))
+            let expected = Self.reference(decoded.sample(x: sx, y: sy))
             let p = image.pixel(x: x, y: y)
             let got = [p.r, p.g, p.b].map(Double.init)
             let error = zip(got, expected).map { abs($0 - $1) }.max()!
-            #expect(error <= 2, "\(name): drew \(got), expected \(expected)")
+            #expect(error <= 2, "\(conversion): \(name): drew \(got), expected \(expected)")
         }
         // And they are the colours asked for, within what 8-bit limited-range coding keeps.
         let red = image.pixel(x: 600, y: 270), white = image.pixel(x: 1320, y: 810)

@@ -1,0 +1,176 @@
+import CFFmpeg
+import Playback
+import Synchronization
+
+/// Where Y'CbCr becomes R'G'B' for the screen.
+public enum ColorConversion: String, Sendable, CaseIterable {
+    /// The player layer's shader converts the planes as it draws them (any format, any scaling).
+    case shader
+    /// Each decode thread converts its frames to RGBA with swscale (`RGBAConverter`), and the layer
+    /// draws one RGBA texture with a plain texture fetch: for software renderers (llvmpipe), where
+    /// running the conversion shader over every pixel costs more than the whole conversion on the CPU.
+    case cpu
+}
+
+/// `display.conversion`: `auto` chooses from the renderer when the output starts (Render's
+/// `chooseColorConversion`); `shader` and `cpu` force one.
+public enum ColorConversionMode: String, Sendable, CaseIterable {
+    case auto, shader, cpu
+}
+
+/// The conversion the decode threads follow: set by the output when it starts (once; its renderer
+/// decides), read for every frame by every decode thread. Frames decoded before it is set stay
+/// Y'CbCr, which the layer draws either way.
+public final class ColorConversionSwitch: Sendable {
+    private let cpu: Atomic<Bool>
+
+    public init(_ conversion: ColorConversion = .shader) { cpu = Atomic(conversion == .cpu) }
+
+    public var conversion: ColorConversion { cpu.load(ordering: .relaxed) ? .cpu : .shader }
+
+    public func set(_ conversion: ColorConversion) { cpu.store(conversion == .cpu, ordering: .relaxed) }
+}
+
+/// Converts Y'CbCr frames to RGBA (8 bits, full range, alpha opaque) with swscale, with each
+/// frame's own matrix (BT.601/709/2020) and range, into buffers from a pool that is reused from
+/// frame to frame (a buffer goes back to the pool when its frame is freed).
+///
+/// How, measured here against the exact conversion (1080p, per frame; worst error over every
+/// matrix and range in ColourConversionTests):
+/// - yuv420p and yuv422p (most video): swscale's unscaled SIMD path, chroma repeated rather than
+///   interpolated, about 1 ms. It truncates, so it comes out about one code low (worst 3/255 for
+///   limited range); a brightness offset of `roundingBias` recentres it (worst 1.5/255).
+/// - nv12, yuv444p, 10-bit and p010: that path is not taken for them (and the offset makes them
+///   worse), so `SWS_FULL_CHR_H_INT` (chroma interpolated to every pixel), no offset: worst under
+///   2/255, 8-12 ms.
+/// Adding `SWS_ACCURATE_RND` would be exact (0.5/255) but costs 27-55 ms a frame.
+///
+/// Used from one thread at a time (a decode thread); owns its swscale context and its pool.
+public final class RGBAConverter {
+    /// swscale's brightness, 16.16: +320 recentres the fast path's truncation (measured, see above).
+    static let roundingBias: Int32 = 320
+
+    /// swscale's flags and brightness for converting `format`.
+    static func settings(for format: PixelFormat) -> (flags: Int32, brightness: Int32) {
+        switch format {
+        case .yuv420p, .yuv422p: (Int32(SWS_BILINEAR), roundingBias)
+        default: (Int32(SWS_BILINEAR | SWS_FULL_CHR_H_INT), 0)
+        }
+    }
+
+    private struct Setup: Equatable {
+        var width: Int32, height: Int32
+        var format: PixelFormat
+        var matrix: ColorMatrix
+        var range: ColorRange
+    }
+
+    private var scaler: OpaquePointer?
+    private var setup: Setup?
+    private var pool: OpaquePointer?
+    private var poolBufferSize = 0
+
+    public init() {}
+
+    deinit {
+        sws_freeContext(scaler)
+        // Buffers still held by frames keep the pool alive until they are freed.
+        av_buffer_pool_uninit(&pool)
+    }
+
+    /// `frame` as RGBA, with its timing, rotation and pixel aspect; `frame` is not changed. An
+    /// RGBA frame is returned as it is.
+    public func convert(_ frame: VideoFrame) throws -> VideoFrame {
+        guard frame.pixelFormat.isYCbCr else { return frame }
+        let name = "\(frame.pixelFormat.rawValue) \(frame.width)x\(frame.height) frame"
+        let w = Int32(frame.width), h = Int32(frame.height)
+        let wanted = Setup(width: w, height: h, format: frame.pixelFormat, matrix: frame.colorMatrix, range: frame.colorRange)
+        if setup != wanted {
+            setup = nil
+            let settings = Self.settings(for: frame.pixelFormat)
+            scaler = sws_getCachedContext(scaler, w, h, frame.pixelFormat.avPixelFormat, w, h, AV_PIX_FMT_RGBA,
+                                          settings.flags, nil, nil, nil)
+            guard let scaler else {
+                throw MediaError(uri: name, call: "sws_getCachedContext", reason: "cannot convert \(frame.pixelFormat.rawValue) to rgba")
+            }
+            let table = sws_getCoefficients(frame.colorMatrix.swsColorspace)
+            let r = sws_setColorspaceDetails(scaler, table, frame.colorRange == .full ? 1 : 0, table, 1,
+                                             settings.brightness, 1 << 16, 1 << 16)
+            guard r >= 0 else {
+                throw MediaError(uri: name, call: "sws_setColorspaceDetails", code: r,
+                                 reason: "swscale cannot convert \(frame.colorMatrix.rawValue) \(frame.colorRange.rawValue) to RGB")
+            }
+            setup = wanted
+        }
+
+        // Rows padded to 64 bytes (whole RGBA texels), and 64 bytes of slack for SIMD stores.
+        let stride = (frame.width * 4 + 63) & ~63
+        let size = stride * frame.height + 64
+        if pool == nil || poolBufferSize != size {
+            av_buffer_pool_uninit(&pool)
+            pool = av_buffer_pool_init(size, nil)
+            poolBufferSize = size
+        }
+        guard let out = av_frame_alloc() else { throw MediaError(uri: name, call: "av_frame_alloc", reason: "out of memory") }
+        var owned: UnsafeMutablePointer<AVFrame>? = out
+        guard let buffer = av_buffer_pool_get(pool) else {
+            av_frame_free(&owned)
+            throw MediaError(uri: name, call: "av_buffer_pool_get", reason: "out of memory")
+        }
+        out.pointee.buf.0 = buffer  // the frame owns the buffer now; av_frame_free gives it back to the pool
+        out.pointee.data.0 = buffer.pointee.data
+        out.pointee.linesize.0 = Int32(stride)
+        out.pointee.width = w
+        out.pointee.height = h
+        out.pointee.format = AV_PIX_FMT_RGBA.rawValue
+
+        let r = frame.withPlanes { planes -> Int32 in
+            var source: (UnsafePointer<UInt8>?, UnsafePointer<UInt8>?, UnsafePointer<UInt8>?, UnsafePointer<UInt8>?) = (nil, nil, nil, nil)
+            var sourceStride: (Int32, Int32, Int32, Int32) = (0, 0, 0, 0)
+            source.0 = planes[0].bytes.assumingMemoryBound(to: UInt8.self)
+            sourceStride.0 = Int32(planes[0].bytesPerRow)
+            if planes.count > 1 {
+                source.1 = planes[1].bytes.assumingMemoryBound(to: UInt8.self)
+                sourceStride.1 = Int32(planes[1].bytesPerRow)
+            }
+            if planes.count > 2 {
+                source.2 = planes[2].bytes.assumingMemoryBound(to: UInt8.self)
+                sourceStride.2 = Int32(planes[2].bytesPerRow)
+            }
+            var destination: (UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?) =
+                (out.pointee.data.0, nil, nil, nil)
+            var destinationStride: (Int32, Int32, Int32, Int32) = (Int32(stride), 0, 0, 0)
+            return withUnsafePointer(to: &source) { src in
+                withUnsafePointer(to: &sourceStride) { srcStride in
+                    withUnsafePointer(to: &destination) { dst in
+                        withUnsafePointer(to: &destinationStride) { dstStride in
+                            sws_scale(scaler,
+                                      UnsafeRawPointer(src).assumingMemoryBound(to: UnsafePointer<UInt8>?.self),
+                                      UnsafeRawPointer(srcStride).assumingMemoryBound(to: Int32.self), 0, h,
+                                      UnsafeRawPointer(dst).assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self),
+                                      UnsafeRawPointer(dstStride).assumingMemoryBound(to: Int32.self))
+                        }
+                    }
+                }
+            }
+        }
+        guard r == h else {
+            av_frame_free(&owned)
+            throw MediaError(uri: name, call: "sws_scale", code: r, reason: r < 0 ? ffmpegErrorString(r) : "converted \(r) of \(h) rows")
+        }
+        return VideoFrame(taking: out, format: .rgba, pts: frame.pts, duration: frame.duration,
+                          colorMatrix: frame.colorMatrix, colorRange: frame.colorRange, chromaLocation: frame.chromaLocation,
+                          rotation: frame.rotation, pixelAspect: frame.pixelAspect, convertedFrom: frame.convertedFrom)
+    }
+}
+
+extension ColorMatrix {
+    /// swscale's name of the matrix.
+    var swsColorspace: Int32 {
+        switch self {
+        case .bt601: SWS_CS_ITU601
+        case .bt709: SWS_CS_ITU709
+        case .bt2020: SWS_CS_BT2020
+        }
+    }
+}

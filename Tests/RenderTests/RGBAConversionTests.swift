@@ -1,0 +1,109 @@
+import Display
+import Foundation
+import Media
+import Playback
+import Render
+import Testing
+
+/// The choice of where frames become RGB, from the renderer's name.
+@Suite struct ColorConversionChoiceTests {
+    @Test func softwareRasterizersConvertOnTheCPU() {
+        for renderer in ["llvmpipe (LLVM 15.0.6, 256 bits)", "softpipe", "Mesa X11 swrast"] {
+            let choice = chooseColorConversion(.auto, renderer: renderer)
+            #expect(choice.conversion == .cpu, "\(renderer)")
+            #expect(choice.reason.contains("software rasterizer"), "\(choice.reason)")
+        }
+    }
+
+    @Test func gpusConvertInTheShader() {
+        for renderer in ["Mesa Intel(R) UHD Graphics 620 (KBL GT2)", "V3D 4.2", "virgl (Intel)", "AMD Radeon RX 6600 (navi23)"] {
+            #expect(chooseColorConversion(.auto, renderer: renderer).conversion == .shader, "\(renderer)")
+        }
+    }
+
+    @Test func theSettingOverridesTheRenderer() {
+        #expect(chooseColorConversion(.shader, renderer: "llvmpipe (LLVM 15.0.6, 256 bits)").conversion == .shader)
+        #expect(chooseColorConversion(.cpu, renderer: "V3D 4.2").conversion == .cpu)
+        #expect(chooseColorConversion(.cpu, renderer: "V3D 4.2").reason.contains("display.conversion"))
+    }
+
+    @Test func theSwitchCarriesTheChoiceToDecodeThreads() async {
+        let choice = ColorConversionSwitch()
+        #expect(choice.conversion == .shader)
+        await Task.detached { choice.set(.cpu) }.value
+        #expect(choice.conversion == .cpu)
+    }
+}
+
+/// Frames converted to RGBA on the CPU: buffers reused, and drawn like Y'CbCr frames (the colour
+/// itself is checked against the float reference in ColourConversionTests).
+@Suite(.serialized) struct RGBADrawingTests {
+    static func image(_ frame: VideoFrame) -> [UInt8] {
+        frame.withPlanes { planes in
+            let p = planes[0]
+            var bytes: [UInt8] = []
+            for y in 0..<p.height {
+                bytes += UnsafeRawBufferPointer(start: p.bytes + y * p.bytesPerRow, count: p.width * 4)
+            }
+            return bytes
+        }
+    }
+
+    static func address(_ frame: VideoFrame) -> UnsafeRawPointer { frame.withPlanes { $0[0].bytes } }
+
+    @Test func buffersComeBackToThePool() throws {
+        let source = try VideoFrame(format: .yuv420p, width: 64, height: 36, colorMatrix: .bt709, colorRange: .limited) { c, x, y in
+            c == 0 ? 16 + (x * 7 + y * 3) % 219 : 128
+        }
+        let converter = RGBAConverter()
+        var first: VideoFrame? = try converter.convert(source)
+        let held = try converter.convert(source)
+        let firstAddress = Self.address(first!)
+        #expect(firstAddress != Self.address(held), "two frames alive at once have their own buffers")
+        #expect(first!.pixelFormat == .rgba && first!.width == 64 && first!.height == 36)
+        first = nil  // its buffer goes back to the pool
+        let again = try converter.convert(source)
+        #expect(Self.address(again) == firstAddress, "a freed frame's buffer is reused")
+        #expect(Self.image(again) == Self.image(held))
+    }
+
+    /// Drawn 1:1, an RGBA frame reaches the screen unchanged: nearest sampling, no half-pixel shift.
+    @Test func oneToOneDrawIsAnExactCopy() throws {
+        let (w, h) = (61, 35)
+        let frame = try VideoFrame(format: .rgba, width: w, height: h, colorMatrix: .bt709, colorRange: .full) { c, x, y in
+            (x * 37 + y * 101 + c * 59) % 256
+        }
+        let output = try HeadlessOutput(mode: DisplayMode(width: w, height: h, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        _ = try output.present(frame, atVsync: 0)
+        #expect(try output.screenshot().pixels == Self.image(frame))
+    }
+
+    /// Rotation, gravity and a wall window place the RGBA picture exactly where they place the
+    /// Y'CbCr one, in the same colours.
+    @Test func geometryMatchesTheShaderPath() throws {
+        let output = try HeadlessOutput(mode: DisplayMode(width: 320, height: 180, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        let yuv = try PlayerLayerGeometryDrawingTests.quadrants(64, rotation: .clockwise90)
+        let rgba = try RGBAConverter().convert(yuv)
+        #expect(rgba.rotation == .clockwise90)
+        let cases: [(VideoGravity, Rotation, WallPlacement?)] = [
+            (.resizeAspect, .none, nil), (.resizeAspectFill, .clockwise90, nil), (.resize, .upsideDown, nil),
+            (.resizeAspect, .clockwise270, WallPlacement(window: PixelRect(x: 160, y: 0, width: 320, height: 180),
+                                                         region: PixelRect(x: 0, y: 0, width: 640, height: 180))),
+        ]
+        for (gravity, rotation, wall) in cases {
+            output.layer.gravity = gravity
+            output.layer.rotation = rotation
+            output.layer.wallPlacement = wall
+            _ = try output.present(yuv, atVsync: 0)
+            let expected = try output.screenshot(), expectedRect = output.layer.videoRect
+            _ = try output.present(rgba, atVsync: 0)
+            let got = try output.screenshot()
+            #expect(output.layer.videoRect == expectedRect)
+            // Flat quadrants: only the pixels along their edges may differ (filtering).
+            let differing = stride(from: 0, to: got.pixels.count, by: 4).filter { i in
+                (0..<3).contains { abs(Int(got.pixels[i + $0]) - Int(expected.pixels[i + $0])) > 2 }
+            }.count
+            #expect(differing <= got.width * got.height / 50, "\(gravity) \(rotation) wall \(wall != nil): \(differing) pixels differ")
+        }
+    }
+}
