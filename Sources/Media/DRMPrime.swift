@@ -140,29 +140,42 @@ public final class DRMPrimeFrame: @unchecked Sendable {
         } else {
             softwareFormat = nil
         }
-        guard let mapped = av_frame_alloc() else { throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory") }
-        frame = mapped  // owned from here; freed in deinit
-        let r: Int32
+        // Until the descriptor is read these frames are this init's own: a throw before then
+        // skips deinit (the object is not fully made), so they are freed here.
+        var mapped: UnsafeMutablePointer<AVFrame>? = av_frame_alloc()
+        var kept: UnsafeMutablePointer<AVFrame>?
+        var made = false
+        defer {
+            if !made {
+                av_frame_free(&mapped)
+                av_frame_free(&kept)
+            }
+        }
+        guard let target = mapped else { throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory") }
         if hardware.pointee.format == AV_PIX_FMT_DRM_PRIME.rawValue {
-            r = av_frame_ref(mapped, hardware)
+            let r = av_frame_ref(target, hardware)
             if r < 0 { throw MediaError(uri: uri, call: "av_frame_ref(DRM PRIME)", averror: r) }
         } else {
-            mapped.pointee.format = AV_PIX_FMT_DRM_PRIME.rawValue
+            target.pointee.format = AV_PIX_FMT_DRM_PRIME.rawValue
             // READ: the display only samples it; DIRECT: the buffers themselves, never a copy.
-            r = av_hwframe_map(mapped, hardware, Int32(AV_HWFRAME_MAP_READ | AV_HWFRAME_MAP_DIRECT))
+            // The mapping holds a reference to `hardware` (the VAAPI surface) until it is unref'd.
+            let r = av_hwframe_map(target, hardware, Int32(AV_HWFRAME_MAP_READ | AV_HWFRAME_MAP_DIRECT))
             if r < 0 { throw MediaError(uri: uri, call: "av_hwframe_map(DRM PRIME)", averror: r) }
-            _ = av_frame_copy_props(mapped, hardware)  // colour tags and timestamps only
-            guard let kept = av_frame_alloc() else { throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory") }
-            source = kept
+            _ = av_frame_copy_props(target, hardware)  // colour tags and timestamps only
+            kept = av_frame_alloc()
+            guard let kept else { throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory") }
             let k = av_frame_ref(kept, hardware)
             if k < 0 { throw MediaError(uri: uri, call: "av_frame_ref(hardware frame)", averror: k) }
         }
-        guard let data = mapped.pointee.data.0 else {
+        guard let data = target.pointee.data.0 else {
             throw MediaError(uri: uri, call: "av_hwframe_map(DRM PRIME)", reason: "the frame carries no AVDRMFrameDescriptor")
         }
         descriptor = data.withMemoryRebound(to: AVDRMFrameDescriptor.self, capacity: 1) {
             DRMPrimeDescriptor($0, width: Int(hardware.pointee.width), height: Int(hardware.pointee.height))
         }
+        frame = target  // owned from here; freed in deinit
+        source = kept
+        made = true
     }
 
     deinit {
@@ -236,3 +249,4 @@ public final class InteropTargetSlot: @unchecked Sendable {
         return .success(target)
     }
 }
+
