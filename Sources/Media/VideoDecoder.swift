@@ -214,7 +214,10 @@ public final class VideoDecoder {
         interop = choice.interop == .dmabuf ? .dmabuf : .copy
         decodingPath.interop = interop.rawValue
         decodingPath.interopReason = choice.reason
-        if interop == .copy && session.kind == .v4l2m2m && session.hardwareFormat == AV_PIX_FMT_DRM_PRIME {
+        // A v4l2m2m decoder that ignored the request (FFmpeg's own v4l2m2m never asks get_format:
+        // only some vendor builds give DRM PRIME) already gives memory frames: it stays as it is.
+        let givesMemoryFrames = pending.map { $0.pointee.format != AV_PIX_FMT_DRM_PRIME.rawValue } ?? false
+        if interop == .copy && session.kind == .v4l2m2m && session.hardwareFormat == AV_PIX_FMT_DRM_PRIME && !givesMemoryFrames {
             // The first frame was never handed out: the reopened decoder starts from the start.
             delivered = 0
             lastDelivered = nil
