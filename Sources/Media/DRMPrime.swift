@@ -140,29 +140,42 @@ public final class DRMPrimeFrame: @unchecked Sendable {
         } else {
             softwareFormat = nil
         }
-        guard let mapped = av_frame_alloc() else { throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory") }
-        frame = mapped  // owned from here; freed in deinit
-        let r: Int32
+        // Until the descriptor is read these frames are this init's own: a throw before then
+        // skips deinit (the object is not fully made), so they are freed here.
+        var mapped: UnsafeMutablePointer<AVFrame>? = av_frame_alloc()
+        var kept: UnsafeMutablePointer<AVFrame>?
+        var made = false
+        defer {
+            if !made {
+                av_frame_free(&mapped)
+                av_frame_free(&kept)
+            }
+        }
+        guard let target = mapped else { throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory") }
         if hardware.pointee.format == AV_PIX_FMT_DRM_PRIME.rawValue {
-            r = av_frame_ref(mapped, hardware)
+            let r = av_frame_ref(target, hardware)
             if r < 0 { throw MediaError(uri: uri, call: "av_frame_ref(DRM PRIME)", averror: r) }
         } else {
-            mapped.pointee.format = AV_PIX_FMT_DRM_PRIME.rawValue
+            target.pointee.format = AV_PIX_FMT_DRM_PRIME.rawValue
             // READ: the display only samples it; DIRECT: the buffers themselves, never a copy.
-            r = av_hwframe_map(mapped, hardware, Int32(AV_HWFRAME_MAP_READ | AV_HWFRAME_MAP_DIRECT))
+            // The mapping holds a reference to `hardware` (the VAAPI surface) until it is unref'd.
+            let r = av_hwframe_map(target, hardware, Int32(AV_HWFRAME_MAP_READ | AV_HWFRAME_MAP_DIRECT))
             if r < 0 { throw MediaError(uri: uri, call: "av_hwframe_map(DRM PRIME)", averror: r) }
-            _ = av_frame_copy_props(mapped, hardware)  // colour tags and timestamps only
-            guard let kept = av_frame_alloc() else { throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory") }
-            source = kept
+            _ = av_frame_copy_props(target, hardware)  // colour tags and timestamps only
+            kept = av_frame_alloc()
+            guard let kept else { throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory") }
             let k = av_frame_ref(kept, hardware)
             if k < 0 { throw MediaError(uri: uri, call: "av_frame_ref(hardware frame)", averror: k) }
         }
-        guard let data = mapped.pointee.data.0 else {
+        guard let data = target.pointee.data.0 else {
             throw MediaError(uri: uri, call: "av_hwframe_map(DRM PRIME)", reason: "the frame carries no AVDRMFrameDescriptor")
         }
         descriptor = data.withMemoryRebound(to: AVDRMFrameDescriptor.self, capacity: 1) {
             DRMPrimeDescriptor($0, width: Int(hardware.pointee.width), height: Int(hardware.pointee.height))
         }
+        frame = target  // owned from here; freed in deinit
+        source = kept
+        made = true
     }
 
     deinit {
@@ -178,6 +191,11 @@ public final class DRMPrimeFrame: @unchecked Sendable {
     /// the DRM PRIME frame where it has no other). The caller owns the returned frame.
     func download() throws -> UnsafeMutablePointer<AVFrame> {
         guard let from = source ?? frame else { throw MediaError(uri: uri, call: "av_hwframe_transfer_data", reason: "no frame") }
+        // FFmpeg dereferences the source's frames context unchecked (a crash, not an error): a
+        // DRM PRIME frame without one (some v4l2m2m builds) cannot be copied.
+        guard from.pointee.hw_frames_ctx != nil else {
+            throw MediaError(uri: uri, call: "av_hwframe_transfer_data(DRM PRIME)", reason: "the frame has no hardware frames context to copy from")
+        }
         guard let copy = av_frame_alloc() else { throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory") }
         var r = av_hwframe_transfer_data(copy, from, 0)
         if r >= 0 { r = av_frame_copy_props(copy, from) }
@@ -234,5 +252,49 @@ public final class InteropTargetSlot: @unchecked Sendable {
             }
         }
         return .success(target)
+    }
+}
+
+extension DRMPrimeFrame {
+    /// For tests: a DRM PRIME frame carrying `descriptor` the way a v4l2m2m decoder gives one (the
+    /// descriptor in `data[0]`, no hardware frames context; the fds are not opened or closed), and
+    /// the `InteropFeedback` its import failures are reported to.
+    static func testFrame(_ descriptor: DRMPrimeDescriptor) throws -> (DRMPrimeFrame, InteropFeedback) {
+        let uri = "test DRM PRIME frame"
+        var frame: UnsafeMutablePointer<AVFrame>? = av_frame_alloc()
+        defer { av_frame_free(&frame) }
+        guard let frame, let buffer = av_buffer_allocz(MemoryLayout<AVDRMFrameDescriptor>.size) else {
+            throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory")
+        }
+        frame.pointee.buf.0 = buffer  // owned by the frame from here
+        buffer.pointee.data.withMemoryRebound(to: AVDRMFrameDescriptor.self, capacity: 1) { d in
+            d.pointee.nb_objects = Int32(descriptor.objects.count)
+            withUnsafeMutableBytes(of: &d.pointee.objects) { raw in
+                let objects = raw.bindMemory(to: AVDRMObjectDescriptor.self)
+                for (i, o) in descriptor.objects.prefix(objects.count).enumerated() {
+                    objects[i] = AVDRMObjectDescriptor(fd: o.fd, size: o.size, format_modifier: o.modifier)
+                }
+            }
+            d.pointee.nb_layers = Int32(descriptor.layers.count)
+            withUnsafeMutableBytes(of: &d.pointee.layers) { raw in
+                let layers = raw.bindMemory(to: AVDRMLayerDescriptor.self)
+                for (i, l) in descriptor.layers.prefix(layers.count).enumerated() {
+                    layers[i].format = l.fourcc
+                    layers[i].nb_planes = Int32(l.planes.count)
+                    withUnsafeMutableBytes(of: &layers[i].planes) { rawPlanes in
+                        let planes = rawPlanes.bindMemory(to: AVDRMPlaneDescriptor.self)
+                        for (j, p) in l.planes.prefix(planes.count).enumerated() {
+                            planes[j] = AVDRMPlaneDescriptor(object_index: Int32(p.object), offset: p.offset, pitch: p.pitch)
+                        }
+                    }
+                }
+            }
+        }
+        frame.pointee.data.0 = buffer.pointee.data
+        frame.pointee.format = AV_PIX_FMT_DRM_PRIME.rawValue
+        frame.pointee.width = Int32(descriptor.width)
+        frame.pointee.height = Int32(descriptor.height)
+        let feedback = InteropFeedback()
+        return (try DRMPrimeFrame(hardware: frame, feedback: feedback, uri: uri), feedback)
     }
 }

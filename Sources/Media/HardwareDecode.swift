@@ -163,6 +163,13 @@ final class CodecSession {
     /// Brings a frame in hardware memory back to system memory (`copy` interop); others pass through.
     func download(_ frame: UnsafeMutablePointer<AVFrame>, uri: String) throws -> UnsafeMutablePointer<AVFrame> {
         guard let hardwareFormat, frame.pointee.format == hardwareFormat.rawValue else { return frame }
+        // FFmpeg dereferences the source's frames context unchecked: a frame without one (a
+        // v4l2m2m DRM PRIME frame) would crash the process instead of failing.
+        guard frame.pointee.hw_frames_ctx != nil else {
+            var old: UnsafeMutablePointer<AVFrame>? = frame
+            av_frame_free(&old)
+            throw MediaError(uri: uri, call: "av_hwframe_transfer_data", reason: "the hardware frame has no frames context to copy from")
+        }
         guard let copy = av_frame_alloc() else { throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory") }
         var r = av_hwframe_transfer_data(copy, frame, 0)
         if r >= 0 { r = av_frame_copy_props(copy, frame) }

@@ -44,6 +44,9 @@ public final class VideoDecoder {
     private var delivered = 0
     /// Timestamp of the last frame handed out; after a switch to software, earlier frames are skipped.
     private var lastDelivered: Int64?
+    /// `lastDelivered` before the last frame decoded: where a reopened decoder resumes when that
+    /// frame could not be handed out after all.
+    private var previousDelivered: Int64?
     private var skipThrough: Int64?
     /// Test hook: from this many delivered frames on, the initial decoding path fails every frame
     /// (as a hardware decoder that dies mid-stream would).
@@ -211,7 +214,10 @@ public final class VideoDecoder {
         interop = choice.interop == .dmabuf ? .dmabuf : .copy
         decodingPath.interop = interop.rawValue
         decodingPath.interopReason = choice.reason
-        if interop == .copy && session.kind == .v4l2m2m && session.hardwareFormat == AV_PIX_FMT_DRM_PRIME {
+        // A v4l2m2m decoder that ignored the request (FFmpeg's own v4l2m2m never asks get_format:
+        // only some vendor builds give DRM PRIME) already gives memory frames: it stays as it is.
+        let givesMemoryFrames = pending.map { $0.pointee.format != AV_PIX_FMT_DRM_PRIME.rawValue } ?? false
+        if interop == .copy && session.kind == .v4l2m2m && session.hardwareFormat == AV_PIX_FMT_DRM_PRIME && !givesMemoryFrames {
             // The first frame was never handed out: the reopened decoder starts from the start.
             delivered = 0
             lastDelivered = nil
@@ -261,11 +267,21 @@ public final class VideoDecoder {
                 }
                 return makeFrame(raw, prime: prime)
             } catch let error as MediaError {
-                try fallBackToCopy("\(error.call) failed: \(error.reason)")
                 if session.hardwareFormat == AV_PIX_FMT_DRM_PRIME && session.kind == .v4l2m2m {
-                    var dropped: UnsafeMutablePointer<AVFrame>? = raw  // decoded again by the reopened decoder
+                    // A DRM PRIME-only decoder: the reopened one decodes this frame again, so it
+                    // resumes after the frame before it (not after this one, which was never shown).
+                    var dropped: UnsafeMutablePointer<AVFrame>? = raw
                     av_frame_free(&dropped)
+                    lastDelivered = previousDelivered
+                    try fallBackToCopy("\(error.call) failed: \(error.reason)")
                     return try nextFrame()
+                }
+                do {
+                    try fallBackToCopy("\(error.call) failed: \(error.reason)")
+                } catch {
+                    var failed: UnsafeMutablePointer<AVFrame>? = raw
+                    av_frame_free(&failed)
+                    throw error
                 }
             }
         }
@@ -298,6 +314,7 @@ public final class VideoDecoder {
                 skipThrough = nil
                 consecutiveErrors = 0
                 delivered += 1
+                previousDelivered = lastDelivered
                 if ts != noPTS { lastDelivered = ts }
                 return frame
             }

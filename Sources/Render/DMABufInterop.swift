@@ -6,11 +6,13 @@ extension DMABufDescriptor {
     public static let fourccRG88 = fourcc("RG88")
     public static let fourccR16 = fourcc("R16 ")
     public static let fourccGR1616 = fourcc("GR32")
-    public static let fourccNV21 = fourcc("NV21")
+    public static let fourccRG1616 = fourcc("RG32")
 
     /// The picture a hardware decoder's DRM PRIME frame holds, as one EGL image: a single layer as
     /// it is (NV12, P010: both planes in one image), or separate single-plane layers (VAAPI's
-    /// export: R8 + GR88 for NV12, R16 + GR1616 for P010, three R8 for YU12) joined under the
+    /// export: R8 + GR88 for NV12, R16 + GR1616 for P010, three R8 for YU12; FFmpeg's own
+    /// vaDeriveImage export and older Mesa name the chroma layer RG88 / RG1616 for the same
+    /// NV12 / P010 surfaces, so those mean the same picture) joined under the
     /// fourcc of the whole picture, each plane keeping its own buffer, offset and pitch. The
     /// colour tags become the image's sampling hints. Throws, naming what does not fit, for
     /// layouts EGL cannot take as one image.
@@ -29,9 +31,8 @@ extension DMABufDescriptor {
                 throw fail("layers \(names.joined(separator: "+")) have several planes each")
             }
             switch prime.layers.map(\.fourcc) {
-            case [Self.fourccR8, Self.fourccGR88]: fourcc = Self.fourccNV12
-            case [Self.fourccR8, Self.fourccRG88]: fourcc = Self.fourccNV21
-            case [Self.fourccR16, Self.fourccGR1616]: fourcc = Self.fourccP010
+            case [Self.fourccR8, Self.fourccGR88], [Self.fourccR8, Self.fourccRG88]: fourcc = Self.fourccNV12
+            case [Self.fourccR16, Self.fourccGR1616], [Self.fourccR16, Self.fourccRG1616]: fourcc = Self.fourccP010
             case [Self.fourccR8, Self.fourccR8, Self.fourccR8]: fourcc = Self.fourccYUV420
             default: throw fail("no single format for layers \(names.joined(separator: "+"))")
             }

@@ -45,6 +45,9 @@ public final class PlayerLayer {
     /// Imports frames that stay in DMA-BUFs (zero-copy hardware decode); nil: such frames are
     /// copied to memory (and their decoder told to copy).
     public var dmabufImporter: DMABufImporter?
+    /// DMA-BUF frames that could be neither imported nor copied to memory: the background was
+    /// drawn in their place (their decoder was told, and copies the frames after them).
+    public private(set) var framesNotDrawn = 0
     /// The EGL images of the DMA-BUF frames drawn by the last draw call, each with the frame it
     /// shows (kept alive with it): reused when the same frame is drawn again, released (the image
     /// destroyed, on this thread) when the next draw call no longer draws it. The one owner.
@@ -164,7 +167,18 @@ public final class PlayerLayer {
                 // The decoder copies the rest of the item (and says so); this frame, and any
                 // already queued, are copied here: no blank picture.
                 prime.reportImportFailure("\(error)")
-                try drawFrame(try frame.copiedToMemory(), bounds: bounds, targetHeight: targetHeight, gravity: gravity, piece: piece)
+                let copy: VideoFrame
+                do {
+                    copy = try frame.copiedToMemory()
+                } catch {
+                    // Neither imported nor copied (a DRM PRIME frame without a frames context to
+                    // copy from, as some v4l2m2m builds give): the background for this frame only,
+                    // never an error that would end the presentation loop.
+                    framesNotDrawn += 1
+                    videoRect = nil
+                    return
+                }
+                try drawFrame(copy, bounds: bounds, targetHeight: targetHeight, gravity: gravity, piece: piece)
                 return
             }
             try drawExternal(texture, contentWidth: frame.displayWidth, contentHeight: frame.height,

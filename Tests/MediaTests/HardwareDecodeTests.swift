@@ -117,4 +117,24 @@ struct FailingMidStreamBackend: MediaBackend {
         }
         #expect(target == nil)
     }
+
+    /// A DRM PRIME frame as a v4l2m2m decoder gives it: the descriptor is read back as given, the
+    /// frame holds its own reference, and without a hardware frames context the copy to memory
+    /// fails with a clear error instead of crashing.
+    @Test func aDRMPrimeFrameKeepsItsDescriptorAndItsCopyFailsCleanlyWithoutAFramesContext() throws {
+        let nv12 = DRMPrimeDescriptor.fourcc("NV12")
+        let given = DRMPrimeDescriptor(width: 64, height: 48, objects: [.init(fd: 77, size: 6144, modifier: 0x0700_0000_0000_0004)],
+                                       layers: [.init(fourcc: nv12, planes: [.init(object: 0, offset: 0, pitch: 64), .init(object: 0, offset: 4096, pitch: 64)])])
+        let (prime, feedback) = try DRMPrimeFrame.testFrame(given)
+        #expect(prime.descriptor == given)
+        #expect(prime.softwareFormat == nil)
+        let frame = VideoFrame(drmPrime: prime, format: .nv12, pts: .zero, duration: MediaTime(value: 1, timescale: 25),
+                               colorMatrix: .bt709, colorRange: .limited, chromaLocation: .left, rotation: .none)
+        #expect(frame.width == 64 && frame.height == 48)
+        let error = try #require(throws: MediaError.self) { try frame.copiedToMemory() }
+        #expect(error.call.hasPrefix("av_hwframe_transfer_data"))
+        prime.reportImportFailure("first")
+        prime.reportImportFailure("second")
+        #expect(feedback.reported == "first")
+    }
 }

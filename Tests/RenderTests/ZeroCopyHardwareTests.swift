@@ -1,6 +1,6 @@
 import Display
 import Foundation
-import Media
+@testable import Media
 import Playback
 import Render
 import Testing
@@ -80,5 +80,25 @@ import TestSupport
             #expect(choice.interop == .copy)
             #expect(choice.reason.contains(support.importsDMABufs ? "GL_OES_EGL_image_external_essl3" : "EGL_EXT_image_dma_buf_import"), "\(choice.reason)")
         }
+    }
+
+    /// A DMA-BUF frame the layer can neither import (here: no importer) nor copy (no frames
+    /// context, as some v4l2m2m builds give) is drawn as the background and told to its decoder;
+    /// the draw does not throw, which would end the presentation loop.
+    @Test func aFrameNeitherImportedNorCopiedShowsTheBackgroundAndTellsItsDecoder() throws {
+        let output = try HeadlessOutput(mode: DisplayMode(width: 64, height: 48, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        output.layer.background = RGBColor(red: 0, green: 0, blue: 255)
+        let nv12 = DRMPrimeDescriptor.fourcc("NV12")
+        let (prime, feedback) = try DRMPrimeFrame.testFrame(DRMPrimeDescriptor(
+            width: 64, height: 48, objects: [.init(fd: -1, size: 4608, modifier: 0)],
+            layers: [.init(fourcc: nv12, planes: [.init(object: 0, offset: 0, pitch: 64), .init(object: 0, offset: 3072, pitch: 64)])]))
+        let frame = VideoFrame(drmPrime: prime, format: .nv12, pts: .zero, duration: MediaTime(value: 1, timescale: 25),
+                               colorMatrix: .bt709, colorRange: .limited, chromaLocation: .left, rotation: .none)
+        _ = try output.present(frame, atVsync: 0)
+        #expect(output.layer.framesNotDrawn == 1)
+        #expect(output.layer.videoRect == nil)
+        #expect(feedback.reported?.contains("no DMABufImporter") == true, "\(feedback.reported ?? "nothing reported")")
+        let pixel = try output.screenshot().pixel(x: 32, y: 24)
+        #expect(pixel.r == 0 && pixel.g == 0 && pixel.b == 255)
     }
 }
