@@ -10,12 +10,33 @@ public final class FrameQueue<Element: Sendable>: @unchecked Sendable {
     private var head = 0
     private var stored = 0
     private var closed = false
-    public let capacity: Int
+    private var limit: Int
 
     public init(capacity: Int) {
         precondition(capacity > 0)
-        self.capacity = capacity
+        limit = capacity
         ring = Array(repeating: nil, count: capacity)
+    }
+
+    /// How many elements the queue holds before `push` waits.
+    public var capacity: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return limit
+    }
+
+    /// Changes the capacity (the elements stored stay, in order; a smaller capacity than what is
+    /// stored only stops pushes until pops make room).
+    public func setCapacity(_ capacity: Int) {
+        precondition(capacity > 0)
+        condition.lock()
+        defer { condition.unlock() }
+        var kept: [Element?] = (0..<stored).map { ring[(head + $0) % ring.count] }
+        kept += Array(repeating: nil, count: max(capacity, stored) - stored)
+        ring = kept
+        head = 0
+        limit = capacity
+        condition.broadcast()
     }
 
     public enum PushResult: Sendable { case pushed, closed, timedOut }
@@ -26,11 +47,11 @@ public final class FrameQueue<Element: Sendable>: @unchecked Sendable {
         let deadline = Date(timeIntervalSinceNow: timeout)
         condition.lock()
         defer { condition.unlock() }
-        while !closed && stored == capacity {
+        while !closed && stored >= limit {
             if !condition.wait(until: deadline) { return .timedOut }
         }
         if closed { return .closed }
-        ring[(head + stored) % capacity] = element
+        ring[(head + stored) % ring.count] = element
         stored += 1
         condition.broadcast()
         return .pushed
@@ -47,7 +68,7 @@ public final class FrameQueue<Element: Sendable>: @unchecked Sendable {
         }
         let element = ring[head]!
         ring[head] = nil  // release the frame as soon as it is handed over
-        head = (head + 1) % capacity
+        head = (head + 1) % ring.count
         stored -= 1
         condition.broadcast()
         return .element(element)

@@ -78,20 +78,20 @@ final class ItemFeeder: @unchecked Sendable {
                 throw AssetError(url: asset.url, reason: "no video track")
             }
             guard send(.ready(description)) else { return }
-            let reader = try asset.backend.openReader(asset.url)
-            if start.isNumeric && start > .zero { try reader.seek(to: start) }
+            var reader: (any FrameReader)? = try asset.backend.openReader(asset.url)
+            if start.isNumeric && start > .zero { try reader?.seek(to: start) }
             let skipBefore = start - toleranceBefore
-            while !isStopped {
-                guard let frame = try reader.nextFrame() else {
-                    _ = send(.end)
-                    return
+            while !isStopped, let open = reader {
+                let frame = try open.nextFrame()
+                if let frame, !(end.isNumeric && frame.pts >= end) {
+                    if start > .zero && frame.pts + frame.duration <= skipBefore { continue }
+                    guard send(.frame(frame)) else { return }
+                    continue
                 }
-                if start > .zero && frame.pts + frame.duration <= skipBefore { continue }
-                if end.isNumeric && frame.pts >= end {
-                    _ = send(.end)
-                    return
-                }
-                guard send(.frame(frame)) else { return }
+                // The end: the decoder (and its reference frames) goes now, while the frames
+                // already queued are still being shown.
+                reader = nil
+                _ = send(.end)
             }
         } catch {
             logger.debug("decode failed", ["uri": asset.url.path, "error": "\(error)"])

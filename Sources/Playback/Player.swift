@@ -419,9 +419,12 @@ public class Player: @unchecked Sendable {
         post(.timeJumped, item: item)
     }
 
-    private func makeFeeder(_ item: PlayerItem, start: MediaTime, toleranceBefore: MediaTime) -> ItemFeeder {
+    /// How many frames the next item's decode thread decodes before the item plays.
+    static let prerollAhead = 2
+
+    private func makeFeeder(_ item: PlayerItem, start: MediaTime, toleranceBefore: MediaTime, capacity: Int? = nil) -> ItemFeeder {
         let feeder = ItemFeeder(asset: item.asset, start: start, toleranceBefore: toleranceBefore,
-                                end: item.forwardPlaybackEndTime, capacity: decodeAhead, name: item.asset.url.lastPathComponent)
+                                end: item.forwardPlaybackEndTime, capacity: capacity ?? decodeAhead, name: item.asset.url.lastPathComponent)
         feeder.start(logger: logger)
         return feeder
     }
@@ -731,6 +734,7 @@ public class Player: @unchecked Sendable {
         let start = item.pendingStart
         item.pendingStart = nil
         let feeder = item.preroll ?? makeFeeder(item, start: start?.time ?? .zero, toleranceBefore: start?.toleranceBefore ?? .zero)
+        feeder.queue.setCapacity(decodeAhead)  // a preroll decoded only its first frames
         item.preroll = nil
         let newRun = Run(item: item, feeder: feeder, start: position)
         if let start {
@@ -748,8 +752,11 @@ public class Player: @unchecked Sendable {
         while index < queue.count && index <= 3 {
             let item = queue[index]
             if item.preroll == nil {
+                // Only its first frames until it plays: enough to start without a gap, and the
+                // memory of one queue, not two.
                 item.preroll = makeFeeder(item, start: item.pendingStart?.time ?? .zero,
-                                          toleranceBefore: item.pendingStart?.toleranceBefore ?? .zero)
+                                          toleranceBefore: item.pendingStart?.toleranceBefore ?? .zero,
+                                          capacity: min(decodeAhead, Self.prerollAhead))
             }
             guard item.status == .failed || item.preroll?.hasFailed == true else { break }
             index += 1

@@ -64,6 +64,27 @@ import Testing
         guard case .closed = queue.pop(timeout: 0) else { Issue.record("expected closed"); return }
     }
 
+    /// A preroll's queue grows when its item starts playing; the frames it holds keep their order.
+    @Test func aQueueGrowsAndShrinksKeepingItsOrder() {
+        let queue = FrameQueue<Int>(capacity: 2)
+        #expect(queue.push(1, timeout: 0) == .pushed)
+        #expect(queue.push(2, timeout: 0) == .pushed)
+        guard case .element(1) = queue.pop(timeout: 0) else { Issue.record("expected 1"); return }
+        #expect(queue.push(3, timeout: 0) == .pushed)  // wraps around the ring
+        #expect(queue.push(4, timeout: 0.01) == .timedOut)
+        queue.setCapacity(4)
+        #expect(queue.capacity == 4)
+        for n in 4...5 { #expect(queue.push(n, timeout: 0) == .pushed) }
+        #expect(queue.push(6, timeout: 0.01) == .timedOut)
+        queue.setCapacity(1)
+        #expect(queue.push(6, timeout: 0.01) == .timedOut)
+        for n in 2...5 {
+            guard case .element(let got) = queue.pop(timeout: 0), got == n else { Issue.record("expected \(n)"); return }
+        }
+        #expect(queue.push(6, timeout: 0) == .pushed)
+        #expect(queue.push(7, timeout: 0.01) == .timedOut)
+    }
+
     @Test func loggerWritesLogfmtWithFields() {
         final class Lines: @unchecked Sendable { var all: [String] = [] }
         let lines = Lines()
