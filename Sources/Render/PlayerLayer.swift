@@ -517,7 +517,8 @@ public final class PlayerLayer {
         #version 300 es
         #extension GL_OES_EGL_image_external_essl3 : require
         precision highp float;
-        uniform samplerExternalOES image;
+        // External samplers default to low precision: too few bits for 10-bit video on some GPUs.
+        uniform highp samplerExternalOES image;
         in vec2 texCoord;
         out vec4 color;
         void main() { color = vec4(texture(image, texCoord).rgb, 1.0); }
