@@ -160,9 +160,10 @@ class Marquee:
                                     "display": {"output": "headless", "mode": mode}}))
         return path
 
-    def command(self, clip, clock, exit_after, trace, mode="1920x1080@60", loop=True):
+    def command(self, clip, clock, exit_after, trace, mode="1920x1080@60", loop=True, frames=None):
+        stop = ["--frames", str(frames)] if frames else ["--exit-after", f"{exit_after:.6f}"]
         return [self.binary, "--config", str(self.config(clip, loop, mode)), "--output", "headless",
-                "--mode", mode, "--clock", clock, "--exit-after", f"{exit_after:.6f}", "--trace", str(trace)]
+                "--mode", mode, "--clock", clock] + stop + ["--trace", str(trace)]
 
     def version(self):
         root = HERE.parent
@@ -462,11 +463,13 @@ def bench_first_frame(marquee, mpv, reps, results):
                 first_seen.append(t)
 
         started = time.time()
-        # One vsync of presentation time: the first frame is shown, the next would be past the end.
-        m = run_measured(marquee.command(clip, "real", 1 / 60 - 1e-6, trace), f"ttff-marquee-{rep}", sampler=watch)
+        # Exit once one frame has been shown, as mpv's --frames=1 does.
+        m = run_measured(marquee.command(clip, "real", None, trace, frames=1), f"ttff-marquee-{rep}", sampler=watch)
         m.check("marquee")
-        marquee_exit.append(m.wall)
         frames = frame_lines(read_trace(trace))
+        if not frames:
+            sys.exit(f"bench: marquee exited without showing a frame (trace {trace})")
+        marquee_exit.append(m.wall)
         if frames and "wall" in frames[0]:
             marquee_first.append(frames[0]["wall"] - started)
         elif first_seen and first_seen[0] < m.wall - 0.02:
@@ -748,7 +751,7 @@ def write_markdown(results, path):
         "",
         "## 3. Time to first frame",
         "",
-        f"Process start to exit after one presented frame (Marquee: `--clock real --exit-after` one vsync; mpv: "
+        f"Process start to exit after one presented frame (Marquee: `--clock real --frames 1`; mpv: "
         f"`--frames=1`), median of {ff['reps']}: Marquee {fmt(ff['median_marquee_s'], 3)} s, mpv "
         f"{fmt(ff['median_mpv_s'], 3)} s ({fmt(ff['ratio_marquee_over_mpv'], 2)}x). mpv's log puts its first frame at "
         f"{fmt(ff['median_mpv_first_frame_logged_s'], 3)} s after its own start-up. Marquee's first-frame time alone: "

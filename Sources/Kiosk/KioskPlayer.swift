@@ -10,6 +10,8 @@ public struct RunOptions: Sendable {
     public var clock: ClockKind = .real
     /// Stop after this much presentation-clock time (seconds).
     public var exitAfter: Double?
+    /// Stop once this many new frames have been shown (on the first output).
+    public var exitAfterFrames: Int?
     public var tracePath: String?
     /// The wall node this machine is (`--node`); nil: the host name.
     public var node: String?

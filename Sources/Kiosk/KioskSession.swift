@@ -87,7 +87,7 @@ public final class KioskSession: @unchecked Sendable {
                  regionRank: Int = 0, sameOutputAs leader: KioskSession? = nil) {
         // The sessions of one output's regions draw through one layer: they share its choices.
         interopSlot = leader?.interopSlot ?? InteropTargetSlot()
-        colorConversion = leader?.colorConversion ?? ColorConversionSwitch()
+        colorConversion = leader?.colorConversion ?? .undecided()
         let status = KioskStatus()
         self.status = status
         self.outputStatus = outputStatus ?? status
@@ -459,13 +459,11 @@ public final class KioskSession: @unchecked Sendable {
                 config.playlist.indices.contains(index) ? config.playlist[index].gravity ?? config.display.gravity : config.display.gravity
             }
         }
-        var first = true
+        var shownCount = 0
         presenter.didPresent = { [self] lane, shown, picture in
             guard lane == 0 else { return regions[lane - 1].clockSyncCheck?(shown, picture) ?? () }
-            if first {
-                first = false
-                onFirstFrame?()
-            }
+            shownCount += 1
+            if shownCount == 1 { onFirstFrame?() }
             clockSyncCheck?(shown, picture)
         }
         presenter.onVsync = { [presentationTasks, status, self] n in
@@ -494,7 +492,9 @@ public final class KioskSession: @unchecked Sendable {
             }
             if outputSlot == 0 { watchClockQuality() }
         }
-        return try presenter.run(stopWhenEmpty: !loop) { [self] in !isStopped && shouldContinue() }
+        return try presenter.run(stopWhenEmpty: !loop) { [self] in
+            !isStopped && shouldContinue() && shownCount < options.exitAfterFrames ?? .max
+        }
     }
 
     /// Asks the clock service how good the system clock is, now and every 30 s until stopped, on

@@ -82,7 +82,9 @@ final class DecoderReader: FrameReader {
 
     func nextFrame() throws -> (any PresentableFrame)? {
         var frame = try decoder.nextFrame()
-        if let decoded = frame, colorConversion?.conversion == .cpu {
+        // The first frame waits (briefly) for the output to choose; later ones follow the switch.
+        if let decoded = frame, let colorConversion,
+           (first ? colorConversion.waitForChoice(timeout: 0.5) : colorConversion.conversion) == .cpu {
             let converter = rgba ?? RGBAConverter()
             rgba = converter
             frame = try converter.convert(decoded)  // the decoded frame is freed here, its buffers reused

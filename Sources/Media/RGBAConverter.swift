@@ -1,3 +1,4 @@
+import Foundation
 import CFFmpeg
 import Playback
 import Synchronization
@@ -19,16 +20,34 @@ public enum ColorConversionMode: String, Sendable, CaseIterable {
 }
 
 /// The conversion the decode threads follow: set by the output when it starts (once; its renderer
-/// decides), read for every frame by every decode thread. Frames decoded before it is set stay
-/// Y'CbCr, which the layer draws either way.
+/// decides), read for every frame by every decode thread. A switch made undecided (the kiosk's:
+/// decoding starts while the output is still being made) has each decoder's first frame wait a
+/// little for the choice, so that the first picture is already in the form the renderer draws
+/// fastest; frames converted before it is set stay Y'CbCr, which the layer draws either way.
 public final class ColorConversionSwitch: Sendable {
-    private let cpu: Atomic<Bool>
+    /// 0: not chosen yet, 1: shader, 2: cpu.
+    private let state: Atomic<UInt8>
 
-    public init(_ conversion: ColorConversion = .shader) { cpu = Atomic(conversion == .cpu) }
+    public init(_ conversion: ColorConversion = .shader) { state = Atomic(conversion == .cpu ? 2 : 1) }
 
-    public var conversion: ColorConversion { cpu.load(ordering: .relaxed) ? .cpu : .shader }
+    /// A switch whose choice is still to come.
+    public static func undecided() -> ColorConversionSwitch {
+        let s = ColorConversionSwitch()
+        s.state.store(0, ordering: .relaxed)
+        return s
+    }
 
-    public func set(_ conversion: ColorConversion) { cpu.store(conversion == .cpu, ordering: .relaxed) }
+    public var conversion: ColorConversion { state.load(ordering: .relaxed) == 2 ? .cpu : .shader }
+
+    public func set(_ conversion: ColorConversion) { state.store(conversion == .cpu ? 2 : 1, ordering: .relaxed) }
+
+    /// The conversion once it is chosen, waiting up to `timeout` seconds for the choice (then the
+    /// shader's: frames stay Y'CbCr).
+    public func waitForChoice(timeout: Double) -> ColorConversion {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        while state.load(ordering: .relaxed) == 0 && ContinuousClock.now < deadline { usleep(500) }
+        return conversion
+    }
 }
 
 /// Converts Y'CbCr frames to RGBA (8 bits, full range, alpha opaque) with swscale, with each

@@ -746,8 +746,10 @@ public class Player: @unchecked Sendable {
     }
 
     /// The next item's decode thread starts while the current item plays (and the one after it
-    /// too when the next one is known to have failed).
+    /// too when the next one is known to have failed): once the current item's first frame is
+    /// shown, so that it does not compete with that frame for the CPU.
     private func startPrerollsLocked() {
+        if let run, run.shownFrames == 0, !run.ended, run.item.status != .failed, !run.feeder.hasFailed { return }
         var index = 1
         while index < queue.count && index <= 3 {
             let item = queue[index]

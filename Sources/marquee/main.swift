@@ -18,6 +18,7 @@ let usage = """
       --clock KIND         real | virtual. real: vsyncs at wall-clock times; virtual: vsyncs advance as
                            soon as the next frame is ready, with simulated times (tests, benchmarks)
       --exit-after SECS    exit with status 0 after SECS of presentation-clock time
+      --frames N           exit with status 0 once N frames have been shown (like mpv's --frames)
       --trace FILE         write the presentation trace (JSON Lines, one line per picture change)
       --log-level LEVEL    debug | info | warning | error (default: the config's, or info)
       --socket PATH        the control socket (default: the config's control.socket, else
@@ -79,6 +80,10 @@ func parseArguments(_ list: [String]) -> Arguments {
             let v = value(for: argument)
             guard let seconds = Double(v), seconds.isFinite, seconds >= 0 else { fail("--exit-after \(v): expected a number of seconds") }
             parsed.run.exitAfter = seconds
+        case "--frames":
+            let v = value(for: argument)
+            guard let count = Int(v), count > 0 else { fail("--frames \(v): expected a whole number of frames, at least 1") }
+            parsed.run.exitAfterFrames = count
         case "--trace": parsed.run.tracePath = value(for: argument)
         case "--socket": parsed.socketPath = value(for: argument)
         case "--node": parsed.run.node = value(for: argument)

@@ -80,6 +80,16 @@ import TestSupport
 
     func data(_ reply: JSONValue?) -> JSONValue? { reply?["data"] }
 
+    /// `--frames N` (mpv's `--frames`): exit 0 once N frames are on screen, no sooner.
+    @Test func framesExitsAfterThatManyShownFrames() throws {
+        let config = try writeConfig([try TestMedia.clip(seconds: 2, fps: 30)])
+        let running = try Running(config: config, clock: "real", exitAfter: 30, extra: ["--frames", "3"])
+        #expect(running.wait() == 0)
+        let shown = frames(try running.traceLines()).map(\.pts)
+        let expected: [Double] = [0, 0.033333, 0.066667]  // the trace writes 6 decimals
+        #expect(shown == expected, "\(shown)")
+    }
+
     @Test func brokenConfigsExitTwoWithThePath() throws {
         let cases: [(String, String)] = [
             (#"{"playlist": [{"uri": "a.mp4"}],"#, "syntax error at line 1, column"),
