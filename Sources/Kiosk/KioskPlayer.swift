@@ -59,7 +59,7 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
         let thread = Thread { [card, trace] in
             defer { done.signal() }
             do {
-                _ = try presentOutput(slot: slot, session: follower, kind: kind, reason: reason, card: card, trace: trace, config: config,
+                _ = try presentOutput(session: follower, kind: kind, reason: reason, card: card, trace: trace, config: config,
                                       wallOutput: wallOutput, options: options, logger: outputLogger, onVsync: nil) {
                     !mainDone.raised.load(ordering: .relaxed)
                 }
@@ -79,7 +79,7 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
             logger.error("output did not stop within 10 s", ["output": name])
         }
     }
-    let stats = try presentOutput(slot: 0, session: session, kind: kind, reason: reason, card: card, trace: trace, config: config,
+    let stats = try presentOutput(session: session, kind: kind, reason: reason, card: card, trace: trace, config: config,
                                   wallOutput: wallOutputs[0], options: options, logger: logger, onVsync: onVsync,
                                   shouldContinue: shouldContinue)
     logger.info("stopped", ["frames": "\(stats.presented)", "dropped": "\(stats.dropped)",
@@ -88,7 +88,7 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
 }
 
 /// Makes one output (wall output `wallOutput` of this node, or the display) and presents `session` on it.
-private func presentOutput(slot: Int, session: KioskSession, kind: OutputKind, reason: String, card: KMSCard?, trace: TraceWriter?,
+private func presentOutput(session: KioskSession, kind: OutputKind, reason: String, card: KMSCard?, trace: TraceWriter?,
                            config: KioskConfig, wallOutput: WallConfig.Output?, options: RunOptions, logger: Logger,
                            onVsync: ((Int64) -> Void)?, shouldContinue: @escaping () -> Bool) throws -> PresentationStats {
     if kind == .kms {

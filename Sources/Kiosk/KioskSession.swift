@@ -139,10 +139,11 @@ public final class KioskSession: @unchecked Sendable {
         for follower in lock.withLock({ followers }) { follower.stop() }
     }
 
-    /// A session for another wall output of this node (`status.outputs[slot]`): the same
-    /// playlist on its own player, for its own output's thread. The config must have wall sync by
-    /// the clock, so that both follow one timeline. Reloads and stops reach it through this one;
-    /// other commands act on this session's player (under clock sync every output follows the clock).
+    /// A session for another wall output of this node (`status.outputs[slot]`): the playlist of
+    /// the region that output shows, on its own player, for its own output's thread. A node with
+    /// several outputs plays by the clock (`KioskConfig.forWallOutput`), so all follow one
+    /// timeline. Reloads and stops reach it through this one; other commands act on this session's
+    /// player (under clock sync every output follows the clock).
     public func makeFollower(slot: Int, logger: Logger) -> KioskSession {
         makeFollower(slot: slot, regionRank: 0, logger: logger)
     }

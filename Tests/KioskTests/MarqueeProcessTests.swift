@@ -387,12 +387,17 @@ import TestSupport
         return Array(bytes)
     }
 
+    /// A lossless 640x180 clip: red on the left half, blue on the right.
+    func halvesClip(seconds: Int, rate: Int) throws -> String {
+        try TestMedia.make("wall-halves-\(seconds)s-\(rate).mp4", [
+            "-f", "lavfi", "-i", "color=c=red:size=320x180:rate=\(rate)", "-f", "lavfi", "-i", "color=c=blue:size=320x180:rate=\(rate)",
+            "-filter_complex", "[0][1]hstack=inputs=2,format=yuv420p", "-t", "\(seconds)", "-c:v", "libx264", "-qp", "0", "-f", "mp4",
+        ])
+    }
+
     @Test func eachNodeShowsItsOwnPartOfTheWall() throws {
         // A 640x180 canvas: red on the left half, blue on the right; two 320x180 outputs, one per node.
-        let clip = try TestMedia.make("wall-halves.mp4", [
-            "-f", "lavfi", "-i", "color=c=red:size=320x180:rate=10", "-f", "lavfi", "-i", "color=c=blue:size=320x180:rate=10",
-            "-filter_complex", "[0][1]hstack=inputs=2,format=yuv420p", "-t", "1", "-c:v", "libx264", "-qp", "0", "-f", "mp4",
-        ])
+        let clip = try halvesClip(seconds: 1, rate: 10)
         let config = TestMedia.folder + "/wall-nodes-\(UUID().uuidString).json"
         try #"""
             {"playlist": [{"uri": "\#(clip)"}],
@@ -420,10 +425,7 @@ import TestSupport
     /// one timeline: each shows its half of the canvas, health lists both, and they show the same
     /// frame within one vsync.
     @Test func oneNodeDrivesTwoOutputsInStep() throws {
-        let clip = try TestMedia.make("wall-halves-2s.mp4", [
-            "-f", "lavfi", "-i", "color=c=red:size=320x180:rate=30", "-f", "lavfi", "-i", "color=c=blue:size=320x180:rate=30",
-            "-filter_complex", "[0][1]hstack=inputs=2,format=yuv420p", "-t", "2", "-c:v", "libx264", "-qp", "0", "-f", "mp4",
-        ])
+        let clip = try halvesClip(seconds: 2, rate: 30)
         let config = TestMedia.folder + "/wall-two-outputs-\(UUID().uuidString).json"
         try #"""
             {"playlist": [{"uri": "\#(clip)"}],
