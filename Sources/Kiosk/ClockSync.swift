@@ -31,6 +31,32 @@ final class ClockSync {
         self.logger = logger
     }
 
+    /// Where a start (or restart) on the clock lands: `at` when given and still at least a few
+    /// vsyncs ahead (the outputs of one process restarting together after a reload), else the
+    /// first wall time on a grid of `grid` nanoseconds (the same grid on every output and node) at
+    /// least `lead` vsyncs after `earliest`; and the vsync nearest it. Outputs that start on the
+    /// same wall time hold the same frame (the one of that moment) while they wait, and start
+    /// moving together.
+    static func startPoint(earliest: Int64, at shared: WallTime? = nil, lead: Int64 = 30, grid: Int64 = 250_000_000,
+                           interval: Double, wallTime: (Int64) -> WallTime?) -> (vsync: Int64, wall: WallTime) {
+        let intervalNs = interval * 1e9
+        func vsync(nearest target: WallTime, from n: Int64, at w: WallTime) -> Int64 {
+            n + Int64((Double(target - w) / intervalNs).rounded())
+        }
+        let soonest = earliest + 4
+        if let shared, let w = wallTime(soonest), shared - w >= 0 {
+            return (vsync(nearest: shared, from: soonest, at: w), shared)
+        }
+        let first = earliest + lead
+        let w0 = wallTime(first) ?? WallTime.now()
+        return (vsync(nearest: gridPoint(after: w0, grid: grid), from: first, at: w0), gridPoint(after: w0, grid: grid))
+    }
+
+    /// The first point of a grid of `grid` nanoseconds at or after `time`.
+    static func gridPoint(after time: WallTime, grid: Int64 = 250_000_000) -> WallTime {
+        WallTime(nanoseconds: (time.nanoseconds + grid - 1) / grid * grid)
+    }
+
     enum Action: Equatable {
         case none
         /// Move the frames to come by this many vsyncs.

@@ -65,8 +65,11 @@ public final class KioskSession: @unchecked Sendable {
     private let node: String
     /// The name of the output presenting now (nil before `present`); guarded by `lock`.
     private var outputName: String?
-    /// The sessions presenting this node's other wall outputs; guarded by `lock`.
+    /// The sessions presenting this node's other wall outputs, and the further regions of a
+    /// mosaic output; guarded by `lock`.
     private var followers: [KioskSession] = []
+    /// The sessions of this output's further regions (a mosaic), made by `present`; guarded by `lock`.
+    private var regionSessions: [KioskSession] = []
     /// Where decoders find the output's DMA-BUF import (`enableZeroCopy`); decoders that open
     /// before the output exists wait for it a little.
     public let interopSlot: InteropTargetSlot
@@ -391,7 +394,8 @@ public final class KioskSession: @unchecked Sendable {
         if old.display.mode != newConfig.display.mode || old.display.output != newConfig.display.output {
             logger.warning("display settings change at the next start; the playlist changes now", ["config": configPath])
         }
-        adopt(loaded)
+        // Every output of the node restarts on the same moment of the new timeline.
+        adopt(loaded, restartAt: ClockSync.gridPoint(after: WallTime.now() + 600_000_000))
         logger.info(newConfig.wall?.sync.mode == .clock ? "reloaded; the new playlist's timeline starts now, on the clock"
                                                         : "reloaded; the new playlist starts at the next item boundary",
                     ["config": configPath, "items": "\(newConfig.playlist.count)"])
@@ -400,8 +404,7 @@ public final class KioskSession: @unchecked Sendable {
 
     /// Plays a reloaded config's playlist (the one of this session's wall output), and has its
     /// followers do the same.
-    private func adopt(_ loaded: KioskConfig) {
-        defer { for follower in lock.withLock({ followers }) { follower.adopt(loaded) } }
+    private func adopt(_ loaded: KioskConfig, restartAt: WallTime) {
         let newConfig = loaded.forWallOutput(outputSlot, node: node, regionRank: regionRank)
         lock.withLock {
             config = newConfig
@@ -412,12 +415,19 @@ public final class KioskSession: @unchecked Sendable {
             $0.items = newConfig.playlist.map { .init(uri: $0.uri, path: $0.path) }
         }
         lock.withLock { loggedErrors.removeAll() }
+        for follower in lock.withLock({ followers }) { follower.adopt(loaded, restartAt: restartAt) }
         if let sync = newConfig.wall?.sync, sync.mode == .clock {
+            // A mosaic's further regions are restarted by the session of their output.
+            guard regionRank == 0 else { return }
             // A new playlist is a new timeline: every node restarts at the clock's position on it
             // (on the presentation thread, which owns the wall sync).
             _ = presentationTasks.run(timeout: 4) { [self] context in
                 do {
-                    try startClockSync(newConfig, epoch: sync.epoch, clock: context.clock)
+                    try startClockSync(newConfig, epoch: sync.epoch, clock: context.clock, at: restartAt)
+                    for region in lock.withLock({ regionSessions }) {
+                        try region.startClockSync(region.lock.withLock { region.config }, epoch: sync.epoch, clock: context.clock,
+                                                  at: restartAt)
+                    }
                     return .done
                 } catch {
                     logger.error("wall sync: cannot restart on the reloaded playlist", ["error": "\(error)"])
@@ -442,6 +452,7 @@ public final class KioskSession: @unchecked Sendable {
         let regions = (1..<max(1, layer.mosaicRegions.count)).map { rank in
             makeFollower(slot: outputSlot, regionRank: rank, logger: logger.with(["region": "\(rank)"]))
         }
+        lock.withLock { regionSessions = regions }
         defer { for region in regions { region.player.removeAllItems() } }  // ends their decode threads
         let presenter = try PlayerPresenter(players: [player] + regions.map(\.player), output: output, trace: trace, logger: logger,
                                             exitAfter: options.exitAfter.map { MediaTime(seconds: $0, preferredTimescale: 1_000_000) })
@@ -534,8 +545,9 @@ public final class KioskSession: @unchecked Sendable {
     }
 
     /// Wall sync by the clock: probes every item for its length (the loop's timeline), starts the
-    /// player at the clock's position half a second ahead, and keeps it there frame by frame.
-    func startClockSync(_ config: KioskConfig, epoch: WallTime, clock: any VsyncClock) throws {
+    /// player at the clock's position of a moment half a second or more ahead (on a quarter-second
+    /// grid shared by every output), and keeps it there frame by frame.
+    func startClockSync(_ config: KioskConfig, epoch: WallTime, clock: any VsyncClock, at shared: WallTime? = nil) throws {
         var playable = config
         playable.playlist = []
         var indices: [Int] = [], durations: [MediaTime] = [], starts: [MediaTime] = []
@@ -556,8 +568,16 @@ public final class KioskSession: @unchecked Sendable {
         let sync = ClockSync(timeline: try WallTimeline(epoch: epoch, durations: durations), playlistIndices: indices,
                              fileStarts: starts, logger: logger)
         let refresh = clock.refresh
-        let start = { [self] (vsync: Int64) in
-            let wall = clock.wallTime(ofVsync: vsync) ?? WallTime.now()
+        // The vsync playback starts moving on; until then the frame of that moment is held, and
+        // is not checked against the clock.
+        final class StartVsync: @unchecked Sendable { var value: Int64 = 0 }  // presentation thread only
+        let moving = StartVsync()
+        let start = { [self] (earliest: Int64, shared: WallTime?) in
+            // A wall time shared by every output: while they wait for it they all hold the frame
+            // of that moment.
+            let (vsync, wall) = ClockSync.startPoint(earliest: earliest, at: shared, interval: refresh.interval.seconds,
+                                                     wallTime: clock.wallTime(ofVsync:))
+            moving.value = vsync
             let position = sync.timeline.position(at: wall)
             startPlaylist(playable, from: position.index, afterCurrentItem: false)
             player.automaticallyWaitsToMinimizeStalling = false
@@ -565,15 +585,15 @@ public final class KioskSession: @unchecked Sendable {
             logger.info("wall sync: starting on the clock's position", ["position": "\(position)", "vsync": "\(vsync)",
                                                                         "loop_s": sync.timeline.length.seconds.formatted(decimals: 3)])
         }
-        start(clock.earliestVsync(after: -1) + 30)
+        start(clock.earliestVsync(after: -1), shared)
         clockSyncCheck = { [player, weak self] shown, picture in
-            guard let item = picture.item, let index = item.playlistIndex, index < starts.count,
+            guard shown >= moving.value, let item = picture.item, let index = item.playlistIndex, index < starts.count,
                   let wall = clock.wallTime(ofVsync: shown) else { return }
             let action = sync.check(vsync: shown, wall: wall, index: index, itemTime: picture.itemTime - starts[index], refresh: refresh)
             switch action {
             case .none: break
             case .shift(let vsyncs): player.shiftTimeline(byVsyncs: vsyncs)
-            case .restart: start(shown + 30)
+            case .restart: start(shown, nil)
             }
             self?.updateOutput { o in
                 o.syncErrorMs = sync.lastError.map { $0 * 1000 }

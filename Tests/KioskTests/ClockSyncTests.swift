@@ -42,4 +42,30 @@ import Testing
         // The last frame of a pass against the first moment of the next is a small error, not a loop.
         #expect(s.check(vsync: 200, wall: wall(0.0, pass: 11), index: 1, itemTime: MediaTime(value: 59, timescale: 60), refresh: refresh) == .shift(-1))
     }
+
+    /// Outputs with different vsync phases that (re)start within the same quarter second land on
+    /// one wall time of the shared grid, each on its vsync nearest it; given a shared moment (a
+    /// reload), every output lands on that one.
+    @Test func outputsStartingAtDifferentMomentsShareTheirStartingWallTime() {
+        let interval = 1.0 / 60
+        func clock(phase: Double) -> (Int64) -> WallTime? {
+            { n in WallTime(unixSeconds: 1_800_000_000.03 + phase + Double(n) * interval) }
+        }
+        let a = ClockSync.startPoint(earliest: 10, interval: interval, wallTime: clock(phase: 0))
+        let b = ClockSync.startPoint(earliest: 11, interval: interval, wallTime: clock(phase: 0.007))
+        #expect(a.wall == b.wall)
+        #expect(a.wall.nanoseconds % 250_000_000 == 0)
+        let moment = WallTime(unixSeconds: 1_800_000_001.5)
+        let c = ClockSync.startPoint(earliest: 10, at: moment, interval: interval, wallTime: clock(phase: 0))
+        let d = ClockSync.startPoint(earliest: 40, at: moment, interval: interval, wallTime: clock(phase: 0.011))
+        #expect(c.wall == moment && d.wall == moment)
+        for (point, phase) in [(a, 0.0), (b, 0.007), (c, 0.0), (d, 0.011)] {
+            let shown = clock(phase: phase)(point.vsync)!
+            #expect(abs(shown - point.wall) <= Int64(interval / 2 * 1e9), "\(shown - point.wall) ns")
+        }
+        #expect(a.wall - clock(phase: 0)(10)! >= Int64(30 * interval * 1e9), "at least half a second of lead")
+        // A shared moment already (nearly) past: the grid instead.
+        let late = ClockSync.startPoint(earliest: 200, at: moment, interval: interval, wallTime: clock(phase: 0))
+        #expect(late.wall > moment && late.wall.nanoseconds % 250_000_000 == 0)
+    }
 }

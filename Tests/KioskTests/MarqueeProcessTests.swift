@@ -495,4 +495,44 @@ import TestSupport
             #expect(!lines.contains { $0["type"] as? String == "blank" && $0["output"] as? String == lane }, "\(lane)")
         }
     }
+
+    /// A reload reaches every output of the node: both switch to the new playlist's timeline and
+    /// stay in step.
+    @Test func aReloadSwitchesEveryOutputOfTheNode() throws {
+        let a = try TestMedia.clip(seconds: 2, fps: 30)
+        let b = try TestMedia.clip(seconds: 1, fps: 25, width: 160, height: 120)
+        let config = TestMedia.folder + "/wall-reload-\(UUID().uuidString).json"
+        func write(_ clip: String) throws {
+            try #"""
+                {"playlist": [{"uri": "\#(clip)"}],
+                 "wall": {"canvas": {"width": 640, "height": 180},
+                          "outputs": [{"name": "left", "x": 0, "y": 0, "width": 320, "height": 180},
+                                      {"name": "right", "x": 320, "y": 0, "width": 320, "height": 180}]}}
+                """#.write(toFile: config, atomically: true, encoding: .utf8)
+        }
+        try write(a)
+        let running = try Running(config: config, clock: "real", exitAfter: 60)
+        let client = try running.connect()
+        Thread.sleep(forTimeInterval: 1)
+        try write(b)
+        #expect(client.request(["reload"], id: 1)?["error"]?.stringValue == "success")
+        Thread.sleep(forTimeInterval: 2)
+        _ = client.request(["quit"], id: 2)
+        #expect(running.wait() == 0)
+        let lines = try running.traceLines()
+        for output in ["headless-left", "headless-right"] {
+            let uris = lines.filter { $0["type"] as? String == "frame" && $0["output"] as? String == output }.compactMap { $0["uri"] as? String }
+            #expect(uris.first == a && uris.last == b, "\(output): \(Set(uris))")
+        }
+        // Both hold the same frame while waiting for the new timeline's first moment (each output
+        // takes up the reload on its own next vsync), then move in step.
+        let new = lines.filter { $0["type"] as? String == "frame" && $0["uri"] as? String == b }
+        let held = ["headless-left", "headless-right"].map { output in new.first { $0["output"] as? String == output } }
+        #expect(held[0]?["pts"] as? Double != nil && held[0]?["pts"] as? Double == held[1]?["pts"] as? Double)
+        let moving = lines.filter { line in !held.contains { $0?["wall"] as? Double == line["wall"] as? Double && $0?["output"] as? String == line["output"] as? String } }
+        let left = frames(moving, output: "headless-left"), right = frames(moving, output: "headless-right")
+        let (worst, compared) = syncError(of: right, against: left)
+        #expect(compared >= right.count - 5)
+        #expect(worst <= 1.0 / 60 + 0.001, "sync error \(worst * 1000) ms")
+    }
 }
