@@ -78,6 +78,7 @@ public final class KioskController: ControlHandler {
                 var members: [(key: String, value: JSONValue)] = [("name", .string(output.name)), ("mode", .string(output.mode)),
                                                                    ("connected", .bool(output.connected))]
                 if let r = output.videoRect { members.append(("videoRect", .array(r.map { .number(Double($0)) }))) }
+                if output.framesNotDrawn > 0 { members.append(("framesNotDrawn", .number(Double(output.framesNotDrawn)))) }
                 if let error = output.syncErrorMs {
                     members += [("syncErrorMs", .number(error)), ("syncRepeated", .number(Double(output.syncRepeated))),
                                 ("syncSkipped", .number(Double(output.syncSkipped))), ("syncRestarts", .number(Double(output.syncRestarts)))]

@@ -478,6 +478,7 @@ public final class KioskSession: @unchecked Sendable {
             if shownCount == 1 { onFirstFrame?() }
             clockSyncCheck?(shown, picture)
         }
+        var reportedNotDrawn = 0
         presenter.onVsync = { [presentationTasks, status, self] n in
             presentationTasks.drain(context)
             if n % 30 == 0 {
@@ -492,7 +493,15 @@ public final class KioskSession: @unchecked Sendable {
                         $0.vsyncJitter = jitter
                     }
                 }
-                updateOutput { $0.videoRect = rect }
+                let notDrawn = layer.framesNotDrawn
+                if notDrawn > reportedNotDrawn {
+                    logger.warning("hardware frames could be neither imported nor copied; shown as background", ["frames": "\(notDrawn)"])
+                    reportedNotDrawn = notDrawn
+                }
+                updateOutput { o in
+                    o.videoRect = rect
+                    o.framesNotDrawn = notDrawn
+                }
             }
             onVsync?(n)
         }

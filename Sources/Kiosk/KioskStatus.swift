@@ -29,6 +29,8 @@ public final class KioskStatus: @unchecked Sendable {
         public var syncRepeated = 0
         public var syncSkipped = 0
         public var syncRestarts = 0
+        /// Hardware frames shown as background because they could be neither imported nor copied.
+        public var framesNotDrawn = 0
     }
 
     public struct Snapshot: Sendable {
@@ -73,8 +75,9 @@ public final class KioskStatus: @unchecked Sendable {
 
     /// `{"status":"ok|degraded|failed","reasons":[...]}`: failed when nothing can be played;
     /// degraded when an item failed in the last loop, hardware decode asked for is not in use, frames
-    /// were dropped in the last minute, no display is connected, a reload was refused, or (wall
-    /// sync by the clock) the clock service says the clock is unsynchronised or over a vsync off.
+    /// were dropped in the last minute, no display is connected, hardware frames could not be drawn,
+    /// a reload was refused, or (wall sync by the clock) the clock service says the clock is
+    /// unsynchronised or over a vsync off.
     public func health(now: ContinuousClock.Instant = .now) -> (status: String, reasons: [String]) {
         let s = snapshot
         var reasons: [String] = []
@@ -91,6 +94,9 @@ public final class KioskStatus: @unchecked Sendable {
         let drops = s.recentDrops.filter { now - $0 < .seconds(60) }.count
         if drops > 0 { reasons.append("\(drops) frames dropped in the last minute") }
         for output in s.outputs where !output.connected { reasons.append("output \(output.name): no display connected") }
+        for output in s.outputs where output.framesNotDrawn > 0 {
+            reasons.append("output \(output.name): \(output.framesNotDrawn) hardware frames could be neither imported nor copied (shown as background)")
+        }
         if let reload = s.reloadError { reasons.append("last reload refused: \(reload)") }
         if s.wallSync == "clock", let clock = s.clockQuality, clock.source != "none" {
             let vsync = 1 / (s.displayFPS > 0 ? s.displayFPS : 60)

@@ -188,6 +188,17 @@ final class FakeHandler: ControlHandler, @unchecked Sendable {
                                              "1 frames dropped in the last minute"])
     }
 
+    /// A hardware frame shown as background (neither imported nor copied) is never silent.
+    @Test func framesThatCouldNotBeDrawnDegradeHealthAndShowInOutputs() throws {
+        let status = KioskStatus()
+        status.update { $0.outputs = [.init(name: "kms-HDMI-A-1", mode: "1920x1080@60")] }
+        #expect(status.health().status == "ok")
+        status.update { $0.outputs[0].framesNotDrawn = 2 }
+        #expect(status.health().reasons == ["output kms-HDMI-A-1: 2 hardware frames could be neither imported nor copied (shown as background)"])
+        let outputs = try KioskController(status: status) { _ in .done }.property("outputs")
+        #expect(outputs.arrayValue?.first?["framesNotDrawn"]?.numberValue == 2)
+    }
+
     @Test func commandsThatNeverAnswerTimeOut() {
         let controller = KioskController(status: KioskStatus(), commandTimeout: 0.1) { _ in
             Thread.sleep(forTimeInterval: 1)
