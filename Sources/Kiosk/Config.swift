@@ -183,7 +183,10 @@ struct ConfigReader {
         for (key, value) in top {
             switch key {
             case "playlist":
-                readPlaylist(value, into: &config, baseDirectory: baseDirectory)
+                if let (items, origin) = readPlaylist(value, at: "playlist", emptyHint: "give at least one item", baseDirectory: baseDirectory) {
+                    config.playlist = items
+                    config.playlistOrigin = origin
+                }
             case "loop":
                 if let b = bool(value, at: "loop") { config.loop = b }
             case "shuffle":

@@ -29,32 +29,33 @@ extension ConfigReader {
         return n
     }
 
-    /// `playlist`: an array of items, `{"directory": "media/"}` or `{"m3u": "list.m3u"}`.
-    mutating func readPlaylist(_ value: JSONValue, into config: inout KioskConfig, baseDirectory: String) {
+    /// A playlist at `path`: an array of items, `{"directory": "media/"}` or `{"m3u": "list.m3u"}`.
+    /// Returns its items and where they come from (nil, with the problems noted, when it cannot be
+    /// read at all). `emptyHint` says what to do about an empty array.
+    mutating func readPlaylist(_ value: JSONValue, at path: String, emptyHint: String,
+                               baseDirectory: String) -> (items: [KioskConfig.Item], origin: KioskConfig.PlaylistOrigin)? {
         switch value {
         case .array(let items):
-            if items.isEmpty { problem("playlist", "empty: give at least one item") }
-            for (i, item) in items.enumerated() {
-                if let parsed = readItem(item, at: "playlist[\(i)]", baseDirectory: baseDirectory) {
-                    config.playlist.append(parsed)
-                }
-            }
+            if items.isEmpty { problem(path, "empty: \(emptyHint)") }
+            return (items.enumerated().compactMap { readItem($0.element, at: "\(path)[\($0.offset)]", baseDirectory: baseDirectory) }, .list)
         case .object:
-            guard let fields = members(value, at: "playlist", allowed: ["directory", "m3u"]) else { return }
+            guard let fields = members(value, at: path, allowed: ["directory", "m3u"]) else { return nil }
             guard fields.count == 1, let (key, v) = fields.first else {
-                problem("playlist", "give either \"directory\" or \"m3u\"")
-                return
+                problem(path, "give either \"directory\" or \"m3u\"")
+                return nil
             }
-            guard let s = string(v, at: "playlist.\(key)") else { return }
-            let path = KioskConfig.join(baseDirectory, s)
-            config.playlistOrigin = key == "directory" ? .directory(path) : .m3u(path)
+            guard let s = string(v, at: "\(path).\(key)") else { return nil }
+            let file = KioskConfig.join(baseDirectory, s)
+            let origin: KioskConfig.PlaylistOrigin = key == "directory" ? .directory(file) : .m3u(file)
             do {
-                config.playlist = try expandPlaylist(config.playlistOrigin)
+                return (try expandPlaylist(origin), origin)
             } catch {
-                problem("playlist.\(key)", error.message)
+                problem("\(path).\(key)", error.message)
+                return ([], origin)
             }
         default:
-            problem("playlist", "expected an array of items, or {\"directory\": ...} or {\"m3u\": ...}, found \(value.typeName)")
+            problem(path, "expected an array of items, or {\"directory\": ...} or {\"m3u\": ...}, found \(value.typeName)")
+            return nil
         }
     }
 

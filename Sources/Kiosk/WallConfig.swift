@@ -264,7 +264,12 @@ extension ConfigReader {
                     }
                     if let playlist = item["playlist"] {
                         let before = problems.count
-                        readRegionPlaylist(playlist, at: "\(path).playlist", into: &region, baseDirectory: baseDirectory)
+                        if let (items, origin) = readPlaylist(playlist, at: "\(path).playlist",
+                                                              emptyHint: "give at least one item, or leave playlist out to play the top-level one",
+                                                              baseDirectory: baseDirectory) {
+                            region.playlist = items
+                            region.playlistOrigin = origin
+                        }
                         if problems.count != before { ok = false }
                     }
                     wall.regions.append(region)
@@ -366,30 +371,5 @@ extension ConfigReader {
             ok = false
         }
         return ok ? wall : nil
-    }
-
-    /// A region's `playlist`: an array of items, `{"directory": ...}` or `{"m3u": ...}`.
-    mutating func readRegionPlaylist(_ value: JSONValue, at path: String, into region: inout WallConfig.Region, baseDirectory: String) {
-        switch value {
-        case .array(let items):
-            if items.isEmpty { problem(path, "empty: give at least one item, or leave playlist out to play the top-level one") }
-            region.playlist = items.enumerated().compactMap { readItem($0.element, at: "\(path)[\($0.offset)]", baseDirectory: baseDirectory) }
-        case .object:
-            guard let fields = members(value, at: path, allowed: ["directory", "m3u"]) else { return }
-            guard fields.count == 1, let (key, v) = fields.first else {
-                problem(path, "give either \"directory\" or \"m3u\"")
-                return
-            }
-            guard let s = string(v, at: "\(path).\(key)") else { return }
-            let file = KioskConfig.join(baseDirectory, s)
-            region.playlistOrigin = key == "directory" ? .directory(file) : .m3u(file)
-            do {
-                region.playlist = try expandPlaylist(region.playlistOrigin)
-            } catch {
-                problem("\(path).\(key)", error.message)
-            }
-        default:
-            problem(path, "expected an array of items, or {\"directory\": ...} or {\"m3u\": ...}, found \(value.typeName)")
-        }
     }
 }
