@@ -5,8 +5,6 @@ import TestSupport
 /// The KMS output on a real KMS device: virtio-gpu in a QEMU guest (deploy/vm/kms-run), checked
 /// pixel by pixel on the guest's screen. Each run boots a VM (about 40 s under TCG).
 enum KMSVM {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
     static var qemuMissing: Bool {
         !(ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
             .contains { FileManager.default.isExecutableFile(atPath: "\($0)/qemu-system-x86_64") }
@@ -44,32 +42,16 @@ enum KMSVM {
         let png = "\(folder)/\(name).png"
         let headPNGs = (1..<max(1, heads)).map { "\(folder)/\(name)-head\($0).png" }
         for file in [png] + headPNGs { try? FileManager.default.removeItem(atPath: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: repository + "/deploy/vm/kms-run")
-        process.arguments = [config, png, "\(seconds)"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["MARQUEE": marquee, "KMS_RUN_HEADS": "\(heads)"]) { $1 }
-            .merging(environment) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, output: output, image: try readPNG(png), otherHeads: try headPNGs.map(readPNG))
+        let result = try Command.run(Command.repository + "/deploy/vm/kms-run", [config, png, "\(seconds)"],
+                                     environment: ["MARQUEE": marquee, "KMS_RUN_HEADS": "\(heads)"].merging(environment) { $1 },
+                                     mergeErrors: true)
+        return Run(status: result.status, output: result.text, image: try readPNG(png), otherHeads: try headPNGs.map(readPNG))
     }
 
     /// A PNG screen capture as a PPM image (nil when there is none).
     static func readPNG(_ png: String) throws -> PPMImage? {
         guard FileManager.default.fileExists(atPath: png) else { return nil }
-        let convert = Process()
-        convert.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        convert.arguments = ["pngtopnm", png]
-        let out = Pipe()
-        convert.standardOutput = out
-        try convert.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        convert.waitUntilExit()
-        return PPMImage(data)
+        return PPMImage(try Command.run("pngtopnm", [png]).output)
     }
 }
 

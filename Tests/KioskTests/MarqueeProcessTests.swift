@@ -103,16 +103,9 @@ import TestSupport
             let path = TestMedia.folder + "/broken-\(UUID().uuidString).json"
             try text.write(toFile: path, atomically: true, encoding: .utf8)
             for flags in [["--check-config"], ["--output", "headless", "--exit-after", "1"]] {
-                let process = Process()
-                process.executableURL = Self.binary
-                process.arguments = ["--config", path] + flags
-                let err = Pipe()
-                process.standardError = err
-                process.standardOutput = Pipe()
-                try process.run()
-                let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                #expect(process.terminationStatus == 2, "\(text) \(flags)")
+                let result = try Command.run(Self.binary.path, ["--config", path] + flags)
+                let message = result.errorText
+                #expect(result.status == 2, "\(text) \(flags)")
                 #expect(message.contains(expected), "\(text): \(message)")
                 // Refused before any output was made.
                 #expect(!message.contains("output chosen"))
@@ -296,23 +289,14 @@ import TestSupport
         // One loop: 0.5 + 0.4 + 0.3 + 0.2 + 0.2 = 1.6 s; 100 loops end at 160 s.
         let running = try Running(config: try writeConfig(clips), clock: "virtual", exitAfter: 160)
         #expect(running.wait(timeout: 300) == 0)
-        let checker = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("tools/check-trace.py").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", checker, running.trace, "--refresh", "60", "--json"]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let report = try JSONSerialization.jsonObject(with: out.fileHandleForReading.readDataToEndOfFile()) as! [String: [String: Any]]
-        process.waitUntilExit()
+        let (status, report) = try Command.checkTrace(running.trace, ["--refresh", "60"])
         let figures = try #require(report["headless-0"])
         for name in ["gaps", "drops", "repeats", "cadence_errors", "blanks_after_start"] {
             #expect(figures[name] as? Int == 0, "\(name): \(figures["problems"] ?? "")")
         }
         #expect(figures["frames"] as? Int == 100 * (12 + 10 + 9 + 10 + 12))
         #expect((figures["item_changes"] as? Int ?? 0) >= 499)
-        #expect(process.terminationStatus == 0)
+        #expect(status == 0)
     }
 
     /// Issue 8's figure: two marquee processes with the same config and clock sync, started 7.3 s
@@ -376,15 +360,7 @@ import TestSupport
     func pixel(_ png: Data, x: String) throws -> [UInt8] {
         let path = TestMedia.folder + "/shot-\(UUID().uuidString).png"
         try png.write(to: URL(fileURLWithPath: path))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffmpeg", "-v", "error", "-i", path, "-vf", "crop=1:1:\(x):ih/2", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let bytes = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Array(bytes)
+        return Array(try Command.run("ffmpeg", ["-v", "error", "-i", path, "-vf", "crop=1:1:\(x):ih/2", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]).output)
     }
 
     /// A lossless 640x180 clip: red on the left half, blue on the right.

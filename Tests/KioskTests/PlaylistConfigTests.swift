@@ -64,8 +64,7 @@ import TestSupport
     }
 
     @Test func exampleConfigsAreValid() throws {
-        let configs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("configs").path
+        let configs = Command.repository + "/configs"
         let names = try FileManager.default.contentsOfDirectory(atPath: configs).filter { $0.hasSuffix(".json") && !$0.contains("schema") }
         #expect(names.count >= 3)
         for name in names {

@@ -1,13 +1,12 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// deploy/marquee.service as systemd reads it: `systemd-analyze verify` must accept it without a word.
 /// The installed unit runs /usr/local/bin/marquee, which only exists once installed, so the check
 /// verifies a copy whose ExecStart names the marquee built next to this test bundle; any other
 /// complaint fails the test. (deploy/vm/boot-test runs the unit for real under systemd in a VM.)
 enum ServiceUnit {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
     static let installedBinary = "/usr/local/bin/marquee"
 
     static var analyzer: String? {
@@ -35,22 +34,13 @@ enum ServiceUnit {
         defer { try? FileManager.default.removeItem(at: folder) }
         let unit = folder.appendingPathComponent("marquee.service")
         try text.write(to: unit, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(analyzer))
-        process.arguments = ["verify", unit.path]
-        process.currentDirectoryURL = folder
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        let result = try Command.run(try #require(analyzer), ["verify", unit.path], directory: folder.path, mergeErrors: true)
+        return (result.status, result.text)
     }
 
     /// deploy/marquee.service with its ExecStart binary replaced by `binary`.
     static func unit(runningBinary binary: String) throws -> String {
-        let text = try String(contentsOfFile: repository + "/deploy/marquee.service", encoding: .utf8)
+        let text = try String(contentsOfFile: Command.repository + "/deploy/marquee.service", encoding: .utf8)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         let execStarts = lines.filter { $0.hasPrefix("ExecStart=") }
         #expect(execStarts.count == 1, "expected one ExecStart line, found \(execStarts)")

@@ -1,6 +1,7 @@
 import Foundation
 import Playback
 import Testing
+import TestSupport
 
 /// An output that only records (virtual clock).
 final class TraceTestOutput: PresentationOutput {
@@ -11,21 +12,10 @@ final class TraceTestOutput: PresentationOutput {
     func present(_ frame: ScriptFrame?, atVsync vsync: Int64) throws -> Int64 { vsync }
 }
 
-/// Runs tools/check-trace.py on `trace`; nil when python3 is not installed.
-func checkTrace(_ path: String) throws -> (status: Int32, report: [String: Any])? {
-    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("tools/check-trace.py").path
-    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else { return nil }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    process.arguments = [script, path, "--json"]
-    let out = Pipe()
-    process.standardOutput = out
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let report = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
-    return (process.terminationStatus, (report["test-0"] as? [String: Any]) ?? [:])
+/// tools/check-trace.py's report on the trace at `path`, of its one output `test-0`.
+func checkTrace(_ path: String) throws -> (status: Int32, report: [String: Any]) {
+    let (status, report) = try Command.checkTrace(path)
+    return (status, report["test-0"] ?? [:])
 }
 
 @Suite struct TraceCheckTests {
@@ -48,7 +38,7 @@ func checkTrace(_ path: String) throws -> (status: Int32, report: [String: Any])
         trace.flush()
         #expect(looper.loopCount == 19)  // 100 s of 5-second loops: the 20th wrap is at the exit vsync
         #expect(stats.dropped == 0 && stats.delayed == 0)
-        guard let (status, report) = try checkTrace(path) else { return }
+        let (status, report) = try checkTrace(path)
         #expect(status == 0, "\(report["problems"] ?? "")")
         #expect(report["frames"] as? Int == 20 * rates.reduce(0) { $0 + Int($1) })
         #expect(report["item_changes"] as? Int == 20 * 5 - 1)
@@ -72,7 +62,7 @@ func checkTrace(_ path: String) throws -> (status: Int32, report: [String: Any])
         for i in 0..<5 { frame(24 + i * 2, 1, Double(i) / 30) }
         frame(34, 1, 7.0 / 30)                              // two frames dropped
         try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
-        guard let (status, report) = try checkTrace(path) else { return }
+        let (status, report) = try checkTrace(path)
         #expect(status == 1)
         #expect(report["repeats"] as? Int == 1)
         #expect(report["blanks_after_start"] as? Int == 1)

@@ -204,16 +204,9 @@ let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
         let path = TestMedia.folder + "/screenshot-\(UUID().uuidString).png"
         try png.write(to: URL(fileURLWithPath: path))
         // Decoded by the ffmpeg command, independently of our encoder's caller.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "rgba", "-"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let decoded = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        #expect([UInt8](decoded) == image.pixels)
+        let decoded = try Command.run("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "rgba", "-"])
+        #expect(decoded.status == 0, "\(decoded.errorText)")
+        #expect([UInt8](decoded.output) == image.pixels)
     }
 
     @Test func pngOfWrongSizeIsRefusedClearly() throws {

@@ -23,16 +23,9 @@ public enum TestMedia {
         defer { lock.unlock() }
         let path = folder + "/" + name
         if FileManager.default.fileExists(atPath: path) { return path }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffmpeg", "-nostdin", "-y", "-v", "error"] + arguments + [path + ".part.mp4"]
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw GenerationError(description: "ffmpeg failed making \(name): \(String(decoding: message, as: UTF8.self))")
+        let result = try Command.run("ffmpeg", ["-nostdin", "-y", "-v", "error"] + arguments + [path + ".part.mp4"])
+        guard result.status == 0 else {
+            throw GenerationError(description: "ffmpeg failed making \(name): \(result.errorText)")
         }
         try FileManager.default.moveItem(atPath: path + ".part.mp4", toPath: path)
         return path
