@@ -68,8 +68,6 @@ public final class KioskSession: @unchecked Sendable {
     /// The sessions presenting this node's other wall outputs, and the further regions of a
     /// mosaic output; guarded by `lock`.
     private var followers: [KioskSession] = []
-    /// The sessions of this output's further regions (a mosaic), made by `present`; guarded by `lock`.
-    private var regionSessions: [KioskSession] = []
     /// Where decoders find the output's DMA-BUF import (`enableZeroCopy`); decoders that open
     /// before the output exists wait for it a little.
     public let interopSlot: InteropTargetSlot
@@ -424,7 +422,8 @@ public final class KioskSession: @unchecked Sendable {
             _ = presentationTasks.run(timeout: 4) { [self] context in
                 do {
                     try startClockSync(newConfig, epoch: sync.epoch, clock: context.clock, at: restartAt)
-                    for region in lock.withLock({ regionSessions }) {
+                    // This output's further regions (a mosaic).
+                    for region in lock.withLock({ followers }) where region.regionRank > 0 {
                         try region.startClockSync(region.lock.withLock { region.config }, epoch: sync.epoch, clock: context.clock,
                                                   at: restartAt)
                     }
@@ -452,7 +451,6 @@ public final class KioskSession: @unchecked Sendable {
         let regions = (1..<max(1, layer.mosaicRegions.count)).map { rank in
             makeFollower(slot: outputSlot, regionRank: rank, logger: logger.with(["region": "\(rank)"]))
         }
-        lock.withLock { regionSessions = regions }
         defer { for region in regions { region.player.removeAllItems() } }  // ends their decode threads
         let presenter = try PlayerPresenter(players: [player] + regions.map(\.player), output: output, trace: trace, logger: logger,
                                             exitAfter: options.exitAfter.map { MediaTime(seconds: $0, preferredTimescale: 1_000_000) })

@@ -87,14 +87,23 @@ public final class PlayerPresenter<Output: PresentationOutput> {
         var last: Int64 = -1
         // Per player: nil before its first picture, then whether it shows no video.
         var showingBlank = [Bool?](repeating: nil, count: players.count)
+        // Each vsync's pictures, the players whose picture changed, and the frames to draw: made
+        // once and refilled, so that no vsync allocates.
+        var pictures: [Player.Picture] = [], changed: [Int] = [], frames: [Output.Frame?] = []
+        pictures.reserveCapacity(players.count)
+        changed.reserveCapacity(players.count)
+        frames.reserveCapacity(players.count)
         defer { trace?.flush() }
         while shouldContinue() {
             let n = clock.earliestVsync(after: last)
             if let exitAfter, clock.time(ofVsync: n) >= exitAfter { break }
             try onVsync?(n)
-            let pictures = videoOutputs.map { $0.picture(forVsync: n, waitingUpTo: wait) }
-            let changed = pictures.indices.filter { i in
-                pictures[i].isNew || showingBlank[i] == nil || (pictures[i].frame == nil && showingBlank[i] == false)
+            pictures.removeAll(keepingCapacity: true)
+            changed.removeAll(keepingCapacity: true)
+            for (i, videoOutput) in videoOutputs.enumerated() {
+                let picture = videoOutput.picture(forVsync: n, waitingUpTo: wait)
+                pictures.append(picture)
+                if picture.isNew || showingBlank[i] == nil || (picture.frame == nil && showingBlank[i] == false) { changed.append(i) }
             }
             guard !changed.isEmpty else {
                 // Nothing new for vsync n: wait only for the vsync before it, so that the next
@@ -104,13 +113,15 @@ public final class PlayerPresenter<Output: PresentationOutput> {
                 last = n
                 continue
             }
-            let frames: [Output.Frame?] = pictures.map { picture in
-                guard let frame = picture.frame else { return nil }
-                guard let drawable = frame as? Output.Frame else {
+            frames.removeAll(keepingCapacity: true)
+            for picture in pictures {
+                guard let frame = picture.frame else { frames.append(nil); continue }
+                if let drawable = frame as? Output.Frame {
+                    frames.append(drawable)
+                } else {
                     logger.error("frame of the wrong type for this output; skipped", ["type": "\(type(of: frame))"])
-                    return nil
+                    frames.append(nil)
                 }
-                return drawable
             }
             for i in changed { if frames[i] != nil, let item = pictures[i].item { willPresent?(i, item) } }
             let shown = frames.count == 1 ? try output.present(frames[0], atVsync: n) : try output.present(mosaic: frames, atVsync: n)
