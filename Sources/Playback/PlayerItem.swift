@@ -118,7 +118,11 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Every status change, starting with the status now.
-    public func statusUpdates() -> AsyncStream<Status> { statusBroadcast.stream(initial: status) }
+    public func statusUpdates() -> AsyncStream<Status> {
+        // Under the lock that changes the status: a change is either in the initial value or sent
+        // to the new stream, never lost between the two.
+        lock.withLock { statusBroadcast.stream(initial: _status) }
+    }
 
     /// The item's notifications.
     public func events() -> AsyncStream<Event> { eventBroadcast.stream() }
@@ -184,12 +188,10 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
             _duration = duration
             _tracks = tracks
             _status = .readyToPlay
+            statusBroadcast.send(.readyToPlay)
             return true
         }
-        if changed {
-            statusBroadcast.send(.readyToPlay)
-            owner?.itemStatusChanged(self)
-        }
+        if changed { owner?.itemStatusChanged(self) }
     }
 
     /// Failed is terminal.
@@ -198,11 +200,9 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
             guard _status != .failed else { return false }
             _status = .failed
             _error = error
+            statusBroadcast.send(.failed)
             return true
         }
-        if changed {
-            statusBroadcast.send(.failed)
-            owner?.itemStatusChanged(self)
-        }
+        if changed { owner?.itemStatusChanged(self) }
     }
 }

@@ -184,6 +184,31 @@ import Testing
         }
         #expect(seen.contains("status readyToPlay") && seen.contains("item true") && seen.contains("rate 1.0"))
     }
+
+    /// `statusUpdates()` starts with the status now and then sends every change: a change made
+    /// while the stream is being made (the asset loading on another thread) is never lost, so a
+    /// watcher waiting for readyToPlay always gets it.
+    @Test func statusUpdatesNeverMissAChangeMadeWhileSubscribing() async throws {
+        for round in 0..<1000 {
+            let player = try Player(item: item("race-\(round).mp4", frames: 1), logger: quiet)  // starts loading
+            let item = try #require(player.currentItem)
+            let got = await withTaskGroup(of: PlayerItem.Status?.self) { group in
+                group.addTask {
+                    for await status in item.statusUpdates() where status != .unknown { return status }
+                    return nil
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(5))
+                    return nil
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
+            #expect(got == .readyToPlay, "round \(round): \(String(describing: got)) with the item \(item.status)")
+            if got != .readyToPlay { break }
+        }
+    }
 }
 
 @Suite struct QueuePlayerRuleTests {
