@@ -29,21 +29,20 @@ public struct FFmpegBackend: MediaBackend {
         self.onOpen = onOpen
     }
 
+    /// The asset's description from the container alone (`VideoDecoder.describe(path:)`): cheap,
+    /// so an item's decode thread reaches its first frame sooner. A stream that cannot be decoded
+    /// fails when its item's decoder reads it, and the item is skipped then.
     public func probe(_ url: URL) throws -> AssetDescription {
-        let decoder = try VideoDecoder(path: url.path, threads: 1)
-        guard let first = try decoder.nextFrame() else {
-            throw MediaError(uri: url.path, call: "avcodec_receive_frame", reason: "the video stream has no decodable frame")
-        }
-        let info = decoder.info
+        let (info, rotation, matrix) = try VideoDecoder.describe(path: url.path)
         let rate = info.frameRate
         let duration = info.isStillImage ? still(url.path) : info.duration
         let track = AssetTrack(
             trackID: 1, mediaType: .video,
             naturalSize: VideoSize(width: info.width, height: info.height),
-            preferredTransform: Transform2D(rotationDegrees: first.rotation.rawValue),
+            preferredTransform: Transform2D(rotationDegrees: rotation.rawValue),
             nominalFrameRate: rate,
             minFrameDuration: rate > 0 ? MediaTime(seconds: 1 / rate, preferredTimescale: 90_000) : .invalid,
-            codec: info.codec, pixelFormat: info.pixelFormat, colorSpace: first.colorMatrix.rawValue)
+            codec: info.codec, pixelFormat: info.pixelFormat, colorSpace: matrix.rawValue)
         return AssetDescription(duration: duration, tracks: [track])
     }
 

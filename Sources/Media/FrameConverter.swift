@@ -20,13 +20,7 @@ final class FrameConverter {
         let format = AVPixelFormat(rawValue: frame.pointee.format)
         let isJPEGFormat = format == AV_PIX_FMT_YUVJ420P || format == AV_PIX_FMT_YUVJ422P || format == AV_PIX_FMT_YUVJ444P
         let range: ColorRange = frame.pointee.color_range == AVCOL_RANGE_JPEG || isJPEGFormat ? .full : .limited
-        let matrix: ColorMatrix
-        switch frame.pointee.colorspace {
-        case AVCOL_SPC_BT709: matrix = .bt709
-        case AVCOL_SPC_BT470BG, AVCOL_SPC_SMPTE170M, AVCOL_SPC_FCC, AVCOL_SPC_SMPTE240M: matrix = .bt601
-        case AVCOL_SPC_BT2020_NCL, AVCOL_SPC_BT2020_CL: matrix = .bt2020
-        default: matrix = .untagged(height: Int(frame.pointee.height))
-        }
+        let matrix = ColorMatrix(frame.pointee.colorspace, height: Int(frame.pointee.height))
         let chroma: ChromaLocation
         switch frame.pointee.chroma_location {
         case AVCHROMA_LOC_CENTER: chroma = .center
@@ -150,5 +144,17 @@ final class FrameConverter {
             throw MediaError(uri: uri, call: "sws_scale", averror: r)
         }
         return out
+    }
+}
+
+extension ColorMatrix {
+    /// The matrix FFmpeg's colour space tag names; untagged (or unknown) by the picture's height.
+    init(_ space: AVColorSpace, height: Int) {
+        switch space {
+        case AVCOL_SPC_BT709: self = .bt709
+        case AVCOL_SPC_BT470BG, AVCOL_SPC_SMPTE170M, AVCOL_SPC_FCC, AVCOL_SPC_SMPTE240M: self = .bt601
+        case AVCOL_SPC_BT2020_NCL, AVCOL_SPC_BT2020_CL: self = .bt2020
+        default: self = .untagged(height: height)
+        }
     }
 }

@@ -83,21 +83,10 @@ public final class VideoDecoder {
     ///     can import them; without it they are copied to memory.
     public init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, display: InteropTargetSlot? = nil) throws {
         uri = path
-        var fmt: UnsafeMutablePointer<AVFormatContext>?
-        var r = avformat_open_input(&fmt, path, nil, nil)
-        guard r >= 0, let fmt else { throw MediaError(uri: path, call: "avformat_open_input", averror: r) }
+        let (fmt, index, decoder) = try Self.openVideoStream(path)
         format = fmt  // owned from here; closed in deinit
-        r = avformat_find_stream_info(fmt, nil)
-        guard r >= 0 else { throw MediaError(uri: path, call: "avformat_find_stream_info", averror: r) }
-
-        var decoder: UnsafePointer<AVCodec>?
-        r = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
-        guard r >= 0, let decoder else {
-            throw MediaError(uri: path, call: "av_find_best_stream", code: r,
-                             reason: r == mq_averror_decoder_not_found() ? "no decoder for the video stream" : "no video stream")
-        }
-        streamIndex = r
-        let stream = fmt.pointee.streams[Int(r)]!
+        streamIndex = index
+        let stream = fmt.pointee.streams[Int(index)]!
         timeBase = stream.pointee.time_base
         startTime = stream.pointee.start_time == noPTS ? 0 : stream.pointee.start_time
         // av_display_rotation_get counts counter-clockwise; the picture is shown turned back.
@@ -146,10 +135,51 @@ public final class VideoDecoder {
         packet = pkt
 
         let rate = av_guess_frame_rate(fmt, stream, nil)
-        let fps = rate.num > 0 && rate.den > 0 ? Double(rate.num) / Double(rate.den) : 0
         nominalFrameDuration = rate.num > 0 && rate.den > 0
             ? MediaTime(value: Int64(rate.den), timescale: rate.num)
             : MediaTime(value: 1, timescale: 25)
+        info = Self.describe(fmt, stream, decoder, width: ctx.pointee.width, height: ctx.pointee.height,
+                             pixelFormat: ctx.pointee.pix_fmt, threads: ctx.pointee.thread_count)
+        if session.kind != nil { try chooseInterop(display) }
+    }
+
+    deinit {
+        av_frame_free(&pending)
+        av_packet_free(&packet)
+        avformat_close_input(&format)
+    }
+
+    /// Opens `path` and finds its best video stream and that stream's software decoder. The
+    /// caller owns the returned format context (closed with `avformat_close_input`).
+    private static func openVideoStream(_ path: String) throws
+        -> (format: UnsafeMutablePointer<AVFormatContext>, stream: Int32, decoder: UnsafePointer<AVCodec>)
+    {
+        var fmt: UnsafeMutablePointer<AVFormatContext>?
+        var r = avformat_open_input(&fmt, path, nil, nil)
+        guard r >= 0, let opened = fmt else { throw MediaError(uri: path, call: "avformat_open_input", averror: r) }
+        var decoder: UnsafePointer<AVCodec>?
+        do {
+            r = avformat_find_stream_info(opened, nil)
+            guard r >= 0 else { throw MediaError(uri: path, call: "avformat_find_stream_info", averror: r) }
+            r = av_find_best_stream(opened, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
+            guard r >= 0, let decoder else {
+                throw MediaError(uri: path, call: "av_find_best_stream", code: r,
+                                 reason: r == mq_averror_decoder_not_found() ? "no decoder for the video stream" : "no video stream")
+            }
+            return (opened, r, decoder)
+        } catch {
+            avformat_close_input(&fmt)
+            throw error
+        }
+    }
+
+    /// The stream's description from what the demuxer and the decoder (or, without one, the
+    /// stream's parameters) say.
+    private static func describe(_ fmt: UnsafeMutablePointer<AVFormatContext>, _ stream: UnsafeMutablePointer<AVStream>,
+                                 _ decoder: UnsafePointer<AVCodec>, width: Int32, height: Int32,
+                                 pixelFormat: AVPixelFormat, threads: Int32) -> VideoStreamInfo {
+        let rate = av_guess_frame_rate(fmt, stream, nil)
+        let timeBase = stream.pointee.time_base
         let duration: MediaTime
         if stream.pointee.duration > 0 {
             duration = MediaTime(value: stream.pointee.duration * Int64(timeBase.num), timescale: timeBase.den)
@@ -158,20 +188,28 @@ public final class VideoDecoder {
         } else {
             duration = .indefinite
         }
-        let pixelName = av_get_pix_fmt_name(ctx.pointee.pix_fmt).map { String(cString: $0) } ?? "unknown"
         // Pictures come through FFmpeg's image demuxers ("image2", "png_pipe", "jpeg_pipe", ...).
         let demuxer = String(cString: fmt.pointee.iformat.pointee.name)
-        info = VideoStreamInfo(width: Int(ctx.pointee.width), height: Int(ctx.pointee.height),
-                               codec: String(cString: decoder.pointee.name), pixelFormat: pixelName,
-                               frameRate: fps, duration: duration, threads: Int(ctx.pointee.thread_count),
+        return VideoStreamInfo(width: Int(width), height: Int(height), codec: String(cString: decoder.pointee.name),
+                               pixelFormat: av_get_pix_fmt_name(pixelFormat).map { String(cString: $0) } ?? "unknown",
+                               frameRate: rate.num > 0 && rate.den > 0 ? Double(rate.num) / Double(rate.den) : 0,
+                               duration: duration, threads: Int(threads),
                                isStillImage: demuxer == "image2" || demuxer.hasSuffix("_pipe"))
-        if session.kind != nil { try chooseInterop(display) }
     }
 
-    deinit {
-        av_frame_free(&pending)
-        av_packet_free(&packet)
-        avformat_close_input(&format)
+    /// What `path`'s video stream is, from the container and the stream's parameters alone: no
+    /// decoder is opened and nothing is decoded (an asset's probe; the item's decode thread opens
+    /// the decoder when it plays). Also the stream's display rotation and its colour matrix.
+    public static func describe(path: String) throws -> (info: VideoStreamInfo, rotation: Rotation, colorMatrix: ColorMatrix) {
+        let (opened, index, decoder) = try openVideoStream(path)
+        var fmt: UnsafeMutablePointer<AVFormatContext>? = opened
+        defer { avformat_close_input(&fmt) }
+        let stream = opened.pointee.streams[Int(index)]!
+        let parameters = stream.pointee.codecpar.pointee
+        let info = describe(opened, stream, decoder, width: parameters.width, height: parameters.height,
+                            pixelFormat: AVPixelFormat(rawValue: parameters.format), threads: 0)
+        return (info, Rotation(degrees: -mq_stream_display_rotation(stream)),
+                ColorMatrix(parameters.color_space, height: Int(parameters.height)))
     }
 
     /// Chooses, once, how this item's hardware frames reach the display: the display's target
