@@ -262,6 +262,14 @@ public final class VideoFrame: PresentableFrame, @unchecked Sendable {
         return try FrameConverter(uri: "DMA-BUF frame").makeFrame(taking: copy, pts: pts, duration: duration, rotation: rotation)
     }
 
+    /// Bytes of memory the picture's buffers hold (0 for DMA-BUFs: not process memory).
+    public var byteCount: Int {
+        guard let frame else { return 0 }
+        return withUnsafeBytes(of: frame.pointee.buf) { buffers in
+            buffers.bindMemory(to: UnsafeMutablePointer<AVBufferRef>?.self).reduce(0) { $0 + ($1?.pointee.size ?? 0) }
+        }
+    }
+
     /// Width of the picture as shown (before rotation): `width` scaled by the pixel aspect.
     public var displayWidth: Int { pixelAspect == 1 ? width : max(1, Int((Double(width) * pixelAspect).rounded())) }
 

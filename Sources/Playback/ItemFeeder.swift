@@ -27,7 +27,14 @@ final class ItemFeeder: @unchecked Sendable {
     private let end: MediaTime
     private let stopped = Atomic(false)
     private let failed = Atomic(false)
+    /// How many frames the player lets decoding run ahead, and the size of this item's frames
+    /// once the first is decoded (0 before).
+    private let ahead: Mutex<(frames: Int, frameBytes: Int)>
     let name: String
+
+    /// At most this much memory of frames waits in the queue: big frames (4K, or RGBA from the
+    /// decode thread's conversion) run fewer frames ahead than the player asks, but at least 2.
+    static let aheadBytes = 32 << 20
 
     /// - Parameters:
     ///   - start: the time to seek to first (zero: the start of the file).
@@ -40,6 +47,18 @@ final class ItemFeeder: @unchecked Sendable {
         self.end = end
         self.name = name
         queue = FrameQueue(capacity: capacity)
+        ahead = Mutex((capacity, 0))
+    }
+
+    /// Lets decoding run up to `frames` frames ahead (fewer for big frames: `aheadBytes`).
+    func setAhead(_ frames: Int) { ahead.withLock { applyAhead(&$0, frames: frames) } }
+
+    private func applyAhead(_ state: inout (frames: Int, frameBytes: Int), frames: Int? = nil, frameBytes: Int? = nil) {
+        state.frames = frames ?? state.frames
+        state.frameBytes = frameBytes ?? state.frameBytes
+        let bound = state.frameBytes > 0 ? max(2, Self.aheadBytes / state.frameBytes) : state.frames
+        let capacity = min(state.frames, bound)
+        if capacity != queue.capacity { queue.setCapacity(capacity) }
     }
 
     func start(logger: Logger) {
@@ -81,10 +100,15 @@ final class ItemFeeder: @unchecked Sendable {
             var reader: (any FrameReader)? = try asset.backend.openReader(asset.url)
             if start.isNumeric && start > .zero { try reader?.seek(to: start) }
             let skipBefore = start - toleranceBefore
+            var sizedFor = 0
             while !isStopped, let open = reader {
                 let frame = try open.nextFrame()
                 if let frame, !(end.isNumeric && frame.pts >= end) {
                     if start > .zero && frame.pts + frame.duration <= skipBefore { continue }
+                    if frame.byteCount > 0 && frame.byteCount != sizedFor {
+                        sizedFor = frame.byteCount
+                        ahead.withLock { applyAhead(&$0, frameBytes: frame.byteCount) }
+                    }
                     guard send(.frame(frame)) else { return }
                     continue
                 }

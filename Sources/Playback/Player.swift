@@ -734,7 +734,7 @@ public class Player: @unchecked Sendable {
         let start = item.pendingStart
         item.pendingStart = nil
         let feeder = item.preroll ?? makeFeeder(item, start: start?.time ?? .zero, toleranceBefore: start?.toleranceBefore ?? .zero)
-        feeder.queue.setCapacity(decodeAhead)  // a preroll decoded only its first frames
+        feeder.setAhead(decodeAhead)  // a preroll decoded only its first frames
         item.preroll = nil
         let newRun = Run(item: item, feeder: feeder, start: position)
         if let start {

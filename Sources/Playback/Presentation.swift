@@ -4,6 +4,12 @@ public protocol PresentableFrame: Sendable {
     var pts: MediaTime { get }
     /// How long the frame lasts; always numeric and positive.
     var duration: MediaTime { get }
+    /// Bytes of process memory the frame holds (what bounds how far decoding runs ahead).
+    var byteCount: Int { get }
+}
+
+extension PresentableFrame {
+    public var byteCount: Int { 0 }
 }
 
 /// Where frames go: draws a frame and shows it on a given vsync of its clock.

@@ -6,6 +6,7 @@ struct ScriptFrame: PresentableFrame {
     let pts: MediaTime
     let duration: MediaTime
     let index: Int
+    var byteCount = 0
 }
 
 /// A media backend of scripted clips: exact, fast, and able to hold decoding or fail on cue.
@@ -19,6 +20,8 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
         var keyframeInterval = 1
         /// Decoding throws when it reaches this frame.
         var failAt: Int?
+        /// The memory each frame says it holds.
+        var frameBytes = 0
         var duration: MediaTime { MediaTime(value: Int64(frames), timescale: fps) }
     }
 
@@ -37,6 +40,10 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
     private var held = false
     private var probeHeld = false
     private(set) var probes = 0
+    private var decodedFrames = 0
+
+    /// Frames handed out by every reader so far.
+    var decodedCount: Int { lock.withLock { decodedFrames } }
 
     func add(_ name: String, _ clip: Clip) -> URL {
         lock.withLock { clips["/fake/" + name] = clip }
@@ -101,8 +108,9 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
             guard next < clip.frames else { return nil }
             if let failAt = clip.failAt, next >= failAt { throw Corrupt(path: path, frame: next) }
             defer { next += 1 }
+            backend.lock.withLock { backend.decodedFrames += 1 }
             return ScriptFrame(pts: MediaTime(value: Int64(next), timescale: clip.fps),
-                               duration: MediaTime(value: 1, timescale: clip.fps), index: next)
+                               duration: MediaTime(value: 1, timescale: clip.fps), index: next, byteCount: clip.frameBytes)
         }
         func seek(to time: MediaTime) throws {
             let frame = Int((time.seconds * Double(clip.fps) + 1e-9).rounded(.down))
