@@ -90,6 +90,9 @@ public final class GLContext {
         eglMakeCurrent(display, nil, nil, nil)
         eglDestroyContext(display, context)
         releaseDisplay(display)
+        // This thread's EGL state goes now, not in the thread's exit: a thread that ends while
+        // the process exits would otherwise free it while libEGL's own teardown frees it too.
+        eglReleaseThread()
     }
 }
 
