@@ -103,7 +103,8 @@ let result = await ExampleDisplay.present(player, seconds: seconds, logger: logg
     while player.currentTime() >= duration && Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
 }
 player.pause()
-try player.replaceCurrentItem(with: nil)
+try player.replaceCurrentItem(with: nil)  // ends the decode thread
+_ = Player.waitForDecodeThreadsToEnd(timeout: 2)  // so that none is decoding as the process exits
 endObserver.cancel()
 switch result {
 case .success(let stats):

@@ -84,7 +84,10 @@ for boundary in thirds {
 
 player.play()
 let result = await ExampleDisplay.present(player, seconds: 60, untilEmpty: true, logger: logger)
-player.removeAllItems()  // ends the decode threads before the process ends
+player.removeAllItems()  // ends the decode threads
+// So that none is decoding as the process exits.
+let stillDecoding = Player.waitForDecodeThreadsToEnd(timeout: 2)
+output(stillDecoding == 0 ? "every decode thread has ended" : "\(stillDecoding) decode threads still running")
 for observer in statusObservers { await observer.value }
 switch result {
 case .success(let stats):

@@ -62,9 +62,40 @@ final class ItemFeeder: @unchecked Sendable {
     }
 
     func start(logger: Logger) {
-        let thread = Thread { [self] in run(logger: logger) }
+        Self.running.enter()
+        let thread = Thread { [self] in
+            defer { Self.running.leave() }  // the reader (and its decoder) is gone by now
+            run(logger: logger)
+        }
         thread.name = "marquee-decode"
         thread.start()
+    }
+
+    /// The decode threads of every player in the process that have not ended yet.
+    static let running = ThreadCount()
+
+    final class ThreadCount: @unchecked Sendable {
+        // @unchecked: `count` is guarded by `condition`.
+        private let condition = NSCondition()
+        private var count = 0
+
+        func enter() { condition.withLock { count += 1 } }
+
+        func leave() {
+            condition.withLock {
+                count -= 1
+                condition.broadcast()
+            }
+        }
+
+        /// Waits up to `timeout` seconds for the count to reach 0; how many are still running.
+        func waitForNone(timeout: Double) -> Int {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            return condition.withLock {
+                while count > 0 && condition.wait(until: deadline) {}
+                return count
+            }
+        }
     }
 
     /// Ends decoding; the thread exits within one queue timeout, releasing its reader.

@@ -186,6 +186,13 @@ public class Player: @unchecked Sendable {
     /// Every item's notifications, from now on.
     public func events() -> AsyncStream<Event> { eventBroadcast.stream() }
 
+    /// Waits up to `timeout` seconds for the decode threads of every player in the process to end
+    /// (after `removeAllItems()`, or once the items have played out), so that a process exits
+    /// with no decoder running. Returns how many were still running (0: all ended).
+    public static func waitForDecodeThreadsToEnd(timeout: Double) -> Int {
+        ItemFeeder.running.waitForNone(timeout: timeout)
+    }
+
     /// 0 is paused; setting another value plays at that rate.
     public var rate: Float {
         get { withLock { _rate } }

@@ -217,7 +217,9 @@ let presentation = Thread { [config, options, controlServer] in
     notifier.stopping()
     controlServer?.broadcast(["event": "shutdown"])
     controlServer?.stop()
-    session.player.removeAllItems()  // ends the decode threads before the process ends
+    session.player.removeAllItems()  // ends the decode threads (each within one queue timeout)
+    let decoding = Player.waitForDecodeThreadsToEnd(timeout: 2)
+    if decoding > 0 { logger.warning("decode threads still running at exit", ["threads": "\(decoding)"]) }
     exit(status)
 }
 presentation.name = "marquee-present"

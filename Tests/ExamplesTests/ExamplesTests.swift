@@ -72,6 +72,7 @@ import TestSupport
         #expect(text.contains("boundaries at {300/600 = 0.500} and {600/600 = 1.000}"), "\(text)")
         let crossings = run.lines.filter { $0.contains("crossed boundary") }
         #expect(crossings.count == 4, "\(text)")
+        #expect(text.contains("every decode thread has ended"), "\(text)")
         #expect(crossings.map { $0.contains("{300/600 = 0.500} in item 1") }.first == true, "\(text)")
         #expect(crossings.contains { $0.contains("{600/600 = 1.000} in item 3") }, "\(text)")
         #expect(!crossings.contains { $0.contains("in item 2") }, "\(text)")
