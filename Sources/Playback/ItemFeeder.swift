@@ -136,9 +136,10 @@ final class ItemFeeder: @unchecked Sendable {
                 let frame = try open.nextFrame()
                 if let frame, !(end.isNumeric && frame.pts >= end) {
                     if start > .zero && frame.pts + frame.duration <= skipBefore { continue }
-                    if frame.byteCount > 0 && frame.byteCount != sizedFor {
-                        sizedFor = frame.byteCount
-                        ahead.withLock { applyAhead(&$0, frameBytes: frame.byteCount) }
+                    let bytes = frame.byteCount
+                    if bytes > 0 && bytes != sizedFor {
+                        sizedFor = bytes
+                        ahead.withLock { applyAhead(&$0, frameBytes: bytes) }
                     }
                     guard send(.frame(frame)) else { return }
                     continue
