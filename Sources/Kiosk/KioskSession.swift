@@ -551,7 +551,8 @@ public final class KioskSession: @unchecked Sendable {
         }
     }
 
-    /// Wall sync by the clock: probes every item for its length (the loop's timeline), starts the
+    /// Wall sync by the clock: probes every item for its length (the loop's timeline; an item
+    /// whose first frame does not decode is left out, as every node leaves it out), starts the
     /// player at the clock's position of a moment half a second or more ahead (on a quarter-second
     /// grid shared by every output), and keeps it there frame by frame.
     func startClockSync(_ config: KioskConfig, epoch: WallTime, clock: any VsyncClock, at shared: WallTime? = nil) throws {
@@ -559,7 +560,8 @@ public final class KioskSession: @unchecked Sendable {
         playable.playlist = []
         var indices: [Int] = [], durations: [MediaTime] = [], starts: [MediaTime] = []
         for (index, item) in config.playlist.enumerated() {
-            guard let length = try? backend.probe(URL(fileURLWithPath: item.path)).duration, length.isNumeric else { continue }
+            let url = URL(fileURLWithPath: item.path)
+            guard let length = try? backend.probe(url).duration, length.isNumeric, (try? backend.checkFirstFrame(url)) != nil else { continue }
             let start = MediaTime(seconds: item.start ?? 0, preferredTimescale: 90_000)
             let end = item.end.map { MediaTime(seconds: $0, preferredTimescale: 90_000) } ?? length
             guard end > start else { continue }
@@ -672,6 +674,13 @@ struct ReportingBackend: MediaBackend {
 
     func openReader(_ url: URL) throws -> any FrameReader {
         do { return try inner.openReader(url) } catch {
+            onFailure(url, error)
+            throw error
+        }
+    }
+
+    func checkFirstFrame(_ url: URL) throws {
+        do { try inner.checkFirstFrame(url) } catch {
             onFailure(url, error)
             throw error
         }

@@ -1,9 +1,10 @@
 import Foundation
 import Playback
 
-/// The FFmpeg implementation of `MediaBackend`: assets probe a file with `VideoDecoder` (opening
-/// it and decoding its first frame, so that a file that cannot be played fails here with FFmpeg's
-/// reason), and readers are decoders.
+/// The FFmpeg implementation of `MediaBackend`: assets probe a file's container and stream
+/// parameters (`VideoDecoder.describe(path:)`: a missing, non-media or unsupported file fails
+/// there with FFmpeg's reason; a stream that cannot be decoded fails at its reader's first frame),
+/// and readers are decoders.
 public struct FFmpegBackend: MediaBackend {
     /// Decoder threads per reader; 0 lets FFmpeg choose.
     public var threads: Int
@@ -44,6 +45,13 @@ public struct FFmpegBackend: MediaBackend {
             minFrameDuration: rate > 0 ? MediaTime(seconds: 1 / rate, preferredTimescale: 90_000) : .invalid,
             codec: info.codec, pixelFormat: info.pixelFormat, colorSpace: matrix.rawValue)
         return AssetDescription(duration: duration, tracks: [track])
+    }
+
+    /// Decodes the first frame in software, on one thread.
+    public func checkFirstFrame(_ url: URL) throws {
+        guard try VideoDecoder(path: url.path, threads: 1).nextFrame() != nil else {
+            throw MediaError(uri: url.path, call: "avcodec_receive_frame", reason: "the video stream has no decodable frame")
+        }
     }
 
     private func still(_ path: String) -> MediaTime {

@@ -102,6 +102,13 @@ public protocol MediaBackend: Sendable {
     func probe(_ url: URL) throws -> AssetDescription
     /// Opens a reader positioned at the start.
     func openReader(_ url: URL) throws -> any FrameReader
+    /// Throws unless `url`'s first frame decodes: a stricter and costlier check than `probe`, for
+    /// where an item that fails only when it plays is not good enough (a wall's shared timeline).
+    func checkFirstFrame(_ url: URL) throws
+}
+
+extension MediaBackend {
+    public func checkFirstFrame(_ url: URL) throws {}
 }
 
 /// Why an asset cannot be used, when the backend's own error does not say.

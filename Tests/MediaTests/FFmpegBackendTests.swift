@@ -58,7 +58,7 @@ import TestSupport
         #expect(track.codec == "h264")
         #expect(track.pixelFormat == "yuv420p")
         #expect(track.preferredTransform == .identity)
-        // Untagged and below 720 lines: BT.601, as the decoder's frames say.
+        // Untagged and below 720 lines: BT.601, as the stream's parameters (and its frames) say.
         #expect(track.colorSpace == "bt601")
         #expect(try await asset.load(.isPlayable))
         // The key-based form sees the same loaded keys.
