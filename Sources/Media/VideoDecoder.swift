@@ -14,7 +14,7 @@ public struct VideoStreamInfo: Sendable {
     public let frameRate: Double
     /// Length of the stream; indefinite when the container does not say.
     public let duration: MediaTime
-    /// Decoder threads in use.
+    /// Decoder threads in use; 0 where no decoder is open (`VideoDecoder.describe(path:)`).
     public let threads: Int
     /// A single picture (PNG, JPEG, ...) rather than a video: shown for `VideoDecoder.stillDuration`.
     public let isStillImage: Bool
@@ -84,7 +84,10 @@ public final class VideoDecoder {
     public init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, display: InteropTargetSlot? = nil) throws {
         uri = path
         let (fmt, index, decoder) = try Self.openVideoStream(path)
-        format = fmt  // owned from here; closed in deinit
+        format = fmt  // owned from here: closed in deinit, or just below when this init throws first
+        // A throw before every stored property is set skips deinit: the context is closed here then.
+        var closeOnThrow: UnsafeMutablePointer<AVFormatContext>? = fmt
+        defer { if closeOnThrow != nil { avformat_close_input(&closeOnThrow) } }
         streamIndex = index
         let stream = fmt.pointee.streams[Int(index)]!
         timeBase = stream.pointee.time_base
@@ -140,6 +143,7 @@ public final class VideoDecoder {
             : MediaTime(value: 1, timescale: 25)
         info = Self.describe(fmt, stream, decoder, width: ctx.pointee.width, height: ctx.pointee.height,
                              pixelFormat: ctx.pointee.pix_fmt, threads: ctx.pointee.thread_count)
+        closeOnThrow = nil  // every stored property is set: deinit closes it from here on
         if session.kind != nil { try chooseInterop(display) }
     }
 
@@ -208,8 +212,11 @@ public final class VideoDecoder {
         let parameters = stream.pointee.codecpar.pointee
         let info = describe(opened, stream, decoder, width: parameters.width, height: parameters.height,
                             pixelFormat: AVPixelFormat(rawValue: parameters.format), threads: 0)
+        // RGB pictures become BT.709 frames (FrameConverter); Y'CbCr ones keep their own tags.
+        let isRGB = av_pix_fmt_desc_get(AVPixelFormat(rawValue: parameters.format))
+            .map { $0.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0 } ?? false
         return (info, Rotation(degrees: -mq_stream_display_rotation(stream)),
-                ColorMatrix(parameters.color_space, height: Int(parameters.height)))
+                isRGB ? .bt709 : ColorMatrix(parameters.color_space, height: Int(parameters.height)))
     }
 
     /// Chooses, once, how this item's hardware frames reach the display: the display's target

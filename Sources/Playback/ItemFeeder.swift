@@ -33,7 +33,8 @@ final class ItemFeeder: @unchecked Sendable {
     let name: String
 
     /// At most this much memory of frames waits in the queue: big frames (4K, or RGBA from the
-    /// decode thread's conversion) run fewer frames ahead than the player asks, but at least 2.
+    /// decode thread's conversion) run fewer frames ahead than the player asks, but at least 2
+    /// (or the player's count, when it asks for fewer).
     static let aheadBytes = 32 << 20
 
     /// - Parameters:

@@ -147,7 +147,8 @@ public class Player: @unchecked Sendable {
 
     /// - Parameters:
     ///   - logger: the process's logger.
-    ///   - decodeAhead: how many frames each item's decode thread may run ahead.
+    ///   - decodeAhead: how many frames each item's decode thread may run ahead (fewer when its
+    ///     frames are big: at most 32 MB of them, and at least 2).
     public convenience init(logger: Logger = Logger(level: .error), decodeAhead: Int = 6) {
         self.init(isQueuePlayer: false, logger: logger, decodeAhead: decodeAhead)
     }

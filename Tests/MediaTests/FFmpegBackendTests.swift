@@ -66,6 +66,37 @@ import TestSupport
         #expect(asset.statusOfValue(forKey: "tracks").status == .loaded)
     }
 
+    /// The probe reads only the container and the stream's parameters: a file whose video data is
+    /// zeroed passes it, and fails where its first frame is decoded (`checkFirstFrame`, what a
+    /// wall's shared timeline asks for), naming the file and FFmpeg's reason.
+    @Test func aStreamThatDoesNotDecodePassesTheProbeButNotTheFirstFrameCheck() throws {
+        let good = try TestMedia.make("faststart-320x180-1s.mp4", [
+            "-f", "lavfi", "-i", "testsrc=size=320x180:rate=30", "-t", "1", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+            "-movflags", "+faststart", "-f", "mp4",
+        ])
+        var data = try Data(contentsOf: URL(fileURLWithPath: good))
+        let mdat = try #require(data.range(of: Data("mdat".utf8)))
+        data.replaceSubrange(mdat.upperBound..<data.endIndex, with: Data(count: data.endIndex - mdat.upperBound))
+        let zeroed = URL(fileURLWithPath: TestMedia.folder + "/zeroed-video-\(UUID().uuidString).mp4")
+        try data.write(to: zeroed)
+        #expect(try backend.probe(zeroed).duration == MediaTime(value: 1, timescale: 1))
+        do {
+            try backend.checkFirstFrame(zeroed)
+            Issue.record("a stream of zeros decoded")
+        } catch {
+            #expect("\(error)".hasPrefix(zeroed.path + ": "), "\(error)")
+        }
+        try backend.checkFirstFrame(URL(fileURLWithPath: good))
+    }
+
+    /// An RGB picture says BT.709, the matrix its frames are labelled with (not the height rule
+    /// for untagged video).
+    @Test func anRGBPictureSaysBT709() async throws {
+        let png = try TestMedia.make("red-64x48.png", ["-f", "lavfi", "-i", "color=c=red:size=64x48", "-frames:v", "1", "-c:v", "png", "-f", "image2"])
+        let track = try #require(try await asset(png).load(.tracks).first)
+        #expect(track.colorSpace == "bt709" && track.pixelFormat == "rgb24", "\(track.colorSpace) \(track.pixelFormat)")
+    }
+
     @Test func assetOfA24FpsClipOfAnotherSizeSaysSo() async throws {
         let asset = asset(try TestMedia.clip(seconds: 1, fps: 24, width: 256, height: 144))
         let (duration, tracks) = try await asset.load(.duration, .tracks)
