@@ -80,6 +80,16 @@ import TestSupport
 
     func data(_ reply: JSONValue?) -> JSONValue? { reply?["data"] }
 
+    /// The PNG of a `screenshot` command's answer.
+    func png(_ reply: JSONValue?) throws -> Data {
+        try #require(Data(base64Encoded: data(reply)?["data"]?.stringValue ?? ""), "no screenshot in \(String(describing: reply))")
+    }
+
+    /// Whether `pixel` (r, g, b) is `expected` within 4/255 each.
+    func isColour(_ pixel: [UInt8], _ expected: [Int]) -> Bool {
+        pixel.count == 3 && zip(pixel, expected).allSatisfy { abs(Int($0) - $1) <= 4 }
+    }
+
     /// `--frames N` (mpv's `--frames`): exit 0 once N frames are on screen, no sooner.
     @Test func framesExitsAfterThatManyShownFrames() throws {
         let config = try writeConfig([try TestMedia.clip(seconds: 2, fps: 30)])
@@ -400,9 +410,8 @@ import TestSupport
             let running = try Running(config: config, clock: "real", exitAfter: 30, extra: ["--node", node])
             let client = try running.connect()
             Thread.sleep(forTimeInterval: 0.5)
-            let shot = try #require(data(client.request(["screenshot"], id: 1)))
-            let pixel = try pixelThreeQuartersAcross(try #require(Data(base64Encoded: shot["data"]?.stringValue ?? "")))
-            #expect(pixel.count == 3 && zip(pixel, expected).allSatisfy { abs(Int($0) - $1) <= 4 }, "\(node): \(pixel)")
+            let pixel = try pixelThreeQuartersAcross(try png(client.request(["screenshot"], id: 1)))
+            #expect(isColour(pixel, expected), "\(node): \(pixel)")
             _ = client.request(["quit"], id: 2)
             #expect(running.wait() == 0)
         }
@@ -439,10 +448,10 @@ import TestSupport
         #expect(sync?["mode"]?.stringValue == "clock")
         #expect(sync?["clock"]?["source"] != nil, "\(String(describing: sync))")
         for (id, (output, expected)) in [("headless-left", [255, 0, 0]), ("headless-right", [0, 0, 255])].enumerated() {
-            let shot = try #require(data(client.request(["screenshot", .string(output)], id: 2 + id)), "no screenshot of \(output)")
-            #expect(shot["output"]?.stringValue == output)
-            let pixel = try pixelThreeQuartersAcross(try #require(Data(base64Encoded: shot["data"]?.stringValue ?? "")))
-            #expect(pixel.count == 3 && zip(pixel, expected).allSatisfy { abs(Int($0) - $1) <= 4 }, "\(output): \(pixel)")
+            let reply = client.request(["screenshot", .string(output)], id: 2 + id)
+            #expect(data(reply)?["output"]?.stringValue == output)
+            let pixel = try pixelThreeQuartersAcross(try png(reply))
+            #expect(isColour(pixel, expected), "\(output): \(pixel)")
         }
         #expect(running.wait() == 0)
         let lines = try running.traceLines()
@@ -472,11 +481,10 @@ import TestSupport
         let running = try Running(config: config, clock: "real", exitAfter: 4)
         let client = try running.connect()
         Thread.sleep(forTimeInterval: 1)
-        let shot = try #require(data(client.request(["screenshot"], id: 1)))
-        let png = try #require(Data(base64Encoded: shot["data"]?.stringValue ?? ""))
+        let shot = try png(client.request(["screenshot"], id: 1))
         for (fraction, expected) in [("iw/4", [255, 0, 0]), ("3*iw/4", [0, 0, 255])] {
-            let pixel = try pixel(png, x: fraction)
-            #expect(pixel.count == 3 && zip(pixel, expected).allSatisfy { abs(Int($0) - $1) <= 4 }, "at \(fraction): \(pixel)")
+            let pixel = try pixel(shot, x: fraction)
+            #expect(isColour(pixel, expected), "at \(fraction): \(pixel)")
         }
         #expect(running.wait() == 0)
         // Each region's player has its own lines in the trace, and neither shows a blank.
