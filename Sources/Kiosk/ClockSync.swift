@@ -49,7 +49,8 @@ final class ClockSync {
         }
         let first = earliest + lead
         let w0 = wallTime(first) ?? WallTime.now()
-        return (vsync(nearest: gridPoint(after: w0, grid: grid), from: first, at: w0), gridPoint(after: w0, grid: grid))
+        let point = gridPoint(after: w0, grid: grid)
+        return (vsync(nearest: point, from: first, at: w0), point)
     }
 
     /// The first point of a grid of `grid` nanoseconds at or after `time`.

@@ -387,13 +387,12 @@ public final class KioskSession: @unchecked Sendable {
             logger.error("reload refused; the old config keeps playing", ["config": configPath, "error": "\(error)"])
             return .failed("\(error)")
         }
-        let newConfig = loaded.forWallOutput(outputSlot, node: node, regionRank: regionRank)
         let old = lock.withLock { config }
+        // Every output of the node restarts on the same moment of the new timeline.
+        let newConfig = adopt(loaded, restartAt: ClockSync.gridPoint(after: WallTime.now() + 600_000_000))
         if old.display.mode != newConfig.display.mode || old.display.output != newConfig.display.output {
             logger.warning("display settings change at the next start; the playlist changes now", ["config": configPath])
         }
-        // Every output of the node restarts on the same moment of the new timeline.
-        adopt(loaded, restartAt: ClockSync.gridPoint(after: WallTime.now() + 600_000_000))
         logger.info(newConfig.wall?.sync.mode == .clock ? "reloaded; the new playlist's timeline starts now, on the clock"
                                                         : "reloaded; the new playlist starts at the next item boundary",
                     ["config": configPath, "items": "\(newConfig.playlist.count)"])
@@ -401,8 +400,9 @@ public final class KioskSession: @unchecked Sendable {
     }
 
     /// Plays a reloaded config's playlist (the one of this session's wall output), and has its
-    /// followers do the same.
-    private func adopt(_ loaded: KioskConfig, restartAt: WallTime) {
+    /// followers do the same. Returns this session's part of the config.
+    @discardableResult
+    private func adopt(_ loaded: KioskConfig, restartAt: WallTime) -> KioskConfig {
         let newConfig = loaded.forWallOutput(outputSlot, node: node, regionRank: regionRank)
         lock.withLock {
             config = newConfig
@@ -416,7 +416,7 @@ public final class KioskSession: @unchecked Sendable {
         for follower in lock.withLock({ followers }) { follower.adopt(loaded, restartAt: restartAt) }
         if let sync = newConfig.wall?.sync, sync.mode == .clock {
             // A mosaic's further regions are restarted by the session of their output.
-            guard regionRank == 0 else { return }
+            guard regionRank == 0 else { return newConfig }
             // A new playlist is a new timeline: every node restarts at the clock's position on it
             // (on the presentation thread, which owns the wall sync).
             _ = presentationTasks.run(timeout: 4) { [self] context in
@@ -436,6 +436,7 @@ public final class KioskSession: @unchecked Sendable {
         } else {
             startPlaylist(newConfig, afterCurrentItem: true)
         }
+        return newConfig
     }
 
     // MARK: Presentation
@@ -665,22 +666,14 @@ struct ReportingBackend: MediaBackend {
     let inner: any MediaBackend
     let onFailure: @Sendable (URL, any Error) -> Void
 
-    func probe(_ url: URL) throws -> AssetDescription {
-        do { return try inner.probe(url) } catch {
-            onFailure(url, error)
-            throw error
-        }
-    }
+    func probe(_ url: URL) throws -> AssetDescription { try reporting(url) { try inner.probe(url) } }
 
-    func openReader(_ url: URL) throws -> any FrameReader {
-        do { return try inner.openReader(url) } catch {
-            onFailure(url, error)
-            throw error
-        }
-    }
+    func openReader(_ url: URL) throws -> any FrameReader { try reporting(url) { try inner.openReader(url) } }
 
-    func checkFirstFrame(_ url: URL) throws {
-        do { try inner.checkFirstFrame(url) } catch {
+    func checkFirstFrame(_ url: URL) throws { try reporting(url) { try inner.checkFirstFrame(url) } }
+
+    private func reporting<T>(_ url: URL, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch {
             onFailure(url, error)
             throw error
         }
