@@ -42,12 +42,9 @@ public struct DMABufDescriptor: Sendable, Equatable {
         self.chromaLocation = chromaLocation
     }
 
-    public static func fourcc(_ code: String) -> UInt32 {
-        code.utf8.prefix(4).enumerated().reduce(0) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) }
-    }
-    public static let fourccNV12 = fourcc("NV12")
-    public static let fourccP010 = fourcc("P010")
-    public static let fourccYUV420 = fourcc("YU12")
+    public static let fourccNV12 = DRMPrimeDescriptor.fourcc("NV12")
+    public static let fourccP010 = DRMPrimeDescriptor.fourcc("P010")
+    public static let fourccYUV420 = DRMPrimeDescriptor.fourcc("YU12")
     /// DRM_FORMAT_MOD_INVALID: "no modifier given".
     public static let modifierInvalid: UInt64 = 0x00ff_ffff_ffff_ffff
 }

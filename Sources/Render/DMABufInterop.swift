@@ -1,12 +1,12 @@
 import Media
 
 extension DMABufDescriptor {
-    public static let fourccR8 = fourcc("R8  ")
-    public static let fourccGR88 = fourcc("GR88")
-    public static let fourccRG88 = fourcc("RG88")
-    public static let fourccR16 = fourcc("R16 ")
-    public static let fourccGR1616 = fourcc("GR32")
-    public static let fourccRG1616 = fourcc("RG32")
+    public static let fourccR8 = DRMPrimeDescriptor.fourcc("R8  ")
+    public static let fourccGR88 = DRMPrimeDescriptor.fourcc("GR88")
+    public static let fourccRG88 = DRMPrimeDescriptor.fourcc("RG88")
+    public static let fourccR16 = DRMPrimeDescriptor.fourcc("R16 ")
+    public static let fourccGR1616 = DRMPrimeDescriptor.fourcc("GR32")
+    public static let fourccRG1616 = DRMPrimeDescriptor.fourcc("RG32")
 
     /// The picture a hardware decoder's DRM PRIME frame holds, as one EGL image: a single layer as
     /// it is (NV12, P010: both planes in one image), or separate single-plane layers (VAAPI's
