@@ -106,13 +106,7 @@ final class FrameConverter {
         }
         // No range or matrix change for Y'CbCr (swscale would otherwise squeeze yuvj to limited);
         // RGB (always full range) is coded with `matrix` into `range`.
-        let swsMatrix: Int32
-        switch matrix {
-        case .bt601: swsMatrix = SWS_CS_ITU601
-        case .bt709: swsMatrix = SWS_CS_ITU709
-        case .bt2020: swsMatrix = SWS_CS_BT2020
-        }
-        let table = sws_getCoefficients(swsMatrix)
+        let table = sws_getCoefficients(matrix.swsColorspace)
         let full: Int32 = range == .full ? 1 : 0
         _ = sws_setColorspaceDetails(scaler, table, isRGB ? 1 : full, table, full, 0, 1 << 16, 1 << 16)
 
@@ -123,27 +117,31 @@ final class FrameConverter {
         out.pointee.height = h
         out.pointee.format = target.avPixelFormat.rawValue
         var r = av_frame_get_buffer(out, 0)
-        if r >= 0 {
-            r = withUnsafePointer(to: frame.pointee.data) { src in
-                withUnsafePointer(to: frame.pointee.linesize) { srcStride in
-                    withUnsafeMutablePointer(to: &out.pointee.data) { dst in
-                        withUnsafePointer(to: out.pointee.linesize) { dstStride in
-                            sws_scale(scaler,
-                                      UnsafeRawPointer(src).assumingMemoryBound(to: UnsafePointer<UInt8>?.self),
-                                      UnsafeRawPointer(srcStride).assumingMemoryBound(to: Int32.self), 0, h,
-                                      UnsafeMutableRawPointer(dst).assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self),
-                                      UnsafeRawPointer(dstStride).assumingMemoryBound(to: Int32.self))
-                        }
-                    }
-                }
-            }
-        }
+        if r >= 0 { r = swsScale(scaler, frame, into: out) }
         guard r >= 0 else {
             var failed: UnsafeMutablePointer<AVFrame>? = out
             av_frame_free(&failed)
             throw MediaError(uri: uri, call: "sws_scale", averror: r)
         }
         return out
+    }
+}
+
+/// `sws_scale` of every row of `source` into `target`, through their own plane pointers and
+/// strides (`data` and `linesize`); returns the rows written or an AVERROR.
+func swsScale(_ scaler: OpaquePointer?, _ source: UnsafePointer<AVFrame>, into target: UnsafeMutablePointer<AVFrame>) -> Int32 {
+    withUnsafePointer(to: source.pointee.data) { src in
+        withUnsafePointer(to: source.pointee.linesize) { srcStride in
+            withUnsafeMutablePointer(to: &target.pointee.data) { dst in
+                withUnsafePointer(to: target.pointee.linesize) { dstStride in
+                    sws_scale(scaler,
+                              UnsafeRawPointer(src).assumingMemoryBound(to: UnsafePointer<UInt8>?.self),
+                              UnsafeRawPointer(srcStride).assumingMemoryBound(to: Int32.self), 0, source.pointee.height,
+                              UnsafeMutableRawPointer(dst).assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self),
+                              UnsafeRawPointer(dstStride).assumingMemoryBound(to: Int32.self))
+                }
+            }
+        }
     }
 }
 

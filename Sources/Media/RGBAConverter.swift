@@ -143,36 +143,7 @@ public final class RGBAConverter {
         out.pointee.height = h
         out.pointee.format = AV_PIX_FMT_RGBA.rawValue
 
-        let r = frame.withPlanes { planes -> Int32 in
-            var source: (UnsafePointer<UInt8>?, UnsafePointer<UInt8>?, UnsafePointer<UInt8>?, UnsafePointer<UInt8>?) = (nil, nil, nil, nil)
-            var sourceStride: (Int32, Int32, Int32, Int32) = (0, 0, 0, 0)
-            source.0 = planes[0].bytes.assumingMemoryBound(to: UInt8.self)
-            sourceStride.0 = Int32(planes[0].bytesPerRow)
-            if planes.count > 1 {
-                source.1 = planes[1].bytes.assumingMemoryBound(to: UInt8.self)
-                sourceStride.1 = Int32(planes[1].bytesPerRow)
-            }
-            if planes.count > 2 {
-                source.2 = planes[2].bytes.assumingMemoryBound(to: UInt8.self)
-                sourceStride.2 = Int32(planes[2].bytesPerRow)
-            }
-            var destination: (UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?) =
-                (out.pointee.data.0, nil, nil, nil)
-            var destinationStride: (Int32, Int32, Int32, Int32) = (Int32(stride), 0, 0, 0)
-            return withUnsafePointer(to: &source) { src in
-                withUnsafePointer(to: &sourceStride) { srcStride in
-                    withUnsafePointer(to: &destination) { dst in
-                        withUnsafePointer(to: &destinationStride) { dstStride in
-                            sws_scale(scaler,
-                                      UnsafeRawPointer(src).assumingMemoryBound(to: UnsafePointer<UInt8>?.self),
-                                      UnsafeRawPointer(srcStride).assumingMemoryBound(to: Int32.self), 0, h,
-                                      UnsafeRawPointer(dst).assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self),
-                                      UnsafeRawPointer(dstStride).assumingMemoryBound(to: Int32.self))
-                        }
-                    }
-                }
-            }
-        }
+        let r = try frame.withAVFrame { swsScale(scaler, $0, into: out) }
         guard r == h else {
             av_frame_free(&owned)
             throw MediaError(uri: name, call: "sws_scale", code: r, reason: r < 0 ? ffmpegErrorString(r) : "converted \(r) of \(h) rows")

@@ -210,10 +210,11 @@ public final class VideoDecoder {
         defer { avformat_close_input(&fmt) }
         let stream = opened.pointee.streams[Int(index)]!
         let parameters = stream.pointee.codecpar.pointee
+        let pixelFormat = AVPixelFormat(rawValue: parameters.format)
         let info = describe(opened, stream, decoder, width: parameters.width, height: parameters.height,
-                            pixelFormat: AVPixelFormat(rawValue: parameters.format), threads: 0)
+                            pixelFormat: pixelFormat, threads: 0)
         // RGB pictures become BT.709 frames (FrameConverter); Y'CbCr ones keep their own tags.
-        let isRGB = av_pix_fmt_desc_get(AVPixelFormat(rawValue: parameters.format))
+        let isRGB = av_pix_fmt_desc_get(pixelFormat)
             .map { $0.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0 } ?? false
         return (info, Rotation(degrees: -mq_stream_display_rotation(stream)),
                 isRGB ? .bt709 : ColorMatrix(parameters.color_space, height: Int(parameters.height)))

@@ -262,6 +262,14 @@ public final class VideoFrame: PresentableFrame, @unchecked Sendable {
         return try FrameConverter(uri: "DMA-BUF frame").makeFrame(taking: copy, pts: pts, duration: duration, rotation: rotation)
     }
 
+    /// Calls `body` with the frame's `AVFrame` (frames in memory only).
+    func withAVFrame<R>(_ body: (UnsafePointer<AVFrame>) throws -> R) throws -> R {
+        guard let frame else {
+            throw MediaError(uri: "DMA-BUF frame", call: "withAVFrame", reason: "the picture is not in memory: copy it first")
+        }
+        return try body(frame)
+    }
+
     /// Bytes of memory the picture's buffers hold (0 for DMA-BUFs: not process memory).
     public var byteCount: Int {
         guard let frame else { return 0 }
