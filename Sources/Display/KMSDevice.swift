@@ -279,10 +279,12 @@ final class DRMDevice: @unchecked Sendable {
                     pendingFlips[crtc]!.removeFirst()
                     return event
                 }
-                // Poll under the lock for at most a millisecond, so that another output's thread
-                // soon gets its turn to collect what was read for it.
+                // Poll under the lock: while other outputs share the fd, for at most a millisecond,
+                // so that another output's thread soon gets its turn to collect what was read for
+                // it; a lone output waits for its event in one poll.
+                let milliseconds = max(0, (remaining * 1000).rounded(.up))
                 var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&pfd, 1, Int32(max(0, min(1, (remaining * 1000).rounded(.up)))))
+                let ready = poll(&pfd, 1, Int32(claimed.count > 1 ? min(1, milliseconds) : milliseconds))
                 if ready < 0 {
                     if errno == EINTR || errno == EAGAIN { return nil }
                     throw DRMError(call: "poll(\(path))", errno: errno)
