@@ -185,20 +185,6 @@ import Testing
         #expect(seen.contains("status readyToPlay") && seen.contains("item true") && seen.contains("rate 1.0"))
     }
 
-    /// A process can wait for the decode threads to end before it exits: while one is busy, the
-    /// wait gives up at its timeout and counts it. (Whether the count reaches 0 depends on every
-    /// other test's players too, so that is left to the examples' and marquee's exits.)
-    @Test func waitingForDecodeThreadsCountsABusyOne() throws {
-        backend.holdDecoding(true)
-        defer { backend.holdDecoding(false) }
-        let player = QueuePlayer(items: [item("busy.mp4")], logger: quiet)
-        player.play()
-        let started = Date()
-        #expect(Player.waitForDecodeThreadsToEnd(timeout: 0.2) >= 1)
-        #expect(Date().timeIntervalSince(started) < 2)
-        player.removeAllItems()
-    }
-
     /// `statusUpdates()` starts with the status now and then sends every change: a change made
     /// while the stream is being made (the asset loading on another thread) is never lost, so a
     /// watcher waiting for readyToPlay always gets it.
