@@ -85,7 +85,13 @@ public final class HeadlessOutput: PresentationOutput {
         try target.readPixels()
     }
 
-    /// The picture now on the output as PNG (what the control socket's `screenshot` serves).
+    /// The picture now on the output as GL stores it (bottom row first): a copy and nothing more,
+    /// for the presenting thread (the control socket's `screenshot` encodes it elsewhere).
+    public func screenshotAsStored() throws -> RGBAImage {
+        try target.readPixelsAsStored()
+    }
+
+    /// The picture now on the output as PNG.
     public func screenshotPNG() throws -> Data {
         try target.readPixels().pngData()
     }

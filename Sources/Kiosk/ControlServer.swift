@@ -19,7 +19,10 @@ public enum ControlError: Error, Equatable, Sendable {
     }
 }
 
-/// What the control server asks of the player. Called on the server's thread.
+/// What the control server asks of the player. Called on the server's worker threads: requests of
+/// different clients run at the same time (each client's one after another), so an implementation
+/// must be thread-safe; it may block (a screenshot waits for the output) without holding up other
+/// clients.
 public protocol ControlHandler: AnyObject, Sendable {
     /// The names `get_property` and `observe_property` accept.
     var propertyNames: [String] { get }
@@ -34,35 +37,149 @@ public protocol ControlHandler: AnyObject, Sendable {
 /// line. Requests `{"command":["get_property","pause"],"request_id":7}` get
 /// `{"data":false,"request_id":7,"error":"success"}`; events arrive as `{"event":"..."}` lines.
 ///
-/// One thread serves every client with `poll`. Bad input never reaches playback: malformed lines get
-/// an error reply; a line longer than `maxLineBytes`, a client past `maxClients`, or a client whose
-/// unread replies pass `maxPendingBytes` (one that never reads) is disconnected.
+/// One thread does the socket I/O with `poll`. Requests that reach the player run on worker
+/// threads, one at a time per client and in order (so a client's replies come in the order it
+/// asked), while other clients go on being answered: a slow request (a screenshot, a player that
+/// does not answer) holds up only the client that sent it. Observed properties are read on a
+/// worker too.
+///
+/// Bad input never reaches playback, and every per-client resource is bounded: malformed lines get
+/// an error reply; a line longer than `maxLineBytes` disconnects; a client past `maxClients` is
+/// refused; at most `maxObservedPerClient` observed properties; one request runs at a time and
+/// lines behind it wait in at most `maxLineBytes` of input (the server stops reading meanwhile).
+/// Replies a client asked for are always delivered whole, however big (a screenshot), but the
+/// server runs its next request only once less than `maxPendingBytes` of replies wait unread.
+/// Unsolicited lines (events, property changes) a client leaves unread count against
+/// `maxPendingBytes`: past it the client is disconnected and the log names it.
 public final class ControlServer: @unchecked Sendable {
-    // @unchecked: clients and the listening socket belong to the server thread; `events` is guarded
-    // by `lock`; the wake pipe is written from any thread.
+    // @unchecked: clients and the listening socket belong to the server thread; `pendingEvents`,
+    // `finished`, `stopping` and the wake pipe's state are guarded by `lock`.
     public let path: String
     public let maxClients: Int
     public let maxLineBytes: Int
     public let maxPendingBytes: Int
+    public let maxObservedPerClient: Int
     private let handler: any ControlHandler
     private let logger: Logger
     private let listener: Int32
     private let wake: (read: Int32, write: Int32)
     private let lock = NSLock()
     private var pendingEvents: [JSONValue] = []
+    private var finished: [Finished] = []
     private var stopping = false
+    private var wakeClosed = false
     private var thread: Thread?
+    // The server thread's own.
     private var clients: [Int32: Client] = [:]
     private var nextClientID = 1
+    private var observationRunning = false
+    private var scratch = [UInt8](repeating: 0, count: 16 * 1024)
+
+    /// What a worker hands back to the server thread.
+    private enum Finished {
+        /// The encoded reply line of a client's request.
+        case reply(clientID: Int, line: [UInt8])
+        /// The values of the observed properties.
+        case observed([String: JSONValue])
+    }
 
     final class Client {
         let id: Int
+        /// The connecting process (SO_PEERCRED), for the log.
+        let pid: Int32?
         var name = ""
+        /// Bytes read; `input[..<inputStart]` is handled, `input[inputStart..<scanned]` holds no newline.
         var input = [UInt8]()
-        var output = [UInt8]()
+        var inputStart = 0
+        var scanned = 0
+        var output = OutputQueue()
+        /// A request of this client runs on a worker.
+        var busy = false
+        /// The client will send no more (end of stream): what it sent is still answered.
+        var inputClosed = false
+        /// The client has gone: what it sent still runs, replies are dropped.
+        var peerGone = false
         /// observe_property: id -> (name, last value sent).
         var observed: [Int: (name: String, last: JSONValue?)] = [:]
-        init(id: Int) { self.id = id }
+        init(id: Int, pid: Int32?) {
+            self.id = id
+            self.pid = pid
+        }
+        var label: String { "client\(id)" }
+        var unhandledBytes: Int { input.count - inputStart }
+        var hasCompleteLine: Bool { input[scanned...].contains(0x0A) }
+    }
+
+    /// A client's unsent output: one byte stream, knowing which of its bytes are replies (asked for)
+    /// and which are events (unsolicited).
+    struct OutputQueue {
+        private var bytes = [UInt8]()
+        private var start = 0
+        /// How many bytes of the stream have been sent (the stream offset of `bytes[start]`).
+        private var sent = 0
+        /// The stream ranges of replies not yet sent completely, from `replyHead` on.
+        private var replies: [(from: Int, to: Int)] = []
+        private var replyHead = 0
+        private(set) var unsentReplyBytes = 0
+
+        var isEmpty: Bool { start == bytes.count }
+        var unsentBytes: Int { bytes.count - start }
+        var unsentEventBytes: Int { unsentBytes - unsentReplyBytes }
+
+        mutating func append(_ line: [UInt8], isReply: Bool) {
+            if isReply {
+                let from = sent + unsentBytes
+                replies.append((from, from + line.count))
+                unsentReplyBytes += line.count
+            }
+            bytes.append(contentsOf: line)
+        }
+
+        /// Sends what the socket takes now; the errno of a failed send, nil otherwise.
+        mutating func send(to fd: Int32) -> Int32? {
+            defer { compact() }
+            while start < bytes.count {
+                let n = bytes[start...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
+                    return errno
+                }
+                consumed(n)
+            }
+            return nil
+        }
+
+        private mutating func consumed(_ n: Int) {
+            let before = sent
+            sent += n
+            start += n
+            while replyHead < replies.count {
+                let range = replies[replyHead]
+                let overlap = min(range.to, sent) - max(range.from, before)
+                if overlap > 0 { unsentReplyBytes -= overlap }
+                guard range.to <= sent else { break }
+                replyHead += 1
+            }
+        }
+
+        private mutating func compact() {
+            if start == bytes.count {
+                // A big reply's buffer is given back; a small one is kept for the next lines.
+                bytes.removeAll(keepingCapacity: bytes.capacity <= 1 << 16)
+                start = 0
+            } else if start > 1 << 16 && start * 2 > bytes.count {
+                bytes.removeSubrange(0..<start)
+                start = 0
+            }
+            if replyHead == replies.count {
+                replies.removeAll(keepingCapacity: true)
+                replyHead = 0
+            } else if replyHead > 64 && replyHead * 2 > replies.count {
+                replies.removeSubrange(0..<replyHead)
+                replyHead = 0
+            }
+        }
     }
 
     public struct SocketError: Error, CustomStringConvertible {
@@ -74,14 +191,15 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Binds `path` (mode `mode`, default 0660) and starts serving.
     public init(path: String, mode: mode_t = 0o660, handler: any ControlHandler, logger: Logger,
-                maxClients: Int = 32, maxLineBytes: Int = 64 * 1024, maxPendingBytes: Int = 1 << 20) throws {
+                maxClients: Int = 32, maxLineBytes: Int = 64 * 1024, maxPendingBytes: Int = 1 << 20,
+                maxObservedPerClient: Int = 64) throws {
         self.path = path
         self.handler = handler
         self.logger = logger.with(["socket": path])
         self.maxClients = maxClients
         self.maxLineBytes = maxLineBytes
         self.maxPendingBytes = maxPendingBytes
-
+        self.maxObservedPerClient = maxObservedPerClient
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
@@ -139,17 +257,32 @@ public final class ControlServer: @unchecked Sendable {
         return probe == nil
     }
 
-    /// Stops serving, disconnects every client and removes the socket file.
+    /// Stops serving, disconnects every client and removes the socket file. Requests still running
+    /// on workers finish there; their replies are dropped.
     public func stop() {
         lock.withLock { stopping = true }
-        _ = write(wake.write, "x", 1)
+        wakeUp()
         while thread?.isFinished == false { Thread.sleep(forTimeInterval: 0.005) }
     }
 
     /// Sends an event (`{"event":"end-file",...}`) to every client.
     public func broadcast(_ event: JSONValue) {
         lock.withLock { pendingEvents.append(event) }
-        _ = write(wake.write, "x", 1)
+        wakeUp()
+    }
+
+    /// Wakes the server thread's `poll` (from any thread; not once the pipe is closed).
+    private func wakeUp() {
+        lock.withLock {
+            guard !wakeClosed else { return }
+            _ = write(wake.write, "x", 1)
+        }
+    }
+
+    /// Hands a worker's result to the server thread.
+    private func finish(_ result: Finished) {
+        lock.withLock { finished.append(result) }
+        wakeUp()
     }
 
     private func serve() {
@@ -157,21 +290,30 @@ public final class ControlServer: @unchecked Sendable {
             for fd in clients.keys { close(fd) }
             clients.removeAll()
             close(listener)
-            close(wake.read)
-            close(wake.write)
+            lock.withLock {
+                wakeClosed = true
+                close(wake.read)
+                close(wake.write)
+            }
             unlink(path)
         }
         var lastObservation = ContinuousClock.now
         while true {
             var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
-            for (fd, client) in clients {
-                fds.append(pollfd(fd: fd, events: Int16(POLLIN) | (client.output.isEmpty ? 0 : Int16(POLLOUT)), revents: 0))
+            for (fd, client) in clients where !client.peerGone {
+                // Input is read while what waits unhandled is under a line's limit; POLLHUP and
+                // POLLERR are reported whatever is asked.
+                let readable = !client.inputClosed && client.unhandledBytes <= maxLineBytes
+                fds.append(pollfd(fd: fd, events: (readable ? Int16(POLLIN) : 0) | (client.output.isEmpty ? 0 : Int16(POLLOUT)), revents: 0))
             }
             // Wake at least every 100 ms to report observed property changes.
             _ = poll(&fds, nfds_t(fds.count), 100)
-            let (stop, events) = lock.withLock { () -> (Bool, [JSONValue]) in
-                defer { pendingEvents.removeAll() }
-                return (stopping, pendingEvents)
+            let (stop, events, results) = lock.withLock { () -> (Bool, [JSONValue], [Finished]) in
+                defer {
+                    pendingEvents.removeAll()
+                    finished.removeAll()
+                }
+                return (stopping, pendingEvents, finished)
             }
             if stop { return }
             if fds[1].revents != 0 {
@@ -181,16 +323,36 @@ public final class ControlServer: @unchecked Sendable {
             if fds[0].revents & Int16(POLLIN) != 0 { acceptClients() }
             for entry in fds.dropFirst(2) where entry.revents != 0 {
                 guard let client = clients[entry.fd] else { continue }
-                if entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { readFrom(entry.fd, client) }
+                if entry.revents & Int16(POLLIN) != 0 {
+                    readFrom(entry.fd, client)
+                } else if entry.revents & Int16(POLLHUP | POLLERR) != 0 {
+                    client.peerGone = true
+                    client.inputClosed = true
+                }
                 if clients[entry.fd] != nil && entry.revents & Int16(POLLOUT) != 0 { flush(entry.fd, client) }
+            }
+            for result in results {
+                switch result {
+                case .reply(let id, let line):
+                    guard let (fd, client) = clients.first(where: { $0.value.id == id }) else { continue }  // gone meanwhile
+                    client.busy = false
+                    if !client.peerGone {
+                        client.output.append(line, isReply: true)
+                        flush(fd, client)
+                    }
+                case .observed(let values):
+                    observationRunning = false
+                    reportObservedChanges(values)
+                }
             }
             for event in events {
                 for (fd, client) in clients { send(event, to: client, fd: fd) }
             }
-            if ContinuousClock.now - lastObservation >= .milliseconds(100) {
+            if !observationRunning && ContinuousClock.now - lastObservation >= .milliseconds(100) {
                 lastObservation = .now
-                reportObservedChanges()
+                readObservedProperties()
             }
+            for (fd, client) in clients { process(fd, client) }
         }
     }
 
@@ -199,71 +361,101 @@ public final class ControlServer: @unchecked Sendable {
             let fd = accept(listener, nil, nil)
             guard fd >= 0 else { return }
             setNonBlockingCloseOnExec(fd)
+            let pid = peerProcess(fd)
             guard clients.count < maxClients else {
                 let reply = #"{"error":"too many clients","request_id":0}"# + "\n"
                 _ = reply.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
                 close(fd)
-                logger.warning("control client refused: too many clients", ["limit": "\(maxClients)"])
+                logger.warning("control client refused: too many clients", ["limit": "\(maxClients)", "pid": pid.map { "\($0)" } ?? "-"])
                 continue
             }
-            clients[fd] = Client(id: nextClientID)
+            clients[fd] = Client(id: nextClientID, pid: pid)
             nextClientID += 1
         }
     }
 
     private func disconnect(_ fd: Int32, _ why: String?) {
         if let why, let client = clients[fd] {
-            logger.warning("control client disconnected", ["client": "\(client.id)", "why": why])
+            logger.warning("control client disconnected", ["client": client.label, "pid": client.pid.map { "\($0)" } ?? "-", "why": why])
         }
         clients[fd] = nil
         close(fd)
     }
 
+    /// Reads one chunk (poll comes back for the rest): a client cannot hold the thread.
     private func readFrom(_ fd: Int32, _ client: Client) {
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let n = read(fd, &buffer, buffer.count)
-            if n == 0 { return disconnect(fd, nil) }
-            if n < 0 {
-                if errno == EAGAIN || errno == EINTR { break }
-                return disconnect(fd, "read failed: \(String(cString: strerror(errno)))")
+        let n = read(fd, &scratch, scratch.count)
+        if n == 0 {
+            client.inputClosed = true
+        } else if n < 0 {
+            if errno == EAGAIN || errno == EINTR { return }
+            disconnect(fd, "read failed: \(String(cString: strerror(errno)))")
+        } else {
+            client.input.append(contentsOf: scratch[0..<n])
+        }
+    }
+
+    /// Runs the client's waiting lines until one goes to a worker; ends a client that is done.
+    private func process(_ fd: Int32, _ client: Client) {
+        while !client.busy && client.output.unsentReplyBytes < maxPendingBytes {
+            guard let newline = client.input[client.scanned...].firstIndex(of: 0x0A) else {
+                client.scanned = client.input.count
+                break
             }
-            client.input.append(contentsOf: buffer[0..<n])
-            while let newline = client.input.firstIndex(of: 0x0A) {
-                if newline > maxLineBytes { return disconnect(fd, "line longer than \(maxLineBytes) bytes") }
-                let line = Array(client.input[..<newline])
-                client.input.removeSubrange(...newline)
-                handle(line, from: client, fd: fd)
-                if clients[fd] == nil { return }
-            }
-            if client.input.count > maxLineBytes {
-                return disconnect(fd, "line longer than \(maxLineBytes) bytes")
-            }
+            let line = Array(client.input[client.inputStart..<newline])
+            client.inputStart = newline + 1
+            client.scanned = client.inputStart
+            guard line.count <= maxLineBytes else { return disconnect(fd, "line longer than \(maxLineBytes) bytes") }
+            handle(line, from: client, fd: fd)
+            guard clients[fd] === client else { return }
+        }
+        if client.inputStart > 0 && (client.inputStart == client.input.count || client.inputStart > 1 << 15) {
+            client.input.removeSubrange(0..<client.inputStart)
+            client.scanned -= client.inputStart
+            client.inputStart = 0
+        }
+        if client.scanned == client.input.count && client.unhandledBytes > maxLineBytes {
+            return disconnect(fd, "line longer than \(maxLineBytes) bytes")
+        }
+        // A client that has said all it will is closed once it is answered (one that has gone,
+        // once its requests have run).
+        if client.inputClosed && !client.busy && !client.hasCompleteLine && (client.peerGone || client.output.isEmpty) {
+            disconnect(fd, nil)
         }
     }
 
     private func flush(_ fd: Int32, _ client: Client) {
-        while !client.output.isEmpty {
-            let n = client.output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n < 0 {
-                if errno == EAGAIN || errno == EINTR { return }
-                return disconnect(fd, "write failed: \(String(cString: strerror(errno)))")
+        if let error = client.output.send(to: fd) {
+            if error == EPIPE || error == ECONNRESET {
+                // Gone: what it sent still runs (a command sent before closing), nothing more is sent.
+                client.peerGone = true
+                client.inputClosed = true
+            } else {
+                disconnect(fd, "write failed: \(String(cString: strerror(error)))")
             }
-            client.output.removeFirst(n)
         }
     }
 
+    /// An event: unsolicited, so it counts against the client's unread limit.
     private func send(_ value: JSONValue, to client: Client, fd: Int32) {
-        client.output.append(contentsOf: value.encoded.utf8)
-        client.output.append(0x0A)
-        if client.output.count > maxPendingBytes {
-            disconnect(fd, "more than \(maxPendingBytes) bytes unread")
+        guard !client.peerGone else { return }
+        let line = Array(value.encoded.utf8) + [0x0A]
+        if client.output.unsentEventBytes + line.count > maxPendingBytes {
+            disconnect(fd, "more than \(maxPendingBytes) bytes of events unread")
         } else {
+            client.output.append(line, isReply: false)
             flush(fd, client)
         }
     }
 
+    /// A reply answered on the server thread.
     private func reply(_ client: Client, _ fd: Int32, _ requestID: JSONValue, _ result: Result<JSONValue?, ControlError>) {
+        guard !client.peerGone else { return }
+        client.output.append(Self.replyLine(requestID, result), isReply: true)
+        flush(fd, client)
+    }
+
+    private static func replyLine(_ requestID: JSONValue, _ result: Result<JSONValue?, ControlError>) -> [UInt8] {
         var members: [(key: String, value: JSONValue)] = []
         switch result {
         case .success(let data):
@@ -275,7 +467,7 @@ public final class ControlServer: @unchecked Sendable {
             members.append(("error", .string(error.replyText)))
             if case .commandFailed(let detail) = error { members.append(("detail", .string(detail))) }
         }
-        send(.object(members), to: client, fd: fd)
+        return Array(JSONValue.object(members).encoded.utf8) + [0x0A]
     }
 
     private func handle(_ bytes: [UInt8], from client: Client, fd: Int32) {
@@ -302,12 +494,48 @@ public final class ControlServer: @unchecked Sendable {
         default:
             return reply(client, fd, requestID, .failure(.invalidParameter))
         }
-        reply(client, fd, requestID, Result { () throws(ControlError) -> JSONValue? in
-            try execute(name, arguments, client: client)
-        })
+        if let answered = Result(catching: { () throws(ControlError) -> JSONValue?? in try executeHere(name, arguments, client: client) }).flatMapAnswered {
+            return reply(client, fd, requestID, answered)
+        }
+        // The player's part runs on a worker; the server thread goes on with the other clients.
+        client.busy = true
+        let id = client.id, handler = self.handler, words = arguments
+        let worker = Thread { [self] in
+            let result = Result { () throws(ControlError) -> JSONValue? in try Self.execute(name, words, on: handler) }
+            finish(.reply(clientID: id, line: Self.replyLine(requestID, result)))
+        }
+        worker.name = "marquee-control-request"
+        worker.start()
     }
 
-    private func execute(_ name: String, _ arguments: [JSONValue], client: Client) throws(ControlError) -> JSONValue? {
+    /// The protocol's own commands, answered on the server thread; nil for those that go to the player.
+    private func executeHere(_ name: String, _ arguments: [JSONValue], client: Client) throws(ControlError) -> JSONValue?? {
+        switch name {
+        case "observe_property":
+            guard arguments.count == 2, let id = arguments[0].numberValue, let property = arguments[1].stringValue else {
+                throw .invalidParameter
+            }
+            guard handler.propertyNames.contains(property) else { throw .propertyNotFound }
+            guard client.observed.count < maxObservedPerClient || client.observed[Int(id)] != nil else {
+                throw .commandFailed("at most \(maxObservedPerClient) observed properties per client")
+            }
+            client.observed[Int(id)] = (property, nil)
+            return .some(nil)
+        case "unobserve_property":
+            guard arguments.count == 1, let id = arguments[0].numberValue else { throw .invalidParameter }
+            client.observed[Int(id)] = nil
+            return .some(nil)
+        case "client_name":
+            return .some(.string(client.name.isEmpty ? client.label : client.name))
+        case "get_version":
+            return .some(.number(Double(marqueeVersionNumber)))
+        default:
+            return nil
+        }
+    }
+
+    /// The player's commands (on a worker).
+    private static func execute(_ name: String, _ arguments: [JSONValue], on handler: any ControlHandler) throws(ControlError) -> JSONValue? {
         switch name {
         case "get_property":
             guard arguments.count == 1, let property = arguments[0].stringValue else { throw .invalidParameter }
@@ -316,39 +544,57 @@ public final class ControlServer: @unchecked Sendable {
             guard arguments.count == 2, let property = arguments[0].stringValue else { throw .invalidParameter }
             try handler.setProperty(property, to: arguments[1])
             return nil
-        case "observe_property":
-            guard arguments.count == 2, let id = arguments[0].numberValue, let property = arguments[1].stringValue else {
-                throw .invalidParameter
-            }
-            guard handler.propertyNames.contains(property) else { throw .propertyNotFound }
-            client.observed[Int(id)] = (property, nil)
-            return nil
-        case "unobserve_property":
-            guard arguments.count == 1, let id = arguments[0].numberValue else { throw .invalidParameter }
-            client.observed[Int(id)] = nil
-            return nil
-        case "client_name":
-            return .string(client.name.isEmpty ? "client\(client.id)" : client.name)
-        case "get_version":
-            return .number(Double(marqueeVersionNumber))
         default:
             return try handler.run(name, arguments)
         }
     }
 
-    private func reportObservedChanges() {
+    /// Reads every observed property once, on a worker (a slow property holds up no client).
+    private func readObservedProperties() {
+        let names = Set(clients.values.flatMap { $0.observed.values.map(\.name) })
+        guard !names.isEmpty else { return }
+        observationRunning = true
+        let handler = self.handler
+        let worker = Thread { [self] in
+            var values: [String: JSONValue] = [:]
+            for name in names { values[name] = (try? handler.property(name)) ?? .null }
+            finish(.observed(values))
+        }
+        worker.name = "marquee-control-observe"
+        worker.start()
+    }
+
+    private func reportObservedChanges(_ values: [String: JSONValue]) {
         for (fd, client) in clients where !client.observed.isEmpty {
             for (id, entry) in client.observed.sorted(by: { $0.key < $1.key }) {
-                let value = (try? handler.property(entry.name)) ?? .null
-                if entry.last == nil || entry.last! != value {
-                    client.observed[id] = (entry.name, value)
-                    send(["event": "property-change", "id": .number(Double(id)), "name": .string(entry.name), "data": value],
-                         to: client, fd: fd)
-                    if clients[fd] == nil { break }
-                }
+                guard let value = values[entry.name], entry.last != value else { continue }
+                client.observed[id] = (entry.name, value)
+                send(["event": "property-change", "id": .number(Double(id)), "name": .string(entry.name), "data": value],
+                     to: client, fd: fd)
+                if clients[fd] == nil { break }
             }
         }
     }
+}
+
+private extension Result where Success == JSONValue??, Failure == ControlError {
+    /// An answer given on the spot (a value or an error); nil when the request goes to the player.
+    var flatMapAnswered: Result<JSONValue?, ControlError>? {
+        switch self {
+        case .success(.some(let value)): .success(value)
+        case .success(.none): nil
+        case .failure(let error): .failure(error)
+        }
+    }
+}
+
+/// The process at the other end of a Unix socket, when the kernel says.
+private func peerProcess(_ fd: Int32) -> Int32? {
+    // struct ucred { pid_t pid; uid_t uid; gid_t gid; } (Glibc shows the type only with _GNU_SOURCE).
+    var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
+    var length = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
+    guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.pid > 0 else { return nil }
+    return credentials.pid
 }
 
 private func setNonBlockingCloseOnExec(_ fd: Int32) {
@@ -392,10 +638,10 @@ public final class UnixSocketClient {
         return UnixSocketClient(fd: fd)
     }
 
-    /// Sends one line (a newline is added).
+    /// Sends one line (a newline is added unless `newline` is false).
     @discardableResult
-    public func send(_ line: String) -> Bool {
-        let bytes = Array((line + "\n").utf8)
+    public func send(_ line: String, newline: Bool = true) -> Bool {
+        let bytes = Array((newline ? line + "\n" : line).utf8)
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -405,16 +651,20 @@ public final class UnixSocketClient {
         return true
     }
 
-    /// The next line, or nil on end of stream or when none came within the socket's timeout.
+    /// The next line, or nil on end of stream or when none came within the socket's timeout (each
+    /// read waits up to it: a long line, a screenshot, takes as long as it keeps coming).
     public func readLine() -> String? {
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+        var scanned = 0  // input[..<scanned] holds no newline
         while true {
-            if let newline = input.firstIndex(of: 0x0A) {
+            if let newline = input[scanned...].firstIndex(of: 0x0A) {
                 let line = String(decoding: input[..<newline], as: UTF8.self)
                 input.removeSubrange(...newline)
                 return line
             }
+            scanned = input.count
             let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
             if n <= 0 { return nil }
             input.append(contentsOf: buffer[0..<n])
         }

@@ -2,9 +2,11 @@ import Foundation
 import Playback
 
 /// A request from the control socket (or a signal) to the playback threads.
-public enum KioskCommand: Sendable {
+public enum KioskCommand: Sendable, Equatable {
     case next
     case previous
+    /// `steps` items on (back when negative) from the current one: coalesced `next`s and `previous`es.
+    case skip(steps: Int)
     case pause(Bool)
     /// Seek in the current item: to `seconds`, or by `seconds` when `relative`.
     case seek(seconds: Double, relative: Bool)
@@ -22,18 +24,31 @@ public enum KioskCommandResult: Sendable {
 }
 
 /// Answers the control socket from `KioskStatus` and forwards commands to the playback threads
-/// through `perform`, which must answer within `commandTimeout` seconds.
-public final class KioskController: ControlHandler {
+/// through `perform`, which must answer within `commandTimeout` seconds (a screenshot, which also
+/// encodes a PNG, within three times that).
+///
+/// Seeks and playlist steps are coalesced as mpv's play loop does: each is answered at once and
+/// queued; a queued one is merged with newer ones (steps add up, relative seeks add up, an
+/// absolute seek replaces the seek before it, a step drops the seek before it), and the queue is
+/// handed to the player at most once every `navigationInterval` seconds. A burst of 200
+/// `playlist-next`s thus opens a decoder or two, not 200.
+public final class KioskController: ControlHandler, @unchecked Sendable {
+    // @unchecked: `navigation` is guarded by `navigationLock`; the rest is immutable.
     public typealias Perform = @Sendable (KioskCommand) -> KioskCommandResult
 
     private let status: KioskStatus
     private let perform: Perform
     private let commandTimeout: Double
+    private let navigationInterval: Double
+    private let navigationLock = NSLock()
+    private var navigation = NavigationQueue()
+    private let navigationThread = DispatchQueue(label: "marquee-navigation")
 
-    public init(status: KioskStatus, commandTimeout: Double = 5, perform: @escaping Perform) {
+    public init(status: KioskStatus, commandTimeout: Double = 5, navigationInterval: Double = 0.1, perform: @escaping Perform) {
         self.status = status
         self.perform = perform
         self.commandTimeout = commandTimeout
+        self.navigationInterval = navigationInterval
     }
 
     public let propertyNames = [
@@ -119,26 +134,58 @@ public final class KioskController: ControlHandler {
 
     public func run(_ command: String, _ arguments: [JSONValue]) throws(ControlError) -> JSONValue? {
         switch command {
-        case "playlist-next": return try execute(.next)
-        case "playlist-prev": return try execute(.previous)
+        case "playlist-next": return navigate(.skip(steps: 1))
+        case "playlist-prev": return navigate(.skip(steps: -1))
         case "quit": return try execute(.quit)
         case "reload": return try execute(.reload)
         case "seek":
             guard let seconds = arguments.first?.numberValue, seconds.isFinite else { throw .invalidParameter }
             let mode = arguments.count > 1 ? arguments[1].stringValue : "relative"
             guard mode == "relative" || mode == "absolute" else { throw .invalidParameter }
-            return try execute(.seek(seconds: seconds, relative: mode == "relative"))
+            return navigate(.seek(seconds: seconds, relative: mode == "relative"))
         case "screenshot":
             guard arguments.count <= 1 else { throw .invalidParameter }
             if let first = arguments.first, first.stringValue == nil { throw .invalidParameter }
-            return try execute(.screenshot(output: arguments.first?.stringValue))
+            return try execute(.screenshot(output: arguments.first?.stringValue), timeout: commandTimeout * 3)
         default:
             throw .invalidParameter
         }
     }
 
-    /// Hands `command` to the playback threads and waits for their answer, at most `commandTimeout`.
-    private func execute(_ command: KioskCommand) throws(ControlError) -> JSONValue? {
+    /// Queues a seek or a playlist step (merged with the queued ones) and answers at once.
+    private func navigate(_ command: KioskCommand) -> JSONValue? {
+        let schedule = navigationLock.withLock { () -> Double? in
+            navigation.add(command)
+            guard !navigation.scheduled else { return nil }
+            navigation.scheduled = true
+            let since = navigation.lastApplied.map { (ContinuousClock.now - $0).seconds } ?? .infinity
+            return max(0, navigationInterval - since)
+        }
+        if let delay = schedule {
+            navigationThread.asyncAfter(deadline: .now() + delay) { [self] in applyNavigation() }
+        }
+        return nil
+    }
+
+    /// Hands what is queued to the player (on the navigation queue).
+    private func applyNavigation() {
+        let commands = navigationLock.withLock { () -> [KioskCommand] in
+            defer {
+                navigation = NavigationQueue()
+                navigation.lastApplied = .now
+            }
+            return navigation.commands
+        }
+        for command in commands {
+            _ = perform(command)
+        }
+        navigationLock.withLock { navigation.lastApplied = .now }
+    }
+
+    /// Hands `command` to the playback threads and waits for their answer, at most `timeout`
+    /// seconds (`commandTimeout` unless given).
+    private func execute(_ command: KioskCommand, timeout: Double? = nil) throws(ControlError) -> JSONValue? {
+        let commandTimeout = timeout ?? self.commandTimeout
         let box = ResultBox()
         let perform = self.perform
         // A thread of its own: a command may block (a screenshot waits for the next vsync), and
@@ -156,6 +203,46 @@ public final class KioskController: ControlHandler {
             return ["format": "png", "width": .number(Double(width)), "height": .number(Double(height)),
                     "output": .string(output), "data": .string(png.base64EncodedString())]
         }
+    }
+}
+
+/// Seeks and playlist steps not yet handed to the player, merged.
+struct NavigationQueue {
+    /// Items to step (negative: back).
+    var steps = 0
+    /// A seek in the item that plays once `steps` are taken.
+    var seek: (seconds: Double, relative: Bool)?
+    var scheduled = false
+    var lastApplied: ContinuousClock.Instant?
+
+    mutating func add(_ command: KioskCommand) {
+        switch command {
+        case .skip(let n):
+            // Far more steps than any playlist has are as good as that many modulo its length;
+            // the sum never overflows.
+            steps = max(-1_000_000, min(1_000_000, steps + n))
+            seek = nil  // a seek in the item left behind no longer matters
+        case .next: add(.skip(steps: 1))
+        case .previous: add(.skip(steps: -1))
+        case .seek(let seconds, relative: true):
+            if let queued = seek {
+                seek = (queued.seconds + seconds, queued.relative)
+            } else {
+                seek = (seconds, true)
+            }
+        case .seek(let seconds, relative: false):
+            seek = (seconds, false)
+        default:
+            break
+        }
+    }
+
+    /// What to hand to the player, in order.
+    var commands: [KioskCommand] {
+        var list: [KioskCommand] = []
+        if steps != 0 { list.append(.skip(steps: steps)) }
+        if let seek, seek.seconds.isFinite { list.append(.seek(seconds: seek.seconds, relative: seek.relative)) }
+        return list
     }
 }
 

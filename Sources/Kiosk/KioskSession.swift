@@ -5,12 +5,16 @@ import Playback
 import Render
 import Synchronization
 
-/// An output whose picture can be read back as PNG (for the control socket's `screenshot`).
+/// An output whose picture can be read back (for the control socket's `screenshot`).
 public protocol ScreenshotSource {
-    func screenshotPNG() throws -> Data
+    /// The picture now on the output, as cheaply as it can be copied (called on the presenting
+    /// thread; the PNG is encoded on another).
+    func readBack() throws -> RGBAImage
 }
 
-extension HeadlessOutput: ScreenshotSource {}
+extension HeadlessOutput: ScreenshotSource {
+    public func readBack() throws -> RGBAImage { try screenshotAsStored() }
+}
 
 /// An output the kiosk can present on: it draws `VideoFrame`s with a `PlayerLayer` into `bounds`.
 public protocol KioskOutput: PresentationOutput where Frame == VideoFrame {
@@ -53,6 +57,8 @@ public final class KioskSession: @unchecked Sendable {
     /// The failure last logged for each file: a file is reported once per reason, not every loop.
     private var loggedErrors = [String: String]()
     private let stopped = Atomic(false)
+    /// How many decoders this session's items have opened (a test's measure of seek/next bursts).
+    let decoderOpens = Atomic(0)
     private var lastLoop = 0
     private let presentationTasks = PresentationTasks()
     private var backend: ReportingBackend!
@@ -117,9 +123,11 @@ public final class KioskSession: @unchecked Sendable {
             logger.info("pixel format converted with swscale once per frame", ["uri": uri, "from": from, "to": to])
             status.update { $0.conversions[uri] = "\(from) -> \(to)" }
         }
-        backend = ReportingBackend(inner: ffmpeg) { [weak self] url, error in
+        backend = ReportingBackend(inner: ffmpeg, onFailure: { [weak self] url, error in
             self?.logFailure(uri: url.path, reason: "\(error)")
-        }
+        }, onOpen: { [weak self] in
+            self?.decoderOpens.add(1, ordering: .relaxed)
+        })
         status.update {
             $0.items = config.playlist.map { .init(uri: $0.uri, path: $0.path) }
             $0.hwdecRequested = config.hardwareDecoding.rawValue
@@ -341,11 +349,9 @@ public final class KioskSession: @unchecked Sendable {
         case .next:
             player.advanceToNextItem()
         case .previous:
-            let config = lock.withLock { self.config }
-            let current = player.currentItem?.playlistIndex ?? 0
-            let count = config.playlist.count
-            startPlaylist(config, from: (current - 1 + count) % count, afterCurrentItem: true)
-            player.advanceToNextItem()
+            skip(-1)
+        case .skip(let steps):
+            skip(steps)
         case .pause(let paused):
             if paused { player.pause() } else { player.play() }
             status.update { $0.paused = paused }
@@ -358,20 +364,46 @@ public final class KioskSession: @unchecked Sendable {
             if let output, let follower = lock.withLock({ followers }).first(where: { f in f.lock.withLock { f.outputName } == output }) {
                 return follower.perform(command)
             }
-            return presentationTasks.run(timeout: 4) { context in
-                if let output, output != context.name { return .failed("no output named \(output) (this one is \(context.name))") }
-                guard let source = context.screenshots else { return .failed("the \(context.name) output cannot take screenshots") }
+            // The presenting thread only copies the pixels; the PNG is encoded here, on the caller's thread.
+            let readBack = presentationTasks.run(timeout: 4) { context -> Result<(RGBAImage, String), ScreenshotFailure> in
+                if let output, output != context.name { return .failure(.init("no output named \(output) (this one is \(context.name))")) }
+                guard let source = context.screenshots else { return .failure(.init("the \(context.name) output cannot take screenshots")) }
                 do {
-                    let png = try source.screenshotPNG()
-                    return .screenshot(png: png, width: context.width, height: context.height, output: context.name)
+                    return .success((try source.readBack(), context.name))
                 } catch {
-                    return .failed("screenshot of \(context.name) failed: \(error)")
+                    return .failure(.init("screenshot of \(context.name) failed: \(error)"))
+                }
+            }
+            switch readBack {
+            case nil:
+                return .failed("the output did not answer within 4 s")
+            case .failure(let failure)?:
+                return .failed(failure.message)
+            case .success(let (image, name))?:
+                do {
+                    return .screenshot(png: try image.pngData(), width: image.width, height: image.height, output: name)
+                } catch {
+                    return .failed("screenshot of \(name) failed: \(error)")
                 }
             }
         case .quit:
             stop()
         }
         return .done
+    }
+
+    /// `steps` items on (back when negative): one step on keeps the next item's preroll; any other
+    /// step queues the playlist from the target item, so the skipped items open no decoder.
+    private func skip(_ steps: Int) {
+        guard steps != 0 else { return }
+        if steps == 1 { return player.advanceToNextItem() }
+        let config = lock.withLock { self.config }
+        let count = config.playlist.count
+        guard count > 0 else { return }
+        let current = player.currentItem?.playlistIndex ?? 0
+        let target = ((current + steps % count) % count + count) % count
+        startPlaylist(config, from: target, afterCurrentItem: true)
+        player.advanceToNextItem()
     }
 
     /// Reads the config file again. A broken one is refused (the old playlist keeps playing and
@@ -419,7 +451,7 @@ public final class KioskSession: @unchecked Sendable {
             guard regionRank == 0 else { return newConfig }
             // A new playlist is a new timeline: every node restarts at the clock's position on it
             // (on the presentation thread, which owns the wall sync).
-            _ = presentationTasks.run(timeout: 4) { [self] context in
+            _ = presentationTasks.run(timeout: 4) { [self] context -> KioskCommandResult in
                 do {
                     try startClockSync(newConfig, epoch: sync.epoch, clock: context.clock, at: restartAt)
                     // This output's further regions (a mosaic).
@@ -624,16 +656,24 @@ struct PresentationContext {
     let clock: any VsyncClock
 }
 
+/// Why a screenshot could not be read back.
+struct ScreenshotFailure: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}
+
 /// Work handed to the presentation thread (where the GL context is current), run between vsyncs.
+/// It must be short (a copy, a restart): the PNG of a screenshot is encoded by the caller.
 final class PresentationTasks: @unchecked Sendable {
     // @unchecked: `tasks` is guarded by `condition`.
     private let condition = NSCondition()
     private var tasks: [(PresentationContext) -> Void] = []
 
-    /// Runs `body` on the presentation thread and waits up to `timeout` seconds for its result.
-    func run(timeout: Double, _ body: @escaping (PresentationContext) -> KioskCommandResult) -> KioskCommandResult {
+    /// Runs `body` on the presentation thread and waits up to `timeout` seconds for its result
+    /// (nil: none came in time).
+    func run<Value>(timeout: Double, _ body: @escaping (PresentationContext) -> Value) -> Value? {
         let done = NSCondition()
-        nonisolated(unsafe) var result: KioskCommandResult?
+        nonisolated(unsafe) var result: Value?
         condition.withLock {
             tasks.append { context in
                 let value = body(context)
@@ -646,9 +686,9 @@ final class PresentationTasks: @unchecked Sendable {
         let deadline = Date(timeIntervalSinceNow: timeout)
         return done.withLock {
             while result == nil {
-                if !done.wait(until: deadline) { return .failed("the output did not answer within \(timeout) s") }
+                if !done.wait(until: deadline) { return nil }
             }
-            return result!
+            return result
         }
     }
 
@@ -665,10 +705,15 @@ final class PresentationTasks: @unchecked Sendable {
 struct ReportingBackend: MediaBackend {
     let inner: any MediaBackend
     let onFailure: @Sendable (URL, any Error) -> Void
+    /// Told of every reader (decoder) opened.
+    var onOpen: @Sendable () -> Void = {}
 
     func probe(_ url: URL) throws -> AssetDescription { try reporting(url) { try inner.probe(url) } }
 
-    func openReader(_ url: URL) throws -> any FrameReader { try reporting(url) { try inner.openReader(url) } }
+    func openReader(_ url: URL) throws -> any FrameReader {
+        onOpen()
+        return try reporting(url) { try inner.openReader(url) }
+    }
 
     func checkFirstFrame(_ url: URL) throws { try reporting(url) { try inner.checkFirstFrame(url) } }
 

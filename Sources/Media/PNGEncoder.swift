@@ -3,9 +3,9 @@ import Foundation
 
 /// Encodes pictures as PNG with libavcodec's PNG encoder (no other image library).
 public enum PNGEncoder {
-    /// PNG bytes of a `width` x `height` RGBA picture, 8 bits per channel, rows top-down with no
-    /// padding (`rgba.count == width * height * 4`).
-    public static func encode(rgba: [UInt8], width: Int, height: Int) throws -> Data {
+    /// PNG bytes of a `width` x `height` RGBA picture, 8 bits per channel, rows top-down (bottom-up
+    /// when `bottomRowFirst`, as GL reads them back) with no padding (`rgba.count == width * height * 4`).
+    public static func encode(rgba: [UInt8], width: Int, height: Int, bottomRowFirst: Bool = false) throws -> Data {
         let what = "\(width)x\(height) PNG"
         guard width > 0, height > 0, width <= 32768, height <= 32768, rgba.count == width * height * 4 else {
             throw MediaError(uri: what, call: "PNGEncoder.encode",
@@ -40,7 +40,8 @@ public enum PNGEncoder {
         rgba.withUnsafeBytes { source in
             let base = UnsafeMutableRawPointer(frame.pointee.data.0!)
             for y in 0..<height {
-                (base + y * stride).copyMemory(from: source.baseAddress! + y * row, byteCount: row)
+                let sourceRow = bottomRowFirst ? height - 1 - y : y
+                (base + y * stride).copyMemory(from: source.baseAddress! + sourceRow * row, byteCount: row)
             }
         }
 

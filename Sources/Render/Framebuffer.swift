@@ -37,12 +37,53 @@ public final class Framebuffer {
 
     /// The target's pixels, top row first.
     public func readPixels() throws -> RGBAImage {
+        try readPixelsAsStored().topRowFirst()
+    }
+
+    /// The target's pixels as GL stores them (bottom row first): one copy and nothing else, for a
+    /// thread that must not be held up (a screenshot on the presenting thread; the rows are put in
+    /// order where the picture is encoded).
+    public func readPixelsAsStored() throws -> RGBAImage {
         bind()
-        var pixels = [UInt8](repeating: 0, count: width * height * 4)
+        let count = width * height * 4
         glPixelStorei(GLenum(GL_PACK_ALIGNMENT), 1)
-        glReadPixels(0, 0, GLsizei(width), GLsizei(height), GLenum(GL_RGBA), GLenum(GL_UNSIGNED_BYTE), &pixels)
-        try checkGL("glReadPixels")
-        // GL's rows run bottom-up; images run top-down.
+        // Not zero-filled first: glReadPixels writes every byte.
+        var error = GLenum(GL_NO_ERROR)
+        let pixels = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            glReadPixels(0, 0, GLsizei(width), GLsizei(height), GLenum(GL_RGBA), GLenum(GL_UNSIGNED_BYTE), buffer.baseAddress)
+            error = glGetError()
+            if error != GLenum(GL_NO_ERROR) { buffer.initialize(repeating: 0) }
+            initialized = count
+        }
+        if error != GLenum(GL_NO_ERROR) { throw RenderError(call: "glReadPixels(\(width)x\(height))", code: error) }
+        return RGBAImage(width: width, height: height, pixels: pixels, bottomRowFirst: true)
+    }
+}
+
+/// A picture read back from an output: 8-bit RGBA, no padding, rows top-down unless
+/// `bottomRowFirst` (as GL stores them).
+public struct RGBAImage: Sendable {
+    public let width: Int
+    public let height: Int
+    public let pixels: [UInt8]
+    public let bottomRowFirst: Bool
+
+    public init(width: Int, height: Int, pixels: [UInt8], bottomRowFirst: Bool = false) {
+        self.width = width
+        self.height = height
+        self.pixels = pixels
+        self.bottomRowFirst = bottomRowFirst
+    }
+
+    /// The pixel `x` across and `y` down from the top left.
+    public func pixel(x: Int, y: Int) -> (r: UInt8, g: UInt8, b: UInt8, a: UInt8) {
+        let i = ((bottomRowFirst ? height - 1 - y : y) * width + x) * 4
+        return (pixels[i], pixels[i + 1], pixels[i + 2], pixels[i + 3])
+    }
+
+    /// The same picture with its rows top-down.
+    public func topRowFirst() -> RGBAImage {
+        guard bottomRowFirst else { return self }
         let row = width * 4
         var flipped = [UInt8](repeating: 0, count: pixels.count)
         for y in 0..<height {
@@ -52,21 +93,9 @@ public final class Framebuffer {
     }
 }
 
-/// A picture read back from an output: 8-bit RGBA, rows top-down, no padding.
-public struct RGBAImage: Sendable {
-    public let width: Int
-    public let height: Int
-    public let pixels: [UInt8]
-
-    public func pixel(x: Int, y: Int) -> (r: UInt8, g: UInt8, b: UInt8, a: UInt8) {
-        let i = (y * width + x) * 4
-        return (pixels[i], pixels[i + 1], pixels[i + 2], pixels[i + 3])
-    }
-}
-
 extension RGBAImage {
     /// The picture as PNG bytes (libavcodec's PNG encoder).
     public func pngData() throws -> Data {
-        try PNGEncoder.encode(rgba: pixels, width: width, height: height)
+        try PNGEncoder.encode(rgba: pixels, width: width, height: height, bottomRowFirst: bottomRowFirst)
     }
 }

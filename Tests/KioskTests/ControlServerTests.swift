@@ -1,6 +1,7 @@
 import Foundation
 @testable import Kiosk
 import Playback
+import Synchronization
 import Testing
 
 /// A player stand-in: a counter property that commands change.
@@ -36,15 +37,83 @@ final class FakeHandler: ControlHandler, @unchecked Sendable {
     }
 }
 
+/// A player stand-in with a command that blocks until the test opens its gate, a property that
+/// blocks while `slowProperty` is set, and a command answering with `n` bytes.
+final class GatedHandler: ControlHandler, @unchecked Sendable {
+    private let gate = NSCondition()
+    private var isOpen = false
+    private var entered = false
+    let slowProperty = Mutex(false)
+    let propertyNames = ["pause", "slow-property"]
+
+    func open() { gate.withLock { isOpen = true; gate.broadcast() } }
+
+    func waitUntilEntered(timeout: Double) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        return gate.withLock {
+            while !entered && gate.wait(until: deadline) {}
+            return entered
+        }
+    }
+
+    private func waitForGate() {
+        gate.withLock {
+            entered = true
+            gate.broadcast()
+            let deadline = Date(timeIntervalSinceNow: 30)
+            while !isOpen && gate.wait(until: deadline) {}
+        }
+    }
+
+    func property(_ name: String) throws(ControlError) -> JSONValue {
+        switch name {
+        case "pause": return false
+        case "slow-property":
+            if slowProperty.withLock({ $0 }) { waitForGate() }
+            return 1
+        default: throw .propertyNotFound
+        }
+    }
+
+    func setProperty(_ name: String, to value: JSONValue) throws(ControlError) { throw .invalidParameter }
+
+    func run(_ command: String, _ arguments: [JSONValue]) throws(ControlError) -> JSONValue? {
+        switch command {
+        case "wait-for-gate":
+            waitForGate()
+            return "done"
+        case "big":
+            guard let size = arguments.first?.numberValue, size >= 0, size < 1e8 else { throw .invalidParameter }
+            return .string(String(repeating: "b", count: Int(size)))
+        default: throw .invalidParameter
+        }
+    }
+}
+
+/// Log lines, collected from any thread.
+final class LogLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
+}
+
 @Suite struct ControlServerTests {
     let logger = Logger(level: .error, sink: { _ in })
 
+    static func socketPath() -> String { "/tmp/marquee-test-\(getpid())-\(UUID().uuidString.prefix(8)).sock" }
+
     func withServer(maxClients: Int = 32, maxLineBytes: Int = 64 * 1024, _ body: (ControlServer, FakeHandler) throws -> Void) throws {
-        let path = "/tmp/marquee-test-\(getpid())-\(UUID().uuidString.prefix(8)).sock"
         let handler = FakeHandler()
-        let server = try ControlServer(path: path, handler: handler, logger: logger, maxClients: maxClients, maxLineBytes: maxLineBytes)
+        let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger, maxClients: maxClients, maxLineBytes: maxLineBytes)
         defer { server.stop() }
         try body(server, handler)
+    }
+
+    func withServer(handler: any ControlHandler, _ body: (ControlServer) throws -> Void) throws {
+        let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger)
+        defer { server.stop() }
+        try body(server)
     }
 
     func connect(_ server: ControlServer) throws -> UnixSocketClient {
@@ -131,6 +200,126 @@ final class FakeHandler: ControlHandler, @unchecked Sendable {
         }
     }
 
+    /// A reply larger than the unread limit (a screenshot) is delivered whole: the limit is for
+    /// events the client did not ask for.
+    @Test func aReplyLargerThanTheUnreadLimitReachesTheClient() throws {
+        let handler = GatedHandler()
+        let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger, maxPendingBytes: 1 << 20)
+        defer { server.stop() }
+        let client = try connect(server)
+        for (i, size) in [3 << 20, 9 << 20].enumerated() {
+            let reply = try #require(client.request(["big", .number(Double(size))], id: i + 1), "no reply to a \(size)-byte answer")
+            #expect(reply["error"]?.stringValue == "success")
+            #expect(reply["data"]?.stringValue?.utf8.count == size)
+        }
+        // Still connected, still answered.
+        #expect(client.request(["get_property", "pause"], id: 9)?["data"]?.boolValue == false)
+    }
+
+    /// One client's slow request (here one that waits until the test lets it go) leaves the other
+    /// clients answered at once; its own reply comes when it is done.
+    @Test func aSlowRequestHoldsUpOnlyItsOwnClient() throws {
+        let handler = GatedHandler()
+        try withServer(handler: handler) { server in
+            let slow = try connect(server), other = try connect(server)
+            #expect(other.request(["observe_property", 1, "slow-property"], id: 1)?["error"]?.stringValue == "success")
+            slow.send(#"{"command":["wait-for-gate"],"request_id":1}"#)
+            #expect(handler.waitUntilEntered(timeout: 5), "the slow command started")
+            defer { handler.open() }
+            var worst = 0.0
+            for i in 0..<20 {
+                let started = Date()
+                let reply = other.request(["get_property", "pause"], id: 10 + i)
+                worst = max(worst, Date().timeIntervalSince(started))
+                #expect(reply?["data"]?.boolValue == false, "answered while the other client's command is pending")
+            }
+            #expect(worst < 1, "worst latency \(worst) s")
+            // Another client's slow property (read for its observers) holds up no one either.
+            handler.slowProperty.withLock { $0 = true }
+            Thread.sleep(forTimeInterval: 0.3)
+            let started = Date()
+            #expect(other.request(["get_property", "pause"], id: 40)?["data"]?.boolValue == false)
+            #expect(Date().timeIntervalSince(started) < 1)
+            handler.open()
+            #expect(slow.readLine() == #"{"data":"done","request_id":1,"error":"success"}"#)
+        }
+    }
+
+    /// Replies come in the order a client asked, one request of it running at a time.
+    @Test func pipelinedRequestsAreAnsweredInOrder() throws {
+        try withServer { server, _ in
+            let client = try connect(server)
+            let lines = (0..<500).map { i in
+                i % 2 == 0 ? #"{"command":["get_property","playlist-pos"],"request_id":\#(i)}"# : #"{"command":["client_name"],"request_id":\#(i)}"#
+            }
+            #expect(client.send(lines.joined(separator: "\n")))
+            for i in 0..<500 {
+                let reply = try #require(client.readLine().flatMap { try? JSONParser.parse($0) })
+                #expect(reply["request_id"]?.numberValue == Double(i))
+            }
+        }
+    }
+
+    @Test func observedPropertiesAreCappedPerClient() throws {
+        try withServer { server, _ in
+            let client = try connect(server), other = try connect(server)
+            for id in 0..<64 {
+                #expect(client.request(["observe_property", .number(Double(id)), "pause"], id: id)?["error"]?.stringValue == "success")
+            }
+            let refused = client.request(["observe_property", 64, "pause"], id: 64)
+            #expect(refused?["error"]?.stringValue == "error running command")
+            #expect(refused?["detail"]?.stringValue == "at most 64 observed properties per client")
+            #expect(client.request(["observe_property", 5, "playlist-pos"], id: 65)?["error"]?.stringValue == "success",
+                    "an id already observed can be changed")
+            #expect(client.request(["unobserve_property", 0], id: 66)?["error"]?.stringValue == "success")
+            #expect(client.request(["observe_property", 64, "pause"], id: 67)?["error"]?.stringValue == "success",
+                    "room again once one is unobserved")
+            #expect(other.request(["observe_property", 1, "pause"], id: 1)?["error"]?.stringValue == "success", "the cap is per client")
+        }
+    }
+
+    /// A client that never reads while events flow is dropped once the unread limit is passed,
+    /// and the log names it; one that reads keeps getting them.
+    @Test func aClientThatNeverReadsIsDroppedAndNamed() throws {
+        let lines = LogLines()
+        let server = try ControlServer(path: Self.socketPath(), handler: FakeHandler(), logger: Logger(level: .info, sink: lines.append),
+                                       maxPendingBytes: 256 << 10)
+        defer { server.stop() }
+        let deaf = try connect(server), reader = try connect(server)
+        #expect(deaf.request(["client_name"], id: 1)?["data"]?.stringValue == "client1")
+        #expect(reader.request(["client_name"], id: 1)?["data"]?.stringValue == "client2")
+        let padding = String(repeating: "x", count: 1000)
+        var received = 0
+        for i in 0..<3000 {
+            server.broadcast(["event": "test", "n": .number(Double(i)), "padding": .string(padding)])
+            if i % 100 == 99 {
+                while received <= i - 50, reader.readLine() != nil { received += 1 }
+            }
+        }
+        while received < 3000, reader.readLine() != nil { received += 1 }
+        #expect(received == 3000, "the reading client got every event")
+        let dropped = lines.all.filter { $0.contains("control client disconnected") }
+        #expect(dropped.count == 1 && dropped.first?.contains("client1") == true && dropped.first?.contains("pid=\(getpid())") == true
+                && dropped.first?.contains("unread") == true, "\(dropped)")
+        var drained = 0
+        while deaf.readLine() != nil { drained += 1 }
+        #expect(drained < 600, "what the deaf client finds waiting is bounded (\(drained) lines)")
+    }
+
+    /// A line that never ends is cut off at the line limit: what the server holds stays bounded.
+    @Test func aLineThatNeverEndsIsCutOff() throws {
+        try withServer(maxLineBytes: 16 << 10) { server, _ in
+            let client = try connect(server)
+            let chunk = String(repeating: "a", count: 4096)
+            var sent = 0
+            while sent < 64 << 20 && client.send(chunk, newline: false) { sent += 4096 }
+            #expect(sent < 8 << 20, "the server stopped taking the line after \(sent) bytes")
+            #expect(client.readLine() == nil)
+            let again = try connect(server)
+            #expect(again.request(["get_property", "pause"], id: 1)?["data"]?.boolValue == false)
+        }
+    }
+
     @Test func theSocketsFolderIsMadeWhenMissing() throws {
         let folder = "/tmp/marquee-test-dir-\(getpid())-\(UUID().uuidString.prefix(6))"
         let server = try ControlServer(path: folder + "/marquee.sock", handler: FakeHandler(), logger: logger)
@@ -205,8 +394,54 @@ final class FakeHandler: ControlHandler, @unchecked Sendable {
             return .done
         }
         #expect(throws: ControlError.commandFailed("no answer from the player within 0.1 s")) {
-            try controller.run("playlist-next", [])
+            try controller.run("reload", [])
         }
+    }
+
+    /// A burst of steps and seeks reaches the player as one or two commands that add up to the
+    /// same place (mpv's play loop merges them the same way), each request answered at once.
+    @Test func seekAndStepBurstsAreCoalesced() throws {
+        final class Recorder: @unchecked Sendable {
+            let lock = NSLock()
+            var commands: [KioskCommand] = []
+            func record(_ command: KioskCommand) -> KioskCommandResult {
+                Thread.sleep(forTimeInterval: 0.02)  // a player that takes a moment for each
+                lock.withLock { commands.append(command) }
+                return .done
+            }
+            var all: [KioskCommand] { lock.withLock { commands } }
+        }
+        let recorder = Recorder()
+        let controller = KioskController(status: KioskStatus(), navigationInterval: 0.3) { recorder.record($0) }
+        func settle() { Thread.sleep(forTimeInterval: 0.8) }
+
+        for _ in 0..<200 { #expect(try controller.run("playlist-next", []) == nil) }
+        settle()
+        var steps = recorder.all.compactMap { if case .skip(let n) = $0 { n } else { nil } }
+        #expect(steps.reduce(0, +) == 200 && steps.count <= 2, "\(recorder.all)")
+
+        recorder.lock.withLock { recorder.commands.removeAll() }
+        for _ in 0..<150 { _ = try controller.run("seek", [1]) }
+        for _ in 0..<50 { _ = try controller.run("playlist-prev", []) }
+        settle()
+        steps = recorder.all.compactMap { if case .skip(let n) = $0 { n } else { nil } }
+        #expect(steps.reduce(0, +) == -50 && recorder.all.count <= 3, "\(recorder.all)")
+
+        // Relative seeks add up; an absolute one replaces what came before it; a step drops the
+        // seek queued before it.
+        var queue = NavigationQueue()
+        for command: KioskCommand in [.seek(seconds: 5, relative: true), .seek(seconds: 2, relative: true)] { queue.add(command) }
+        #expect(queue.commands == [.seek(seconds: 7, relative: true)])
+        queue.add(.seek(seconds: 30, relative: false))
+        queue.add(.seek(seconds: -4, relative: true))
+        #expect(queue.commands == [.seek(seconds: 26, relative: false)])
+        queue.add(.skip(steps: 1))
+        queue.add(.next)
+        #expect(queue.commands == [.skip(steps: 2)])
+        queue.add(.seek(seconds: 3, relative: false))
+        #expect(queue.commands == [.skip(steps: 2), .seek(seconds: 3, relative: false)])
+        for _ in 0..<3_000 { queue.add(.skip(steps: 1_000)) }
+        #expect(queue.commands == [.skip(steps: 1_000_000)], "the sum is clamped, never overflows")
     }
 
     @Test func seekAndScreenshotArgumentsAreChecked() {
