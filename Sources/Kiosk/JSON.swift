@@ -141,12 +141,56 @@ public struct JSONParser {
         }
     }
 
+    /// Four hex digits (exactly: no sign, no spaces), the value of a `\u` escape.
     private mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {
-        guard index + 4 <= bytes.count, let v = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
-            throw error("invalid \\u escape")
+        guard index + 4 <= bytes.count else { throw error("invalid \\u escape") }
+        var value: UInt32 = 0
+        for b in bytes[index..<index + 4] {
+            let digit: UInt8
+            switch b {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = b - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = b - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = b - UInt8(ascii: "A") + 10
+            default: throw error("invalid \\u escape")
+            }
+            value = value << 4 | UInt32(digit)
         }
         index += 4
-        return v
+        return value
+    }
+
+    /// The scalar of a `\u` escape whose `u` has just been read: one escape, or a UTF-16 surrogate
+    /// pair of two. A surrogate that is not half of a pair is a syntax error (not U+FFFD): the text
+    /// is not what its writer meant, and a config or a command must not be taken as something else.
+    private mutating func parseUnicodeEscape() throws(JSONSyntaxError) -> Unicode.Scalar {
+        let escapeStart = index - 2
+        let unit = try parseHex4()
+        func hex(_ v: UInt32) -> String {
+            let digits = String(v, radix: 16)
+            return "\\u" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        }
+        switch unit {
+        case 0xDC00..<0xE000:
+            index = escapeStart
+            throw error("invalid surrogate pair: \(hex(unit)) is a low surrogate without a high one")
+        case 0xD800..<0xDC00:
+            var low: UInt32?
+            if current == UInt8(ascii: "\\"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "u") {
+                index += 2
+                low = try parseHex4()
+            }
+            guard let low, (0xDC00..<0xE000).contains(low) else {
+                index = escapeStart
+                throw error("invalid surrogate pair: \(hex(unit)) is not followed by a low surrogate")
+            }
+            // Both halves are in range, so this is at most 0x10FFFF.
+            let scalar = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+            guard let s = Unicode.Scalar(scalar) else { throw error("invalid \\u escape") }
+            return s
+        default:
+            guard let s = Unicode.Scalar(unit) else { throw error("invalid \\u escape") }
+            return s
+        }
     }
 
     private mutating func parseString() throws(JSONSyntaxError) -> String {
@@ -169,15 +213,7 @@ public struct JSONParser {
                 case UInt8(ascii: "r"): out.append(0x0D)
                 case UInt8(ascii: "t"): out.append(0x09)
                 case UInt8(ascii: "u"):
-                    var scalar = try parseHex4()
-                    if (0xD800..<0xDC00).contains(scalar), current == UInt8(ascii: "\\"),
-                       index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "u") {
-                        index += 2
-                        let low = try parseHex4()
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low &- 0xDC00)
-                    }
-                    guard let s = Unicode.Scalar(scalar) else { throw error("invalid \\u escape") }
-                    out.append(contentsOf: Array(String(Character(s)).utf8))
+                    out.append(contentsOf: Array(String(Character(try parseUnicodeEscape())).utf8))
                 default:
                     index -= 1
                     throw error("invalid escape in a string")
@@ -209,8 +245,12 @@ public struct JSONParser {
             if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { index += 1 }
             if digits(&self) == 0 { throw error("invalid number: digits expected in the exponent") }
         }
-        guard let value = Double(String(decoding: bytes[start..<index], as: UTF8.self)) else {
-            throw error("invalid number")
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        guard let value = Double(text) else { throw error("invalid number") }
+        // Past Double's range (1e999): refused here, so that every number a JSONValue holds is finite.
+        guard value.isFinite else {
+            index = start
+            throw error("number out of range: \(text)")
         }
         return .number(value)
     }
