@@ -56,14 +56,36 @@ public struct Logger: Sendable {
     public func warning(_ message: String, _ extra: KeyValuePairs<String, String> = [:]) { log(.warning, message, extra) }
     public func error(_ message: String, _ extra: KeyValuePairs<String, String> = [:]) { log(.error, message, extra) }
 
-    /// Quotes a value when it holds spaces, quotes or `=`, as logfmt expects.
+    /// Quotes a value (or a message) when it holds spaces, quotes, `=` or control characters, as
+    /// logfmt expects, and escapes inside the quotes: `\\`, `\"`, `\n`, `\r`, `\t`, and `\u001b`
+    /// for every other C0 control, DEL, every C1 control and the Unicode line and paragraph
+    /// separators. Text from outside (file names, config values, client names) passes through here,
+    /// so no ESC sequence or line break reaches a terminal or the journal raw.
     static func quote(_ value: String) -> String {
-        let plain = !value.isEmpty && !value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline })
-        if plain { return value }
-        let escaped = value.replacingOccurrences(of: "\\", with: "\\\\")
-            .replacingOccurrences(of: "\"", with: "\\\"")
-            .replacingOccurrences(of: "\n", with: "\\n")
-        return "\"\(escaped)\""
+        var plain = !value.isEmpty
+        var escaped = ""
+        escaped.unicodeScalars.reserveCapacity(value.unicodeScalars.count + 2)
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\\": escaped += "\\\\"
+            case "\"": escaped += "\\\""; plain = false
+            case "\n": escaped += "\\n"; plain = false
+            case "\r": escaped += "\\r"; plain = false
+            case "\t": escaped += "\\t"; plain = false
+            case " ", "=": escaped.unicodeScalars.append(scalar); plain = false
+            case _ where isControl(scalar):
+                let digits = String(scalar.value, radix: 16)
+                escaped += "\\u" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+                plain = false
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return plain ? value : "\"\(escaped)\""
+    }
+
+    /// C0 controls, DEL, C1 controls, and U+2028/U+2029 (which some viewers take as line breaks).
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
     }
 }
 
