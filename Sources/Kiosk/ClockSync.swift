@@ -41,7 +41,10 @@ final class ClockSync {
                            interval: Double, wallTime: (Int64) -> WallTime?) -> (vsync: Int64, wall: WallTime) {
         let intervalNs = interval * 1e9
         func vsync(nearest target: WallTime, from n: Int64, at w: WallTime) -> Int64 {
-            n + Int64((Double(target - w) / intervalNs).rounded())
+            // Saturating: a clock stepped to a far year must not trap here.
+            let steps = Int64(saturating: (Double(target - w) / intervalNs).rounded())
+            let (sum, overflow) = n.addingReportingOverflow(steps)
+            return overflow ? (steps > 0 ? .max : .min) : sum
         }
         let soonest = earliest + 4
         if let shared, let w = wallTime(soonest), shared - w >= 0 {
@@ -55,7 +58,10 @@ final class ClockSync {
 
     /// The first point of a grid of `grid` nanoseconds at or after `time`.
     static func gridPoint(after time: WallTime, grid: Int64 = 250_000_000) -> WallTime {
-        WallTime(nanoseconds: (time.nanoseconds + grid - 1) / grid * grid)
+        // Rounded up without forming time + grid (which overflows near Int64's end).
+        let (quotient, remainder) = time.nanoseconds.quotientAndRemainder(dividingBy: grid)
+        let down = WallTime(nanoseconds: quotient * grid)
+        return remainder > 0 ? down + grid : down
     }
 
     enum Action: Equatable {

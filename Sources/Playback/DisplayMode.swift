@@ -11,26 +11,31 @@ public struct RefreshRate: Sendable, Hashable, CustomStringConvertible {
         self.denominator = denominator / g
     }
 
-    /// Parses `60`, `50`, `59.94`, `23.976`. The NTSC rates (x.94, x.97, x.976) mean N*1000/1001, as
-    /// displays report them; other decimals are taken exactly.
+    /// The rate `numerator / denominator` Hz, or nil unless both are positive (for values from outside).
+    public init?(checkedNumerator numerator: Int64, denominator: Int64 = 1) {
+        guard numerator > 0, denominator > 0 else { return nil }
+        self.init(numerator: numerator, denominator: denominator)
+    }
+
+    /// Parses `60`, `50`, `59.94`, `23.976`: digits, then at most 6 decimals, from 1 to 1000 Hz (nil
+    /// for anything else). The NTSC rates (x.94, x.97, x.976) mean N*1000/1001, as displays report
+    /// them; other decimals are taken exactly.
     public init?(parsing text: String) {
-        guard let hz = Double(text), hz.isFinite, hz > 0, hz <= 1000 else { return nil }
+        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let whole = parts[0], decimals = parts.count == 2 ? parts[1] : ""
+        func isDigits(_ s: Substring) -> Bool { s.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") } }
+        guard (1...4).contains(whole.count), isDigits(whole), parts.count == 1 || (1...6).contains(decimals.count),
+              isDigits(decimals), let hz = Double(text), hz >= 1, hz <= 1000 else { return nil }
         let ntsc = (hz * 1.001).rounded()
         if abs(hz - ntsc / 1.001) < 0.005 && abs(hz - hz.rounded()) > 0.001 {
-            self.init(numerator: Int64(ntsc) * 1000, denominator: 1001)
+            self.init(checkedNumerator: Int64(ntsc) * 1000, denominator: 1001)
             return
         }
-        guard let dot = text.firstIndex(of: ".") else {
-            guard let whole = Int64(text) else { return nil }
-            self.init(numerator: whole)
-            return
-        }
-        let decimals = text.distance(from: dot, to: text.endIndex) - 1
-        guard decimals <= 6 else { return nil }
+        // At most 10 digits: fits Int64.
+        guard let scaled = Int64(whole + decimals) else { return nil }
         var scale: Int64 = 1
-        for _ in 0..<decimals { scale *= 10 }
-        guard let scaled = Int64(text.replacingOccurrences(of: ".", with: "")) else { return nil }
-        self.init(numerator: scaled, denominator: scale)
+        for _ in 0..<decimals.count { scale *= 10 }
+        self.init(checkedNumerator: scaled, denominator: scale)
     }
 
     public var hertz: Double { Double(numerator) / Double(denominator) }
@@ -57,10 +62,11 @@ public struct DisplayMode: Sendable, Hashable, CustomStringConvertible {
 
     public static let fullHD = DisplayMode(width: 1920, height: 1080, refresh: RefreshRate(numerator: 60))
 
-    /// Parses `WxH@Hz`; without `@Hz` the refresh is 60.
+    /// Parses `WxH@Hz` (1 to 16384 pixels each way, 1 to 1000 Hz); without `@Hz` the refresh is 60.
     public init?(parsing text: String) {
         let parts = text.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false)
         let size = parts[0].split(separator: "x", omittingEmptySubsequences: false)
+        // Int(_:) of text returns nil past Int's range; it never traps.
         guard size.count == 2, let w = Int(size[0]), let h = Int(size[1]),
               (1...16384).contains(w), (1...16384).contains(h) else { return nil }
         var refresh = RefreshRate(numerator: 60)

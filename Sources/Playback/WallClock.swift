@@ -5,7 +5,9 @@ import Foundation
 public struct WallTime: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var nanoseconds: Int64
     public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
-    public init(unixSeconds: Double) { nanoseconds = Int64((unixSeconds * 1e9).rounded()) }
+    /// The moment `unixSeconds` after the Unix epoch; past what nanoseconds hold (years 1677 to 2262)
+    /// it is the earliest or latest one, and NaN is the epoch: a clock set to nonsense never traps.
+    public init(unixSeconds: Double) { nanoseconds = Int64(saturating: (unixSeconds * 1e9).rounded()) }
 
     /// Unix seconds (the `wall` field of trace lines).
     public var unixSeconds: Double { Double(nanoseconds) / 1e9 }
@@ -14,13 +16,22 @@ public struct WallTime: Sendable, Hashable, Comparable, CustomStringConvertible 
     public static func now() -> WallTime { WallTime(unixSeconds: Date().timeIntervalSince1970) }
 
     public static func < (a: WallTime, b: WallTime) -> Bool { a.nanoseconds < b.nanoseconds }
-    public static func + (a: WallTime, nanoseconds: Int64) -> WallTime { WallTime(nanoseconds: a.nanoseconds + nanoseconds) }
-    /// `a - b` in nanoseconds.
-    public static func - (a: WallTime, b: WallTime) -> Int64 { a.nanoseconds - b.nanoseconds }
+    /// The moment `nanoseconds` later (earlier when negative); it stops at the earliest and latest
+    /// moments nanoseconds hold rather than trapping.
+    public static func + (a: WallTime, nanoseconds: Int64) -> WallTime {
+        let (sum, overflow) = a.nanoseconds.addingReportingOverflow(nanoseconds)
+        return WallTime(nanoseconds: overflow ? (nanoseconds > 0 ? .max : .min) : sum)
+    }
+    /// `a - b` in nanoseconds, stopping at Int64's limits rather than trapping.
+    public static func - (a: WallTime, b: WallTime) -> Int64 {
+        let (difference, overflow) = a.nanoseconds.subtractingReportingOverflow(b.nanoseconds)
+        return overflow ? (b.nanoseconds < 0 ? .max : .min) : difference
+    }
 
     /// Parses an ISO-8601 date and time with its zone: `2026-01-01T00:00:00Z`,
     /// `2026-01-01T01:30:00.25+01:00` (a space may stand for the `T`). nil for anything else,
-    /// impossible dates (February 30th) included.
+    /// impossible dates (February 30th) included, and for moments nanoseconds since 1970 cannot
+    /// hold (before 1677-09-21 or after 2262-04-11); digits past the nanosecond are dropped.
     public init?(iso8601 text: String) {
         let b = Array(text.utf8)
         var i = 0
@@ -45,7 +56,7 @@ public struct WallTime: Sendable, Hashable, Comparable, CustomStringConvertible 
         guard let hour = digits(2), literal(0x3A), let minute = digits(2), literal(0x3A), let second = digits(2) else { return nil }
         var fraction: Int64 = 0
         if literal(0x2E) || literal(0x2C) {
-            var scale: Int64 = 100_000_000, count = 0
+            var scale: Int64 = 100_000_000, count = 0  // scale reaches 0 after 9 digits
             while i < b.count, b[i] >= 0x30, b[i] <= 0x39 {
                 fraction += Int64(b[i] - 0x30) * scale
                 scale /= 10
@@ -69,16 +80,23 @@ public struct WallTime: Sendable, Hashable, Comparable, CustomStringConvertible 
         }
         guard i == b.count, (1...12).contains(month), day >= 1, day <= daysInMonth(year, month),
               hour <= 23, minute <= 59, second <= 60 else { return nil }
+        // Four-digit years keep the seconds far inside Int64; the nanoseconds may not fit.
         let days = daysFromCivil(year, month, day)
         let seconds = Int64(days) * 86400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
-        nanoseconds = seconds * 1_000_000_000 + fraction
+        guard let total = Int64(exactly: Int128(seconds) * 1_000_000_000 + Int128(fraction)) else { return nil }
+        nanoseconds = total
     }
 
     public var description: String {
-        let seconds = Int64((Double(nanoseconds) / 1e9).rounded(.down))
+        // Whole seconds rounded down and the nanoseconds past them, in integers (exact at Int64's ends).
+        var seconds = nanoseconds / 1_000_000_000
+        var nanos = nanoseconds % 1_000_000_000
+        if nanos < 0 {
+            seconds -= 1
+            nanos += 1_000_000_000
+        }
         let (y, m, d) = civilFromDays(Int(seconds / 86400 - (seconds % 86400 < 0 ? 1 : 0)))
         let s = ((seconds % 86400) + 86400) % 86400
-        let nanos = nanoseconds - seconds * 1_000_000_000
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
         var text = "\(y)-\(two(Int64(m)))-\(two(Int64(d)))T\(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60))"
         if nanos != 0 {
@@ -173,6 +191,11 @@ public struct WallTimeline: Sendable {
             let ticks = (Int128(d.value) * Int128(scale) * 2 + Int128(d.timescale)) / (2 * Int128(d.timescale))
             starts.append(starts.last! + max(1, ticks))
         }
+        // Positions and lengths are Int64 ticks: a loop longer than that (292,000 years at the
+        // least timescale) is a container's nonsense, refused rather than trapped on.
+        guard starts.last! <= Int128(Int64.max) else {
+            throw WallSyncError(description: "the loop's items add up to more than the clock can count (\(durations.map(\.description).joined(separator: " + ")))")
+        }
         self.starts = starts
     }
 
@@ -198,14 +221,16 @@ public struct WallTimeline: Sendable {
             let mid = (lo + hi + 1) / 2
             if starts[mid] <= inLoop { lo = mid } else { hi = mid - 1 }
         }
-        return WallPosition(pass: Int64(pass), index: lo, itemTime: MediaTime(value: Int64(inLoop - starts[lo]), timescale: timescale))
+        return WallPosition(pass: Int64(clamping: pass), index: lo, itemTime: MediaTime(value: Int64(inLoop - starts[lo]), timescale: timescale))
     }
 
     /// The wall time at which `itemTime` of item `index` plays in loop pass `pass`.
     public func wallTime(pass: Int64, index: Int, itemTime: MediaTime) -> WallTime {
         let ticks = Int128(pass) * starts.last! + starts[index]
-        let ns = ticks * 1_000_000_000 / Int128(timescale) + Int128(itemTime.seconds * 1e9)
-        return epoch + Int64(ns)
+        // Exact in Int128 (no Double): a non-numeric item time counts as 0.
+        let inItem = itemTime.isNumeric ? Int128(itemTime.value) * 1_000_000_000 / Int128(itemTime.timescale) : 0
+        let ns = ticks * 1_000_000_000 / Int128(timescale) + inItem
+        return epoch + Int64(clamping: ns)
     }
 }
 
@@ -252,8 +277,11 @@ public struct WallFrameScheduler: Sendable {
         precondition(self.frameDurations.count == timeline.durations.count, "one frame duration per item")
     }
 
-    /// One refresh interval in nanoseconds.
-    public var intervalNanoseconds: Int64 { 1_000_000_000 * refresh.denominator / refresh.numerator }
+    /// One refresh interval in nanoseconds (at most a quarter of Int64's range, so that the cadence
+    /// checks' `interval * 3` cannot overflow whatever rate a display reports).
+    public var intervalNanoseconds: Int64 {
+        Int64(min(1_000_000_000 * Int128(refresh.denominator) / Int128(refresh.numerator), Int128(Int64.max / 4)))
+    }
 
     /// The frame for the vsync at wall time `vsync`.
     public mutating func pick(vsyncAt vsync: WallTime) -> WallPick {
@@ -267,12 +295,13 @@ public struct WallFrameScheduler: Sendable {
             // A vsync one interval (give or take half) after the previous one is the normal cadence.
             if gap > interval / 2 && gap < interval * 3 / 2 {
                 resync = false
-                advance = frameNumber - last.frame
+                // Frame numbers come from container durations: wrapping differences, never a trap.
+                advance = frameNumber &- last.frame
                 // What a display exactly on the wall clock would show now: fewer frames moved means
                 // this display runs fast (a frame shown once more), more means slow (one skipped).
                 let expected = frame(at: last.time + interval + interval / 2).number
-                if frameNumber < expected { repeated += Int(expected - frameNumber) }
-                if frameNumber > expected { skipped += Int(frameNumber - expected) }
+                if frameNumber < expected { repeated &+= Int(clamping: expected &- frameNumber) }
+                if frameNumber > expected { skipped &+= Int(clamping: frameNumber &- expected) }
             }
         }
         if resync && last != nil { resyncs += 1 }
@@ -288,12 +317,12 @@ public struct WallFrameScheduler: Sendable {
         let base = globalFrameBase(position)
         if let frame = frameDurations[position.index], frame.isNumeric, frame > .zero {
             // Frame k of the item covers [k * frame, (k + 1) * frame).
-            let k = Int64((Int128(t.value) * Int128(frame.timescale)) / (Int128(t.timescale) * Int128(frame.value)))
-            return (position, MediaTime(value: k * frame.value, timescale: frame.timescale), base + k)
+            let k = Int64(clamping: (Int128(t.value) * Int128(frame.timescale)) / (Int128(t.timescale) * Int128(frame.value)))
+            return (position, frame * k, base &+ k)
         }
         // Unknown frame rate: count vsyncs of content time instead.
-        let k = Int64((Int128(t.value) * Int128(refresh.numerator)) / (Int128(t.timescale) * Int128(refresh.denominator)))
-        return (position, t, base + k)
+        let k = Int64(clamping: (Int128(t.value) * Int128(refresh.numerator)) / (Int128(t.timescale) * Int128(refresh.denominator)))
+        return (position, t, base &+ k)
     }
 
     /// Frames (whole ones, at each item's own rate) in the loop before `position`'s item, plus
@@ -304,12 +333,12 @@ public struct WallFrameScheduler: Sendable {
         for (i, d) in timeline.durations.enumerated() {
             let n: Int64
             if let f = frameDurations[i], f.isNumeric, f > .zero {
-                n = Int64((d.seconds / f.seconds).rounded(.up))
+                n = Int64(saturating: (d.seconds / f.seconds).rounded(.up))
             } else {
-                n = Int64((d.seconds * refresh.hertz).rounded(.up))
+                n = Int64(saturating: (d.seconds * refresh.hertz).rounded(.up))
             }
-            if i < position.index { frames += n }
-            perPass += n
+            if i < position.index { frames &+= n }
+            perPass &+= n
         }
         return position.pass &* perPass &+ frames
     }
