@@ -139,12 +139,27 @@ public struct ConfigError: Error, CustomStringConvertible, Sendable {
     public var description: String { problems.map { "\(source): \($0)" }.joined(separator: "\n") }
 }
 
+/// The longest time, in seconds, a config or a command may give (about 31 years): times from
+/// outside are checked against it, so that seconds * 1e9 and a 90 kHz timescale stay far inside Int64.
+public let longestTimeInSeconds = 1e9
+
 /// Walks the JSON, collecting every problem instead of stopping at the first.
 struct ConfigReader {
     var problems: [ConfigError.Problem] = []
 
     mutating func problem(_ path: String, _ message: String) {
         problems.append(.init(path: path, message: message))
+    }
+
+    /// Notes a number that `checkedInteger` or `checkedNumber` refused, at its path.
+    mutating func problem(_ error: NumberOutOfRange) {
+        problem(error.field, error.reason)
+    }
+
+    /// Text from the config as a problem quotes it: at most 64 characters, so that a huge value
+    /// gives a short report.
+    static func clipped(_ text: String) -> String {
+        text.count <= 64 ? text : String(text.prefix(61)) + "..."
     }
 
     /// The members of an object at `path`, reporting unknown keys; nil (and a problem) if not an object.
@@ -170,7 +185,7 @@ struct ConfigReader {
     mutating func choice<T: RawRepresentable & CaseIterable>(_ value: JSONValue, at path: String) -> T? where T.RawValue == String {
         guard let s = string(value, at: path) else { return nil }
         guard let v = T(rawValue: s) else {
-            problem(path, "\"\(s)\" is not one of \(T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))")
+            problem(path, "\"\(Self.clipped(s))\" is not one of \(T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))")
             return nil
         }
         return v
@@ -202,8 +217,9 @@ struct ConfigReader {
                         }
                         config.control.socket = s
                     } else {
+                        // UInt32(_:radix:) returns nil past UInt32's range; it never traps.
                         guard let mode = UInt32(s, radix: 8), mode <= 0o777 else {
-                            problem("control.mode", "\"\(s)\" is not an octal file mode such as \"0660\"")
+                            problem("control.mode", "\"\(Self.clipped(s))\" is not an octal file mode such as \"0660\"")
                             continue
                         }
                         config.control.mode = mode
@@ -219,7 +235,7 @@ struct ConfigReader {
                     case "mode":
                         guard let s = string(v, at: path) else { continue }
                         guard let request = KMSModeRequest(parsing: s) else {
-                            problem(path, "\"\(s)\" is not a mode: write preferred, highest, WxH or WxH@Hz, e.g. 1920x1080@60")
+                            problem(path, "\"\(Self.clipped(s))\" is not a mode: write preferred, highest, WxH or WxH@Hz, e.g. 1920x1080@60")
                             continue
                         }
                         if let mode = DisplayMode(parsing: s) { config.display.mode = mode }
@@ -252,8 +268,9 @@ struct ConfigReader {
                     case "gravity":
                         if let gravity: VideoGravity = choice(v, at: path) { config.display.gravity = gravity }
                     case "rotation":
-                        guard case .number(let degrees) = v, let rotation = Rotation(rawValue: Int(degrees)), Double(rotation.rawValue) == degrees else {
-                            problem(path, "\(v.encoded) is not a rotation: write 0, 90, 180 or 270 (degrees clockwise)")
+                        guard case .number(let degrees) = v, let whole = try? checkedInteger(degrees, in: 0...270, field: path),
+                              let rotation = Rotation(rawValue: whole) else {
+                            problem(path, "\(Self.shown(v)) is not a rotation: write 0, 90, 180 or 270 (degrees clockwise)")
                             continue
                         }
                         config.display.rotation = rotation

@@ -1,4 +1,5 @@
 import Foundation
+import Playback
 import Render
 
 /// The file extensions a playlist folder is scanned for.
@@ -16,17 +17,22 @@ extension ConfigReader {
         return b
     }
 
-    /// A number of seconds, at least 0.
-    mutating func seconds(_ value: JSONValue, at path: String) -> Double? {
+    /// A number of seconds, from `minimum` to `longestTimeInSeconds`.
+    mutating func seconds(_ value: JSONValue, at path: String, minimum: Double = 0) -> Double? {
         guard case .number(let n) = value else {
             problem(path, "expected a number of seconds, found \(value.typeName)")
             return nil
         }
-        guard n >= 0, n.isFinite else {
+        guard n >= 0 else {
             problem(path, "\(n) is negative: times are seconds from the start of the item")
             return nil
         }
-        return n
+        do {
+            return try checkedNumber(n, in: minimum...longestTimeInSeconds, field: path)
+        } catch {
+            problem(error)
+            return nil
+        }
     }
 
     /// A playlist at `path`: an array of items, `{"directory": "media/"}` or `{"m3u": "list.m3u"}`.
@@ -73,10 +79,11 @@ extension ConfigReader {
             case "start": parsed.start = seconds(v, at: field); ok = ok && parsed.start != nil
             case "end": parsed.end = seconds(v, at: field); ok = ok && parsed.end != nil
             case "duration":
-                parsed.duration = seconds(v, at: field)
-                if parsed.duration == 0 {
+                if case .number(0) = v {
                     problem(field, "0: a still must show for some time")
-                    parsed.duration = nil
+                } else {
+                    // At least a millisecond: a still of no time would loop without showing anything.
+                    parsed.duration = seconds(v, at: field, minimum: 0.001)
                 }
                 ok = ok && parsed.duration != nil
             case "gravity":

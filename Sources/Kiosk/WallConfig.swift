@@ -175,21 +175,29 @@ extension ConfigReader {
 
     /// A number as written, anything else by its type.
     static func shown(_ value: JSONValue) -> String {
-        if case .number(let n) = value { return n.rounded() == n && abs(n) < 1e15 ? "\(Int(n))" : "\(n)" }
+        if case .number(let n) = value { return shownNumber(n) }
         return value.typeName
     }
 
-    /// A whole number at `path`, at least `minimum`.
+    /// The largest pixel coordinate or size a wall may give.
+    static let largestPixelValue = 999_999_999
+
+    /// A whole number of pixels at `path`, from `minimum` to `largestPixelValue`.
     mutating func integer(_ value: JSONValue, at path: String, minimum: Int) -> Int? {
-        guard case .number(let n) = value, n.rounded() == n, abs(n) < 1e9 else {
+        guard case .number(let n) = value, n.rounded() == n else {
             problem(path, "expected a whole number, found \(Self.shown(value))")
             return nil
         }
-        guard Int(n) >= minimum else {
-            problem(path, "\(Int(n)) is less than \(minimum)")
+        guard n >= Double(minimum) else {
+            problem(path, "\(shownNumber(n)) is less than \(minimum)")
             return nil
         }
-        return Int(n)
+        do {
+            return try checkedInteger(n, in: minimum...Self.largestPixelValue, field: path)
+        } catch {
+            problem(error)
+            return nil
+        }
     }
 
     /// `x`, `y`, `width`, `height` of the object at `path` (fields already checked against the allowed keys).
@@ -206,6 +214,18 @@ extension ConfigReader {
         }
         guard ok, let x = v["x"], let y = v["y"], let w = v["width"], let h = v["height"] else { return nil }
         return PixelRect(x: x, y: y, width: w, height: h)
+    }
+
+    /// The epochs a wall may give: from 1970 to the end of 2199, so that the time from the epoch to
+    /// any moment the system clock can hold (up to 2262) fits in Int64 nanoseconds.
+    static let epochRange = WallTime(nanoseconds: 0)...WallTime(iso8601: "2199-12-31T23:59:59.999999999Z")!
+
+    /// Whether `text` begins with a four-digit year outside 1970 to 2199 (then it is a time out of
+    /// range rather than a malformed one).
+    static func yearOutsideEpochRange(_ text: String) -> Bool {
+        let digits = text.prefix(5)
+        guard digits.count == 5, digits.last == "-", digits.prefix(4).allSatisfy({ $0.isASCII && $0.isNumber }), let year = Int(digits.prefix(4)) else { return false }
+        return !(1970...2199).contains(year)
     }
 
     mutating func readWall(_ value: JSONValue, baseDirectory: String) -> WallConfig? {
@@ -310,7 +330,8 @@ extension ConfigReader {
                     ok = false
                 }
                 if let v = item["rotation"] {
-                    if case .number(let degrees) = v, let r = Rotation(rawValue: Int(exactly: degrees) ?? -1) {
+                    if case .number(let degrees) = v, let whole = try? checkedInteger(degrees, in: 0...270, field: "\(path).rotation"),
+                       let r = Rotation(rawValue: whole) {
                         output.rotation = r
                     } else {
                         problem("\(path).rotation", "expected 0, 90, 180 or 270 (degrees clockwise), found \(Self.shown(v))")
@@ -359,8 +380,12 @@ extension ConfigReader {
                     if let mode: WallConfig.SyncMode = choice(v, at: "wall.sync.mode") { wall.sync.mode = mode } else { ok = false }
                 } else {
                     guard let s = string(v, at: "wall.sync.epoch") else { ok = false; continue }
-                    guard let epoch = WallTime(iso8601: s) else {
-                        problem("wall.sync.epoch", "\"\(s)\" is not an ISO-8601 time with its zone: write e.g. 2026-01-01T00:00:00Z")
+                    guard let epoch = WallTime(iso8601: s), Self.epochRange.contains(epoch) else {
+                        if WallTime(iso8601: s) != nil || Self.yearOutsideEpochRange(s) {
+                            problem("wall.sync.epoch", "\"\(Self.clipped(s))\" is outside the years 1970 to 2199: write e.g. 2026-01-01T00:00:00Z")
+                        } else {
+                            problem("wall.sync.epoch", "\"\(Self.clipped(s))\" is not an ISO-8601 time with its zone: write e.g. 2026-01-01T00:00:00Z")
+                        }
                         ok = false
                         continue
                     }
