@@ -477,6 +477,10 @@ public final class ControlServer: @unchecked Sendable {
             return reply(client, fd, 0, .failure(.invalidParameter))
         }
         let requestID = request["request_id"] ?? 0
+        // mpv's request_id is an int64: anything else is refused (and echoed, so the client can tell).
+        guard case .number(let n) = requestID, (try? checkedInteger(n, in: Int64.min...Int64.max, field: "request_id")) != nil else {
+            return reply(client, fd, requestID, .failure(.invalidParameter))
+        }
         let name: String
         var arguments: [JSONValue] = []
         switch request["command"] {
@@ -508,22 +512,29 @@ public final class ControlServer: @unchecked Sendable {
         worker.start()
     }
 
+    /// An `observe_property` id: a whole number in Int64's range (mpv's), else invalid parameter.
+    private static func observerID(_ value: JSONValue) throws(ControlError) -> Int {
+        guard case .number(let n) = value, let id = try? checkedInteger(n, in: Int.min...Int.max, field: "id") else {
+            throw .invalidParameter
+        }
+        return id
+    }
+
     /// The protocol's own commands, answered on the server thread; nil for those that go to the player.
     private func executeHere(_ name: String, _ arguments: [JSONValue], client: Client) throws(ControlError) -> JSONValue?? {
         switch name {
         case "observe_property":
-            guard arguments.count == 2, let id = arguments[0].numberValue, let property = arguments[1].stringValue else {
-                throw .invalidParameter
-            }
+            guard arguments.count == 2, let property = arguments[1].stringValue else { throw .invalidParameter }
+            let id = try Self.observerID(arguments[0])
             guard handler.propertyNames.contains(property) else { throw .propertyNotFound }
-            guard client.observed.count < maxObservedPerClient || client.observed[Int(id)] != nil else {
+            guard client.observed.count < maxObservedPerClient || client.observed[id] != nil else {
                 throw .commandFailed("at most \(maxObservedPerClient) observed properties per client")
             }
-            client.observed[Int(id)] = (property, nil)
+            client.observed[id] = (property, nil)
             return .some(nil)
         case "unobserve_property":
-            guard arguments.count == 1, let id = arguments[0].numberValue else { throw .invalidParameter }
-            client.observed[Int(id)] = nil
+            guard arguments.count == 1 else { throw .invalidParameter }
+            client.observed[try Self.observerID(arguments[0])] = nil
             return .some(nil)
         case "client_name":
             return .some(.string(client.name.isEmpty ? client.label : client.name))
@@ -625,7 +636,9 @@ public final class UnixSocketClient {
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
+        // A day at most, and never negative or NaN, before the conversion to whole seconds.
+        let seconds = timeout.isNaN ? 0 : min(max(timeout, 0), 86_400)
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         let connected = withUnsafePointer(to: &address) {

@@ -139,7 +139,10 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
         case "quit": return try execute(.quit)
         case "reload": return try execute(.reload)
         case "seek":
-            guard let seconds = arguments.first?.numberValue, seconds.isFinite else { throw .invalidParameter }
+            guard let seconds = arguments.first?.numberValue,
+                  (try? checkedNumber(seconds, in: -longestTimeInSeconds...longestTimeInSeconds, field: "seek")) != nil else {
+                throw .invalidParameter
+            }
             let mode = arguments.count > 1 ? arguments[1].stringValue : "relative"
             guard mode == "relative" || mode == "absolute" else { throw .invalidParameter }
             return navigate(.seek(seconds: seconds, relative: mode == "relative"))
