@@ -78,12 +78,19 @@ func parseArguments(_ list: [String]) -> Arguments {
             parsed.run.clock = clock
         case "--exit-after":
             let v = value(for: argument)
-            guard let seconds = Double(v), seconds.isFinite, seconds >= 0 else { fail("--exit-after \(v): expected a number of seconds") }
-            parsed.run.exitAfter = seconds
+            guard let seconds = Double(v), seconds.isFinite else { fail("--exit-after: \"\(v)\" is not a number of seconds") }
+            do {
+                parsed.run.exitAfter = try checkedNumber(seconds, in: 0...longestTimeInSeconds, field: argument)
+            } catch {
+                fail("\(error)")
+            }
         case "--frames":
             let v = value(for: argument)
-            guard let count = Int(v), count > 0 else { fail("--frames \(v): expected a whole number of frames, at least 1") }
-            parsed.run.exitAfterFrames = count
+            do {
+                parsed.run.exitAfterFrames = try checkedInteger(parsing: v, in: 1...Int.max, field: argument)
+            } catch {
+                fail("\(error): give a whole number of frames, at least 1")
+            }
         case "--trace": parsed.run.tracePath = value(for: argument)
         case "--socket": parsed.socketPath = value(for: argument)
         case "--node": parsed.run.node = value(for: argument)

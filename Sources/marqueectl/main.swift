@@ -1,5 +1,6 @@
 import Foundation
 import Kiosk
+import Playback
 
 let usage = """
     Usage: marqueectl [--socket PATH] COMMAND [ARGS]
@@ -65,20 +66,21 @@ guard let client = UnixSocketClient.connect(path: socketPath, timeout: command =
 switch command {
 case "status":
     expectArguments(0...0)
-    let get = { (name: String) in (try? client.request(["get_property", .string(name)], id: 0)).flatMap { $0?["data"] } }
+    let get = { (name: String) in client.request(["get_property", .string(name)], id: 0)?["data"] }
     let health = get("health")
     print("health:   \(health?["status"]?.stringValue ?? "?")")
     if case .array(let reasons)? = health?["reasons"] {
         for reason in reasons { print("          - \(reason.stringValue ?? "")") }
     }
-    let position = get("playlist-pos")?.numberValue.map { Int($0) } ?? -1
-    let count = get("playlist-count")?.numberValue.map { Int($0) } ?? 0
-    print("playing:  \(get("path")?.stringValue ?? "nothing") (item \(position + 1) of \(count))")
+    // Numbers in a reply are shown as they came, never converted: whatever answers on the socket.
+    let position = get("playlist-pos")?.numberValue.map { shownNumber($0 + 1) } ?? "?"
+    let count = get("playlist-count")?.numberValue.map(shownNumber) ?? "?"
+    print("playing:  \(get("path")?.stringValue ?? "nothing") (item \(position) of \(count))")
     if let t = get("time-pos")?.numberValue, let d = get("duration")?.numberValue {
         print("time:     \(String(format: "%.2f", t)) / \(String(format: "%.2f", d)) s\(get("pause")?.boolValue == true ? " (paused)" : "")")
     }
     print("decoder:  hwdec \(get("hwdec-current")?.stringValue ?? "?"), interop \(get("hwdec-interop")?.stringValue ?? "?")")
-    print("frames:   \(Int(get("frame-drop-count")?.numberValue ?? 0)) dropped, \(Int(get("vo-delayed-frame-count")?.numberValue ?? 0)) late")
+    print("frames:   \(shownNumber(get("frame-drop-count")?.numberValue ?? 0)) dropped, \(shownNumber(get("vo-delayed-frame-count")?.numberValue ?? 0)) late")
     if case .array(let outputs)? = get("outputs") {
         for output in outputs { print("output:   \(output["name"]?.stringValue ?? "?") \(output["mode"]?.stringValue ?? "")") }
     }
@@ -105,7 +107,7 @@ case "resume": expectArguments(0...0); _ = request(["set_property", "pause", fal
 case "reload": expectArguments(0...0); _ = request(["reload"])
 case "seek":
     expectArguments(1...2)
-    guard let seconds = Double(rest[0]) else { fail("seek: \(rest[0]) is not a number of seconds", status: 2) }
+    guard let seconds = Double(rest[0]), seconds.isFinite else { fail("seek: \(rest[0]) is not a number of seconds", status: 2) }
     _ = request(["seek", .number(seconds), .string(rest.count == 2 ? rest[1] : "relative")])
 case "screenshot":
     expectArguments(1...3)
@@ -122,7 +124,7 @@ case "screenshot":
     } catch {
         fail("screenshot: cannot write \(rest[0]): \(error.localizedDescription)", status: 1)
     }
-    print("\(rest[0]): \(Int(shot["width"]?.numberValue ?? 0))x\(Int(shot["height"]?.numberValue ?? 0)) from \(shot["output"]?.stringValue ?? "?")")
+    print("\(rest[0]): \(shownNumber(shot["width"]?.numberValue ?? 0))x\(shownNumber(shot["height"]?.numberValue ?? 0)) from \(shot["output"]?.stringValue ?? "?")")
 case "watch":
     expectArguments(0...0)
     for (id, name) in ["playlist-pos", "pause", "health"].enumerated() {

@@ -1,0 +1,59 @@
+import Foundation
+import Kiosk
+import Testing
+import TestSupport
+
+/// The built `marquee` given hostile configs and arguments: it exits 2 with the problem named
+/// (the JSON path, or the option), never by a signal.
+@Suite struct HostileProcessTests {
+    func run(_ arguments: [String]) throws -> CommandResult {
+        let binary = MarqueeProcessTests.binary.path
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw MarqueeProcessTests.NotBuilt(description: "\(binary) is not built")
+        }
+        return try Command.run(binary, arguments)
+    }
+
+    func config(_ text: String) throws -> String {
+        let path = TestMedia.folder + "/hostile-\(UUID().uuidString).json"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func checkConfigReportsHostileValuesWithTheirPaths() throws {
+        let wall = #""wall": {"canvas": {"width": 10, "height": 10}, "outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10}], "#
+        let cases: [(String, String)] = [
+            (#"{"playlist": [{"uri": "\ud800\u0041.mp4"}]}"#, #"syntax error at line 1, column 24: invalid surrogate pair"#),
+            (#"{"playlist": [{"uri": "a.mp4"}], "display": {"rotation": 1e300}}"#, "display.rotation: 1e+300 is not a rotation"),
+            (#"{"playlist": [{"uri": "a.mp4"}], "display": {"mode": "640x360@0.004"}}"#, #"display.mode: "640x360@0.004" is not a mode"#),
+            (#"{"playlist": [{"uri": "a.mp4"}], \#(wall)"sync": {"mode": "clock", "epoch": "9999-12-31T23:59:59Z"}}}"#,
+             #"wall.sync.epoch: "9999-12-31T23:59:59Z" is outside the years 1970 to 2199"#),
+            (#"{"playlist": [{"uri": "a.mp4"}], \#(wall)"sync": {"mode": "clock", "epoch": "0001-01-01T00:00:00Z"}}}"#,
+             #"wall.sync.epoch: "0001-01-01T00:00:00Z" is outside the years 1970 to 2199"#),
+            (#"{"playlist": [{"uri": "a.mp4", "start": 1e300}]}"#, "playlist[0].start: 1e+300 is out of range"),
+            (#"{"playlist": [{"uri": "a.mp4"}], "shuffle": 1e999}"#, "syntax error at line 1, column 45: number out of range"),
+        ]
+        for (text, expected) in cases {
+            let result = try run(["--config", try config(text), "--check-config"])
+            #expect(result.status == 2, "\(text): status \(result.status), \(result.errorText)")
+            #expect(result.errorText.contains(expected), "\(text): \(result.errorText)")
+        }
+    }
+
+    @Test func hostileCommandLineValuesAreRefusedByName() throws {
+        let good = try config(#"{"playlist": [{"uri": "a.mp4"}]}"#)
+        let cases: [([String], String)] = [
+            (["--mode", "640x360@0.004"], "--mode 640x360@0.004: expected WxH or WxH@Hz"),
+            (["--mode", "99999999999999999999x360"], "--mode 99999999999999999999x360: expected WxH or WxH@Hz"),
+            (["--frames", "99999999999999999999999"], "--frames: 99999999999999999999999 is out of range"),
+            (["--frames", "0"], "--frames: 0 is out of range"),
+            (["--exit-after", "1e300"], "--exit-after: 1e+300 is out of range"),
+            (["--exit-after", "nan"], "--exit-after: \"nan\" is not a number of seconds"),
+        ]
+        for (flags, expected) in cases {
+            let result = try run(["--config", good, "--check-config"] + flags)
+            #expect(result.status == 2, "\(flags): status \(result.status), \(result.errorText)")
+            #expect(result.errorText.contains(expected), "\(flags): \(result.errorText)")
+        }
+    }
+}
