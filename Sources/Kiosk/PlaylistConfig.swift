@@ -150,7 +150,7 @@ public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin) throws(Playlist
 private func posixReason(_ error: any Error) -> String {
     let ns = error as NSError
     if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
-        return String(cString: strerror(Int32(underlying.code)))
+        return String(cString: strerror(Int32(clamping: underlying.code)))
     }
     if ns.domain == NSCocoaErrorDomain && ns.code == NSFileReadNoSuchFileError { return String(cString: strerror(ENOENT)) }
     return ns.localizedDescription
