@@ -70,3 +70,25 @@ import Testing
         }
     }
 }
+
+/// Hostile environment values (systemd's, or set by hand): read without a trap.
+@Suite struct HostileEnvironmentTests {
+    @Test func watchdogIntervalsFromAnyTextAreReadOrIgnored() {
+        let ignored = ["0", "-1", "-9223372036854775808", "9223372036854775808", "99999999999999999999999", "1e300",
+                       "1.5", "", " 30000000", "0x10", "nan"]
+        for text in ignored {
+            #expect(ServiceNotifier(environment: ["WATCHDOG_USEC": text]).watchdogInterval == nil, "\(text)")
+        }
+        #expect(ServiceNotifier(environment: ["WATCHDOG_USEC": "30000000"]).watchdogInterval == .seconds(15))
+        let longest = ServiceNotifier(environment: ["WATCHDOG_USEC": "9223372036854775807"])
+        #expect(longest.watchdogInterval == .microseconds(Int64.max / 2))
+        longest.watchdogPing()  // no NOTIFY_SOCKET: nothing is sent, and nothing traps
+    }
+
+    @Test func socketFoldersFromAnyTextGiveAPath() {
+        for runtime in [":::", "", ":", String(repeating: "/a", count: 10_000)] {
+            let path = defaultControlSocketPath(environment: ["RUNTIME_DIRECTORY": runtime, "XDG_RUNTIME_DIR": "/run/user/1"])
+            #expect(path.hasSuffix("marquee.sock"), "\(runtime.prefix(10))")
+        }
+    }
+}
