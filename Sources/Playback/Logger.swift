@@ -73,9 +73,8 @@ public struct Logger: Sendable {
             case "\r": escaped += "\\r"; plain = false
             case "\t": escaped += "\\t"; plain = false
             case " ", "=": escaped.unicodeScalars.append(scalar); plain = false
-            case _ where isControl(scalar):
-                let digits = String(scalar.value, radix: 16)
-                escaped += "\\u" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+            case _ where scalar.isControlCharacter:
+                escaped += scalar.unicodeEscape
                 plain = false
             default: escaped.unicodeScalars.append(scalar)
             }
@@ -83,10 +82,31 @@ public struct Logger: Sendable {
         return plain ? value : "\"\(escaped)\""
     }
 
-    /// C0 controls, DEL, C1 controls, and U+2028/U+2029 (which some viewers take as line breaks).
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
+}
+
+extension Unicode.Scalar {
+    /// C0 controls, DEL, C1 controls, and U+2028/U+2029 (which some viewers take as line breaks):
+    /// what the log, JSON output and marqueectl never write raw.
+    public var isControlCharacter: Bool {
+        value < 0x20 || (0x7F...0x9F).contains(value) || value == 0x2028 || value == 0x2029
     }
+
+    /// `\u001b`: the scalar as a JSON-style escape of four hex digits (for the Basic Multilingual Plane).
+    public var unicodeEscape: String {
+        let digits = String(value, radix: 16)
+        return "\\u" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+}
+
+/// `text` with every control character (`isControlCharacter`) written as its `\u` escape, for a
+/// terminal line that shows text from outside (a file name, a reason).
+public func escapingControlCharacters(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: \.isControlCharacter) else { return text }
+    var out = ""
+    for scalar in text.unicodeScalars {
+        if scalar.isControlCharacter { out += scalar.unicodeEscape } else { out.unicodeScalars.append(scalar) }
+    }
+    return out
 }
 
 extension String {

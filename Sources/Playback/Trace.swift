@@ -62,6 +62,11 @@ public final class TraceWriter: @unchecked Sendable {
 
 /// `s` as a JSON string literal, quotes included.
 public func jsonStringLiteral(_ s: String) -> String {
+    // Most text needs no escape: one pass over the bytes finds out (a screenshot's base64 is megabytes).
+    // 0xC2 and 0xE2 lead the UTF-8 of the C1 controls and of U+2028/U+2029.
+    if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }) {
+        return "\"" + s + "\""
+    }
     var out = "\""
     for scalar in s.unicodeScalars {
         switch scalar {
@@ -70,7 +75,7 @@ public func jsonStringLiteral(_ s: String) -> String {
         case "\n": out += "\\n"
         case "\r": out += "\\r"
         case "\t": out += "\\t"
-        case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
+        case let c where c.isControlCharacter: out += c.unicodeEscape  // C1 and DEL too: never raw on a terminal
         default: out.unicodeScalars.append(scalar)
         }
     }

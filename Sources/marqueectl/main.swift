@@ -70,19 +70,22 @@ case "status":
     let health = get("health")
     print("health:   \(health?["status"]?.stringValue ?? "?")")
     if case .array(let reasons)? = health?["reasons"] {
-        for reason in reasons { print("          - \(reason.stringValue ?? "")") }
+        for reason in reasons { print("          - \(escapingControlCharacters(reason.stringValue ?? ""))") }
     }
     // Numbers in a reply are shown as they came, never converted: whatever answers on the socket.
     let position = get("playlist-pos")?.numberValue.map { shownNumber($0 + 1) } ?? "?"
     let count = get("playlist-count")?.numberValue.map(shownNumber) ?? "?"
-    print("playing:  \(get("path")?.stringValue ?? "nothing") (item \(position) of \(count))")
+    // Text from the player (a file name) is shown with its control characters escaped.
+    print("playing:  \(escapingControlCharacters(get("path")?.stringValue ?? "nothing")) (item \(position) of \(count))")
     if let t = get("time-pos")?.numberValue, let d = get("duration")?.numberValue {
         print("time:     \(String(format: "%.2f", t)) / \(String(format: "%.2f", d)) s\(get("pause")?.boolValue == true ? " (paused)" : "")")
     }
     print("decoder:  hwdec \(get("hwdec-current")?.stringValue ?? "?"), interop \(get("hwdec-interop")?.stringValue ?? "?")")
     print("frames:   \(shownNumber(get("frame-drop-count")?.numberValue ?? 0)) dropped, \(shownNumber(get("vo-delayed-frame-count")?.numberValue ?? 0)) late")
     if case .array(let outputs)? = get("outputs") {
-        for output in outputs { print("output:   \(output["name"]?.stringValue ?? "?") \(output["mode"]?.stringValue ?? "")") }
+        for output in outputs {
+            print("output:   \(escapingControlCharacters(output["name"]?.stringValue ?? "?")) \(escapingControlCharacters(output["mode"]?.stringValue ?? ""))")
+        }
     }
 case "health":
     expectArguments(0...0)

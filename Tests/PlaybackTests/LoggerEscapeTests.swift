@@ -33,4 +33,10 @@ import Testing
         #expect(logged("plain", "café.mp4") == "level=info msg=plain uri=café.mp4 other=café.mp4")
         #expect(logged("", "") == #"level=info msg="" uri="" other="""#)
     }
+
+    @Test func terminalTextAndJSONEscapeTheSameCharacters() throws {
+        #expect(escapingControlCharacters("clip\u{1B}[2J\u{9B}1m.mp4") == #"clip\u001b[2J\u009b1m.mp4"#)
+        #expect(escapingControlCharacters("café.mp4") == "café.mp4")
+        #expect(jsonStringLiteral("a\u{7F}\u{85}\u{2028}b\n") == #""a\u007f\u0085\u2028b\n""#)
+    }
 }
