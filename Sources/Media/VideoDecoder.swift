@@ -31,7 +31,9 @@ public final class VideoDecoder {
     /// How long the picture of a still image shows (its one frame's duration).
     public var stillDuration = MediaTime(value: 10, timescale: 1)
 
-    private var format: UnsafeMutablePointer<AVFormatContext>?
+    /// The open file and its demuxer; closed when the decoder goes.
+    private let input: FileInput
+    private var format: UnsafeMutablePointer<AVFormatContext> { input.format }
     /// The open codec context; replaced by a software one when the hardware path fails.
     private var session: CodecSession
     /// The software decoder for this stream (the fallback of every hardware path).
@@ -81,13 +83,13 @@ public final class VideoDecoder {
     ///   - display: where the display's DMA-BUF import is found: with it, hardware frames that can
     ///     be had as DRM PRIME stay in DMA-BUFs (`VideoFrame.Storage.drmPrime`) when the display
     ///     can import them; without it they are copied to memory.
-    public init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, display: InteropTargetSlot? = nil) throws {
+    ///   - limits: how long opening and each read may wait (`MediaIOLimits`).
+    public init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, display: InteropTargetSlot? = nil,
+                limits: MediaIOLimits = .standard) throws {
         uri = path
-        let (fmt, index, decoder) = try Self.openVideoStream(path)
-        format = fmt  // owned from here: closed in deinit, or just below when this init throws first
-        // A throw before every stored property is set skips deinit: the context is closed here then.
-        var closeOnThrow: UnsafeMutablePointer<AVFormatContext>? = fmt
-        defer { if closeOnThrow != nil { avformat_close_input(&closeOnThrow) } }
+        let (opened, index, decoder) = try Self.openVideoStream(path, limits: limits)
+        input = opened  // closes the file when this init throws, or when the decoder goes
+        let fmt = opened.format
         streamIndex = index
         let stream = fmt.pointee.streams[Int(index)]!
         timeBase = stream.pointee.time_base
@@ -143,38 +145,27 @@ public final class VideoDecoder {
             : MediaTime(value: 1, timescale: 25)
         info = Self.describe(fmt, stream, decoder, width: ctx.pointee.width, height: ctx.pointee.height,
                              pixelFormat: ctx.pointee.pix_fmt, threads: ctx.pointee.thread_count)
-        closeOnThrow = nil  // every stored property is set: deinit closes it from here on
         if session.kind != nil { try chooseInterop(display) }
     }
 
     deinit {
         av_frame_free(&pending)
         av_packet_free(&packet)
-        avformat_close_input(&format)
     }
 
-    /// Opens `path` and finds its best video stream and that stream's software decoder. The
-    /// caller owns the returned format context (closed with `avformat_close_input`).
-    private static func openVideoStream(_ path: String) throws
-        -> (format: UnsafeMutablePointer<AVFormatContext>, stream: Int32, decoder: UnsafePointer<AVCodec>)
+    /// Opens `path` (within `limits`: `FileInput`) and finds its best video stream and that
+    /// stream's software decoder.
+    private static func openVideoStream(_ path: String, limits: MediaIOLimits) throws
+        -> (input: FileInput, stream: Int32, decoder: UnsafePointer<AVCodec>)
     {
-        var fmt: UnsafeMutablePointer<AVFormatContext>?
-        var r = avformat_open_input(&fmt, path, nil, nil)
-        guard r >= 0, let opened = fmt else { throw MediaError(uri: path, call: "avformat_open_input", averror: r) }
+        let input = try FileInput(path: path, limits: limits)
         var decoder: UnsafePointer<AVCodec>?
-        do {
-            r = avformat_find_stream_info(opened, nil)
-            guard r >= 0 else { throw MediaError(uri: path, call: "avformat_find_stream_info", averror: r) }
-            r = av_find_best_stream(opened, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
-            guard r >= 0, let decoder else {
-                throw MediaError(uri: path, call: "av_find_best_stream", code: r,
-                                 reason: r == mq_averror_decoder_not_found() ? "no decoder for the video stream" : "no video stream")
-            }
-            return (opened, r, decoder)
-        } catch {
-            avformat_close_input(&fmt)
-            throw error
+        let r = av_find_best_stream(input.format, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
+        guard r >= 0, let decoder else {
+            throw MediaError(uri: path, call: "av_find_best_stream", code: r,
+                             reason: r == mq_averror_decoder_not_found() ? "no decoder for the video stream" : "no video stream")
         }
+        return (input, r, decoder)
     }
 
     /// The stream's description from what the demuxer and the decoder (or, without one, the
@@ -204,10 +195,12 @@ public final class VideoDecoder {
     /// What `path`'s video stream is, from the container and the stream's parameters alone: no
     /// decoder is opened and nothing is decoded (an asset's probe; the item's decode thread opens
     /// the decoder when it plays). Also the stream's display rotation and its colour matrix.
-    public static func describe(path: String) throws -> (info: VideoStreamInfo, rotation: Rotation, colorMatrix: ColorMatrix) {
-        let (opened, index, decoder) = try openVideoStream(path)
-        var fmt: UnsafeMutablePointer<AVFormatContext>? = opened
-        defer { avformat_close_input(&fmt) }
+    public static func describe(path: String, limits: MediaIOLimits = .standard) throws
+        -> (info: VideoStreamInfo, rotation: Rotation, colorMatrix: ColorMatrix)
+    {
+        let (input, index, decoder) = try openVideoStream(path, limits: limits)
+        defer { withExtendedLifetime(input) {} }  // the format context lives as long as `input`
+        let opened = input.format
         let stream = opened.pointee.streams[Int(index)]!
         let parameters = stream.pointee.codecpar.pointee
         let pixelFormat = AVPixelFormat(rawValue: parameters.format)
@@ -338,7 +331,7 @@ public final class VideoDecoder {
     /// The next decoded frame as the decoder gives it (in hardware memory for a hardware path),
     /// frames already shown before a switch skipped; the caller owns it.
     private func decodeRaw() throws -> UnsafeMutablePointer<AVFrame>? {
-        guard let format, let packet else { return nil }
+        guard let packet else { return nil }
         while true {
             guard let allocated = av_frame_alloc() else {
                 throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory")
@@ -380,6 +373,8 @@ public final class VideoDecoder {
                 continue
             }
             guard readResult >= 0 else {
+                // A read that timed out (or a cancel) ends the item now: a retry would wait again.
+                if input.isStopped { throw FileInput.error(uri, input.state, call: "av_read_frame", code: readResult) }
                 try countError(call: "av_read_frame", code: readResult)
                 continue
             }
