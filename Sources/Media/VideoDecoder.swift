@@ -285,6 +285,13 @@ public final class VideoDecoder {
         try leaveDRMPrimeDecoder(reason: reason)
     }
 
+    /// Ends the decoder's waits for data from any thread: the blocked read, and every later one,
+    /// fails at once (`MediaError` with the reason "cancelled").
+    public var canceller: @Sendable () -> Void {
+        let state = input.state
+        return { state.cancelled.store(true, ordering: .relaxed) }
+    }
+
     /// The next frame in presentation order, or nil at the end of the stream.
     /// A corrupt packet is skipped; 16 failures in a row end decoding with an error.
     public func nextFrame() throws -> VideoFrame? {
