@@ -106,10 +106,11 @@ final class GuardedIO {
     let context: UnsafeMutablePointer<AVIOContext>
 
     init(path: String, limits: MediaIOLimits) throws {
+        // Named as the step it stands for (FFmpeg's own open), so a missing file reads as before.
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
-            throw MediaError(uri: path, call: "open", code: mq_averror(code), reason: String(cString: strerror(code)))
+            throw MediaError(uri: path, call: "avformat_open_input", code: mq_averror(code), reason: String(cString: strerror(code)))
         }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
@@ -120,7 +121,7 @@ final class GuardedIO {
         let kind = info.st_mode & S_IFMT
         guard kind != S_IFDIR else {
             close(fd)
-            throw MediaError(uri: path, call: "open", code: mq_averror(EISDIR), reason: "is a directory")
+            throw MediaError(uri: path, call: "avformat_open_input", code: mq_averror(EISDIR), reason: "is a directory")
         }
         let state = InputGuard(fd: fd, regular: kind == S_IFREG, limits: limits)
         let bufferSize: Int32 = 64 << 10
