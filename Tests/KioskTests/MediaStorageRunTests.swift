@@ -115,6 +115,22 @@ import TestSupport
         #expect(result.frames.map { $0["vsync"] as! Int } == (0..<result.frames.count).map { $0 * 2 })
     }
 
+    /// A stream whose timestamps jump 10 s forward (or 19 s back) plays on without a freeze, a
+    /// drop or a repeat: tools/check-trace.py finds nothing wrong, and every frame is shown.
+    @Test(arguments: [10, -19]) func aTimestampJumpPlaysOnWithoutAGap(secondAt offset: Int) throws {
+        let joined = try TestMedia.joinedRecordings(secondAt: offset)
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let result = try run(listConfig([joined, clip]), seconds: 6, lines: Lines())
+        let (status, report) = try Command.checkTrace(result.tracePath, ["--refresh", "60"])
+        let figures = try #require(report["headless-0"])
+        for name in ["gaps", "drops", "repeats", "cadence_errors"] {
+            #expect(figures[name] as? Int == 0, "\(name): \(figures["problems"] ?? "")")
+        }
+        #expect(status == 0)
+        // Two passes of 2 s + 1 s: each shows the 50 frames of the joined file.
+        #expect(result.frames.filter { $0["item"] as? Int == 0 }.count == 100)
+    }
+
     final class Copied: @unchecked Sendable {
         private let lock = NSLock()
         private var claimed = false
