@@ -29,7 +29,7 @@ extension KMSOutput: KioskOutput {}
 /// control socket reports, and the commands it sends. `run` presents on the calling thread;
 /// `perform` may be called from any thread.
 public final class KioskSession: @unchecked Sendable {
-    // @unchecked: `config`, `looper`, `lastLoop`, `loggedOpens` and `loggedErrors` are guarded by `lock`; the
+    // @unchecked: `config`, `looper`, `lastLoop`, `loggedOpens`, `loggedErrors` and `loggedSkipped` are guarded by `lock`; the
     // player, the status and the task queue are thread-safe themselves. Never call into the player
     // with `lock` held: the presentation thread holds the player's lock while it waits for a decode
     // thread, and decode threads report here.
@@ -56,6 +56,8 @@ public final class KioskSession: @unchecked Sendable {
     private var loggedOpens = Set<String>()
     /// The failure last logged for each file: a file is reported once per reason, not every loop.
     private var loggedErrors = [String: String]()
+    /// The entries of a playlist folder last logged as skipped (not regular files).
+    private var loggedSkipped = Set<SkippedEntry>()
     private let stopped = Atomic(false)
     /// How many decoders this session's items have opened (a test's measure of seek/next bursts).
     let decoderOpens = Atomic(0)
@@ -131,6 +133,11 @@ public final class KioskSession: @unchecked Sendable {
         status.update {
             $0.items = config.playlist.map { .init(uri: $0.uri, path: $0.path) }
             $0.hwdecRequested = config.hardwareDecoding.rawValue
+        }
+        if case .directory = config.playlistOrigin {
+            var skipped: [SkippedEntry] = []
+            _ = try? expandPlaylist(config.playlistOrigin, skipped: &skipped)
+            reportSkipped(skipped, origin: config.playlistOrigin)
         }
         watchPlayer()
         // With wall sync by the clock, playback starts when the output's vsyncs are known.
@@ -326,8 +333,10 @@ public final class KioskSession: @unchecked Sendable {
         let current = lock.withLock { config }
         guard current.playlistOrigin != .list else { return }
         let items: [KioskConfig.Item]
+        var skipped: [SkippedEntry] = []
         do {
-            items = try expandPlaylist(current.playlistOrigin)
+            items = try expandPlaylist(current.playlistOrigin, skipped: &skipped)
+            reportSkipped(skipped, origin: current.playlistOrigin)
         } catch {
             logger.warning("cannot read the playlist again; the old one keeps playing", ["error": error.message])
             return
@@ -339,6 +348,18 @@ public final class KioskSession: @unchecked Sendable {
         status.update { $0.items = items.map { .init(uri: $0.uri, path: $0.path) } }
         startPlaylist(changed, afterCurrentItem: true)
         logger.info("playlist changed on disk; the new one starts at the next item boundary", ["items": "\(items.count)"])
+    }
+
+    /// Logs the entries of a playlist folder that are not played (not regular files), each time
+    /// that set changes.
+    private func reportSkipped(_ skipped: [SkippedEntry], origin: KioskConfig.PlaylistOrigin) {
+        guard case .directory(let folder) = origin, lock.withLock({ () -> Bool in
+            defer { loggedSkipped = Set(skipped) }
+            return loggedSkipped != Set(skipped)
+        }) else { return }
+        for entry in skipped {
+            logger.warning("not a regular file; skipped", ["folder": folder, "name": entry.name, "kind": entry.kind])
+        }
     }
 
     // MARK: Commands

@@ -112,9 +112,40 @@ public struct PlaylistError: Error, CustomStringConvertible {
     public var description: String { message }
 }
 
+/// An entry of a playlist folder that is not played because it is not a regular file (a FIFO, a
+/// socket, a device, a directory, a dangling link): its name and what it is.
+public struct SkippedEntry: Sendable, Hashable, CustomStringConvertible {
+    public let name: String
+    public let kind: String
+    public var description: String { "\(name) (\(kind))" }
+}
+
+/// What `path` is when it is not a regular file (links followed); nil for a regular file.
+func nonRegularKind(_ path: String) -> String? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return "cannot stat: \(String(cString: strerror(errno)))" }
+    switch info.st_mode & S_IFMT {
+    case S_IFREG: return nil
+    case S_IFIFO: return "a FIFO"
+    case S_IFSOCK: return "a socket"
+    case S_IFCHR: return "a character device"
+    case S_IFBLK: return "a block device"
+    case S_IFDIR: return "a directory"
+    default: return "not a regular file"
+    }
+}
+
 /// The items of a folder or M3U playlist as they are now. A folder gives its media files in name
 /// order; an M3U file its entries (comments and `#EXT` lines skipped), relative to the file's folder.
 public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin) throws(PlaylistError) -> [KioskConfig.Item] {
+    var skipped: [SkippedEntry] = []
+    return try expandPlaylist(origin, skipped: &skipped)
+}
+
+/// `expandPlaylist(_:)`, saying in `skipped` which entries of a folder were left out because they
+/// are not regular files: only regular files (or links to them) are opened from a folder.
+public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout [SkippedEntry]) throws(PlaylistError) -> [KioskConfig.Item] {
+    skipped = []
     switch origin {
     case .list:
         return []
@@ -125,9 +156,19 @@ public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin) throws(Playlist
         } catch {
             throw PlaylistError(message: "cannot read the folder \(folder): \(posixReason(error))")
         }
-        let media = names.filter { mediaFileExtensions.contains(($0 as NSString).pathExtension.lowercased()) && !$0.hasPrefix(".") }
+        var media = names.filter { mediaFileExtensions.contains(($0 as NSString).pathExtension.lowercased()) && !$0.hasPrefix(".") }
             .sorted { $0.localizedStandardCompare($1) == .orderedAscending }
-        if media.isEmpty { throw PlaylistError(message: "the folder \(folder) has no media files (\(mediaFileExtensions.sorted().joined(separator: ", ")))") }
+        var left: [SkippedEntry] = []
+        media.removeAll { name in
+            guard let kind = nonRegularKind(KioskConfig.join(folder, name)) else { return false }
+            left.append(SkippedEntry(name: name, kind: kind))
+            return true
+        }
+        skipped = left
+        if media.isEmpty {
+            let also = left.isEmpty ? "" : "; not regular files: \(left.map(\.description).joined(separator: ", "))"
+            throw PlaylistError(message: "the folder \(folder) has no media files (\(mediaFileExtensions.sorted().joined(separator: ", ")))\(also)")
+        }
         return media.map { KioskConfig.Item(uri: $0, path: KioskConfig.join(folder, $0)) }
     case .m3u(let file):
         guard let data = FileManager.default.contents(atPath: file) else {

@@ -108,4 +108,6 @@ final class DecoderReader: FrameReader {
     }
 
     func seek(to time: MediaTime) throws { try decoder.seek(to: time) }
+
+    var canceller: (@Sendable () -> Void)? { decoder.canceller }
 }

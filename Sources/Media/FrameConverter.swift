@@ -37,7 +37,7 @@ final class FrameConverter {
                    rotation: Rotation) throws -> VideoFrame {
         let tags = Self.colorTags(of: frame)
         let sar = frame.pointee.sample_aspect_ratio
-        let pixelAspect = sar.num > 0 && sar.den > 0 ? Double(sar.num) / Double(sar.den) : 1
+        let pixelAspect = ContainerValue.pixelAspect(sar)
         let avFormat = AVPixelFormat(rawValue: frame.pointee.format)
         if let format = PixelFormat(avFormat), Self.uploadable(frame, format) {
             return VideoFrame(taking: frame, format: format, pts: pts, duration: duration, colorMatrix: tags.matrix,

@@ -31,7 +31,9 @@ public final class VideoDecoder {
     /// How long the picture of a still image shows (its one frame's duration).
     public var stillDuration = MediaTime(value: 10, timescale: 1)
 
-    private var format: UnsafeMutablePointer<AVFormatContext>?
+    /// The open file and its demuxer; closed when the decoder goes.
+    private let input: FileInput
+    private var format: UnsafeMutablePointer<AVFormatContext> { input.format }
     /// The open codec context; replaced by a software one when the hardware path fails.
     private var session: CodecSession
     /// The software decoder for this stream (the fallback of every hardware path).
@@ -63,7 +65,12 @@ public final class VideoDecoder {
     private let startTime: Int64
     private let nominalFrameDuration: MediaTime
     private var draining = false
+    /// Where the next frame is due on the continuous timeline, in stream ticks (`timing(of:)`).
     private var nextPTS: Int64?
+    /// Added to the file's timestamps since the last discontinuity (`timing(of:)`).
+    private var segmentOffset: Int64 = 0
+    /// One frame at the nominal rate, in stream ticks (at least 1).
+    private let nominalTicks: Int64
     private var consecutiveErrors = 0
     /// How hardware frames reach the display, chosen once when the decoder opens (`chooseInterop`);
     /// `.dmabuf` turns into `.copy` for the rest of the item when the display fails to import one.
@@ -81,15 +88,15 @@ public final class VideoDecoder {
     ///   - display: where the display's DMA-BUF import is found: with it, hardware frames that can
     ///     be had as DRM PRIME stay in DMA-BUFs (`VideoFrame.Storage.drmPrime`) when the display
     ///     can import them; without it they are copied to memory.
-    public init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, display: InteropTargetSlot? = nil) throws {
+    ///   - limits: how long opening and each read may wait (`MediaIOLimits`).
+    public init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, display: InteropTargetSlot? = nil,
+                limits: MediaIOLimits = .standard) throws {
         uri = path
-        let (fmt, index, decoder) = try Self.openVideoStream(path)
-        format = fmt  // owned from here: closed in deinit, or just below when this init throws first
-        // A throw before every stored property is set skips deinit: the context is closed here then.
-        var closeOnThrow: UnsafeMutablePointer<AVFormatContext>? = fmt
-        defer { if closeOnThrow != nil { avformat_close_input(&closeOnThrow) } }
+        let (opened, index, decoder) = try Self.openVideoStream(path, limits: limits)
+        input = opened  // closes the file when this init throws, or when the decoder goes
+        let fmt = opened.format
         streamIndex = index
-        let stream = fmt.pointee.streams[Int(index)]!
+        let stream = try Self.checkedStream(fmt, index, path: path)
         timeBase = stream.pointee.time_base
         startTime = stream.pointee.start_time == noPTS ? 0 : stream.pointee.start_time
         // av_display_rotation_get counts counter-clockwise; the picture is shown turned back.
@@ -138,65 +145,73 @@ public final class VideoDecoder {
         packet = pkt
 
         let rate = av_guess_frame_rate(fmt, stream, nil)
-        nominalFrameDuration = rate.num > 0 && rate.den > 0
+        nominalFrameDuration = ContainerValue.framesPerSecond(rate) != nil
             ? MediaTime(value: Int64(rate.den), timescale: rate.num)
             : MediaTime(value: 1, timescale: 25)
-        info = Self.describe(fmt, stream, decoder, width: ctx.pointee.width, height: ctx.pointee.height,
-                             pixelFormat: ctx.pointee.pix_fmt, threads: ctx.pointee.thread_count)
-        closeOnThrow = nil  // every stored property is set: deinit closes it from here on
+        nominalTicks = max(1, ContainerValue.ticks(seconds: nominalFrameDuration.seconds, timeBase: timeBase) ?? 1)
+        info = try Self.describe(fmt, stream, decoder, width: ctx.pointee.width, height: ctx.pointee.height,
+                                 pixelFormat: ctx.pointee.pix_fmt, threads: ctx.pointee.thread_count, uri: path, index: index)
         if session.kind != nil { try chooseInterop(display) }
     }
 
     deinit {
         av_frame_free(&pending)
         av_packet_free(&packet)
-        avformat_close_input(&format)
     }
 
-    /// Opens `path` and finds its best video stream and that stream's software decoder. The
-    /// caller owns the returned format context (closed with `avformat_close_input`).
-    private static func openVideoStream(_ path: String) throws
-        -> (format: UnsafeMutablePointer<AVFormatContext>, stream: Int32, decoder: UnsafePointer<AVCodec>)
+    /// Opens `path` (within `limits`: `FileInput`) and finds its best video stream and that
+    /// stream's software decoder.
+    private static func openVideoStream(_ path: String, limits: MediaIOLimits) throws
+        -> (input: FileInput, stream: Int32, decoder: UnsafePointer<AVCodec>)
     {
-        var fmt: UnsafeMutablePointer<AVFormatContext>?
-        var r = avformat_open_input(&fmt, path, nil, nil)
-        guard r >= 0, let opened = fmt else { throw MediaError(uri: path, call: "avformat_open_input", averror: r) }
+        let input = try FileInput(path: path, limits: limits)
         var decoder: UnsafePointer<AVCodec>?
-        do {
-            r = avformat_find_stream_info(opened, nil)
-            guard r >= 0 else { throw MediaError(uri: path, call: "avformat_find_stream_info", averror: r) }
-            r = av_find_best_stream(opened, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
-            guard r >= 0, let decoder else {
-                throw MediaError(uri: path, call: "av_find_best_stream", code: r,
-                                 reason: r == mq_averror_decoder_not_found() ? "no decoder for the video stream" : "no video stream")
-            }
-            return (opened, r, decoder)
-        } catch {
-            avformat_close_input(&fmt)
-            throw error
+        let r = av_find_best_stream(input.format, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
+        guard r >= 0, let decoder else {
+            throw MediaError(uri: path, call: "av_find_best_stream", code: r,
+                             reason: r == mq_averror_decoder_not_found() ? "no decoder for the video stream" : "no video stream")
         }
+        return (input, r, decoder)
+    }
+
+    /// Stream `index` of `fmt`, when its time base can time its frames; otherwise a `MediaError`
+    /// naming the file and the stream.
+    private static func checkedStream(_ fmt: UnsafeMutablePointer<AVFormatContext>, _ index: Int32,
+                                      path: String) throws -> UnsafeMutablePointer<AVStream> {
+        guard index >= 0, index < fmt.pointee.nb_streams, let stream = fmt.pointee.streams[Int(index)] else {
+            throw MediaError(uri: path, call: "stream \(index)", reason: "no such stream (\(fmt.pointee.nb_streams) in the file)")
+        }
+        let timeBase = stream.pointee.time_base
+        guard ContainerValue.isUsable(timeBase) else {
+            throw MediaError(uri: path, call: "stream \(index)", reason: "time base \(timeBase.num)/\(timeBase.den) is not positive")
+        }
+        return stream
     }
 
     /// The stream's description from what the demuxer and the decoder (or, without one, the
-    /// stream's parameters) say.
+    /// stream's parameters) say. A picture size out of range fails, naming the file and stream.
     private static func describe(_ fmt: UnsafeMutablePointer<AVFormatContext>, _ stream: UnsafeMutablePointer<AVStream>,
                                  _ decoder: UnsafePointer<AVCodec>, width: Int32, height: Int32,
-                                 pixelFormat: AVPixelFormat, threads: Int32) -> VideoStreamInfo {
+                                 pixelFormat: AVPixelFormat, threads: Int32, uri: String, index: Int32) throws -> VideoStreamInfo {
+        guard let size = ContainerValue.pictureSize(width: width, height: height) else {
+            throw MediaError(uri: uri, call: "stream \(index)",
+                             reason: "picture size \(width)x\(height) is out of range (1 to \(ContainerValue.maxPictureSide) a side)")
+        }
         let rate = av_guess_frame_rate(fmt, stream, nil)
         let timeBase = stream.pointee.time_base
         let duration: MediaTime
-        if stream.pointee.duration > 0 {
-            duration = MediaTime(value: stream.pointee.duration * Int64(timeBase.num), timescale: timeBase.den)
-        } else if fmt.pointee.duration > 0 {
+        if stream.pointee.duration > 0, let stated = ContainerValue.time(ticks: stream.pointee.duration, timeBase: timeBase) {
+            duration = stated
+        } else if fmt.pointee.duration > 0 && fmt.pointee.duration != noPTS {
             duration = MediaTime(value: fmt.pointee.duration, timescale: 1_000_000)
         } else {
             duration = .indefinite
         }
         // Pictures come through FFmpeg's image demuxers ("image2", "png_pipe", "jpeg_pipe", ...).
         let demuxer = String(cString: fmt.pointee.iformat.pointee.name)
-        return VideoStreamInfo(width: Int(width), height: Int(height), codec: String(cString: decoder.pointee.name),
+        return VideoStreamInfo(width: size.width, height: size.height, codec: String(cString: decoder.pointee.name),
                                pixelFormat: av_get_pix_fmt_name(pixelFormat).map { String(cString: $0) } ?? "unknown",
-                               frameRate: rate.num > 0 && rate.den > 0 ? Double(rate.num) / Double(rate.den) : 0,
+                               frameRate: ContainerValue.framesPerSecond(rate) ?? 0,
                                duration: duration, threads: Int(threads),
                                isStillImage: demuxer == "image2" || demuxer.hasSuffix("_pipe"))
     }
@@ -204,15 +219,17 @@ public final class VideoDecoder {
     /// What `path`'s video stream is, from the container and the stream's parameters alone: no
     /// decoder is opened and nothing is decoded (an asset's probe; the item's decode thread opens
     /// the decoder when it plays). Also the stream's display rotation and its colour matrix.
-    public static func describe(path: String) throws -> (info: VideoStreamInfo, rotation: Rotation, colorMatrix: ColorMatrix) {
-        let (opened, index, decoder) = try openVideoStream(path)
-        var fmt: UnsafeMutablePointer<AVFormatContext>? = opened
-        defer { avformat_close_input(&fmt) }
-        let stream = opened.pointee.streams[Int(index)]!
+    public static func describe(path: String, limits: MediaIOLimits = .standard) throws
+        -> (info: VideoStreamInfo, rotation: Rotation, colorMatrix: ColorMatrix)
+    {
+        let (input, index, decoder) = try openVideoStream(path, limits: limits)
+        defer { withExtendedLifetime(input) {} }  // the format context lives as long as `input`
+        let opened = input.format
+        let stream = try checkedStream(opened, index, path: path)
         let parameters = stream.pointee.codecpar.pointee
         let pixelFormat = AVPixelFormat(rawValue: parameters.format)
-        let info = describe(opened, stream, decoder, width: parameters.width, height: parameters.height,
-                            pixelFormat: pixelFormat, threads: 0)
+        let info = try describe(opened, stream, decoder, width: parameters.width, height: parameters.height,
+                                pixelFormat: pixelFormat, threads: 0, uri: path, index: index)
         // RGB pictures become BT.709 frames (FrameConverter); Y'CbCr ones keep their own tags.
         let isRGB = av_pix_fmt_desc_get(pixelFormat)
             .map { $0.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0 } ?? false
@@ -292,6 +309,13 @@ public final class VideoDecoder {
         try leaveDRMPrimeDecoder(reason: reason)
     }
 
+    /// Ends the decoder's waits for data from any thread: the blocked read, and every later one,
+    /// fails at once (`MediaError` with the reason "cancelled").
+    public var canceller: @Sendable () -> Void {
+        let state = input.state
+        return { state.cancelled.store(true, ordering: .relaxed) }
+    }
+
     /// The next frame in presentation order, or nil at the end of the stream.
     /// A corrupt packet is skipped; 16 failures in a row end decoding with an error.
     public func nextFrame() throws -> VideoFrame? {
@@ -311,7 +335,7 @@ public final class VideoDecoder {
                     var done: UnsafeMutablePointer<AVFrame>? = raw  // the DRMPrimeFrame holds its own references
                     av_frame_free(&done)
                 }
-                return makeFrame(raw, prime: prime)
+                return try makeFrame(raw, prime: prime)
             } catch let error as MediaError {
                 if session.hardwareFormat == AV_PIX_FMT_DRM_PRIME && session.kind == .v4l2m2m {
                     // A DRM PRIME-only decoder: the reopened one decodes this frame again, so it
@@ -338,7 +362,7 @@ public final class VideoDecoder {
     /// The next decoded frame as the decoder gives it (in hardware memory for a hardware path),
     /// frames already shown before a switch skipped; the caller owns it.
     private func decodeRaw() throws -> UnsafeMutablePointer<AVFrame>? {
-        guard let format, let packet else { return nil }
+        guard let packet else { return nil }
         while true {
             guard let allocated = av_frame_alloc() else {
                 throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory")
@@ -380,6 +404,8 @@ public final class VideoDecoder {
                 continue
             }
             guard readResult >= 0 else {
+                // A read that timed out (or a cancel) ends the item now: a retry would wait again.
+                if input.isStopped { throw FileInput.error(uri, input.state, call: "av_read_frame", code: readResult) }
                 try countError(call: "av_read_frame", code: readResult)
                 continue
             }
@@ -404,13 +430,14 @@ public final class VideoDecoder {
             ticks = numerator / denominator
             if numerator % denominator != 0 && numerator < 0 { ticks -= 1 }  // floor
         }
-        let target = startTime + Int64(clamping: max(0, ticks))
+        let target = ContainerValue.sum(startTime, Int64(clamping: max(0, ticks))) ?? Int64.max
         let r = av_seek_frame(format, streamIndex, target, AVSEEK_FLAG_BACKWARD)
         guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
         avcodec_flush_buffers(session.context)
         av_frame_free(&pending)
         draining = false
         nextPTS = nil
+        segmentOffset = 0  // a seek's target is a time of the file: its own timestamps again
         skipThrough = nil
         // A switch to software right after the seek resumes at the seek's target, not before it.
         lastDelivered = target > startTime ? target - 1 : nil
@@ -462,39 +489,80 @@ public final class VideoDecoder {
     }
 
     /// A zero-copy frame: `raw`'s times and tags, `prime`'s buffers.
-    private func makeFrame(_ raw: UnsafeMutablePointer<AVFrame>, prime: DRMPrimeFrame) -> VideoFrame {
-        let (pts, duration) = timing(of: raw)
+    private func makeFrame(_ raw: UnsafeMutablePointer<AVFrame>, prime: DRMPrimeFrame) throws -> VideoFrame {
+        let (pts, duration) = try timing(of: raw)
         let tags = FrameConverter.colorTags(of: raw)
         let sar = raw.pointee.sample_aspect_ratio
         let layout = prime.softwareFormat.flatMap { PixelFormat(av_get_pix_fmt($0)) } ?? .nv12
         return VideoFrame(drmPrime: prime, format: layout, pts: pts, duration: duration, colorMatrix: tags.matrix,
                           colorRange: tags.range, chromaLocation: tags.chroma, rotation: displayRotation,
-                          pixelAspect: sar.num > 0 && sar.den > 0 ? Double(sar.num) / Double(sar.den) : 1)
+                          pixelAspect: ContainerValue.pixelAspect(sar))
     }
 
     private func makeFrame(taking frame: UnsafeMutablePointer<AVFrame>) throws -> VideoFrame {
-        let (pts, duration) = timing(of: frame)
+        let (pts, duration): (MediaTime, MediaTime)
+        do {
+            (pts, duration) = try timing(of: frame)
+        } catch {
+            var failed: UnsafeMutablePointer<AVFrame>? = frame
+            av_frame_free(&failed)
+            throw error
+        }
         return try converter.makeFrame(taking: frame, pts: pts, duration: duration, rotation: displayRotation)
     }
 
+    /// A jump of the timestamps by more than this many frame durations, forward or back, from
+    /// where the next frame was expected starts a new segment (`timing(of:)`).
+    static let discontinuityFrames: Int64 = 4
+
+    /// Timestamp jumps treated as new segments so far (`timing(of:)`).
+    public private(set) var discontinuities = 0
+
     /// The frame's time relative to the stream's start and its duration; advances the
     /// extrapolated time of the next frame.
-    private func timing(of frame: UnsafeMutablePointer<AVFrame>) -> (MediaTime, MediaTime) {
-        // Presentation time relative to the stream's start; extrapolated when the file has none.
-        var ts = frame.pointee.best_effort_timestamp
-        if ts == noPTS { ts = nextPTS ?? startTime }
-        var durationTicks = frame.pointee.pkt_duration
+    ///
+    /// The times run on one continuous timeline: where the file's timestamps jump (concatenated
+    /// recordings, a broadcast capture) by more than `discontinuityFrames` frame durations from
+    /// where the next frame was expected, forward or backward, a new segment starts, and its
+    /// frames follow on at the expected time, keeping their cadence (as mpv and GStreamer do).
+    /// A frame without a timestamp follows the one before. Every step is checked: a timestamp
+    /// too far out to hold fails the item, naming the file and the stream.
+    private func timing(of frame: UnsafeMutablePointer<AVFrame>) throws -> (MediaTime, MediaTime) {
+        let raw = frame.pointee.best_effort_timestamp
+        let packetTicks = frame.pointee.pkt_duration
+        let durationTicks = packetTicks > 0 ? packetTicks : nominalTicks
+        var ts: Int64
+        if raw == noPTS {
+            ts = nextPTS ?? startTime
+        } else if let expected = nextPTS {
+            let tolerance = max(durationTicks, nominalTicks).multipliedReportingOverflow(by: Self.discontinuityFrames)
+            let shifted = ContainerValue.sum(raw, segmentOffset)
+            let off = shifted.flatMap { ContainerValue.difference($0, expected) }.map { $0.magnitude }
+            if let shifted, let off, tolerance.overflow || off <= UInt64(tolerance.partialValue) {
+                ts = shifted
+            } else {
+                // A new segment: it starts where the next frame was due.
+                segmentOffset = ContainerValue.difference(expected, raw) ?? 0
+                discontinuities += 1
+                ts = expected
+            }
+        } else {
+            ts = ContainerValue.sum(raw, segmentOffset) ?? raw
+        }
         let duration: MediaTime
         if info.isStillImage {
             duration = stillDuration
-        } else if durationTicks > 0 {
-            duration = MediaTime(value: durationTicks * Int64(timeBase.num), timescale: timeBase.den)
+        } else if packetTicks > 0, let stated = ContainerValue.time(ticks: packetTicks, timeBase: timeBase) {
+            duration = stated
         } else {
             duration = nominalFrameDuration
-            durationTicks = Int64((nominalFrameDuration.seconds * Double(timeBase.den) / Double(timeBase.num)).rounded())
         }
-        nextPTS = ts + durationTicks
-        let pts = MediaTime(value: (ts - startTime) * Int64(timeBase.num), timescale: timeBase.den)
+        nextPTS = ContainerValue.sum(ts, durationTicks) ?? ts
+        guard let relative = ContainerValue.difference(ts, startTime),
+              let pts = ContainerValue.time(ticks: relative, timeBase: timeBase) else {
+            throw MediaError(uri: uri, call: "stream \(streamIndex)",
+                             reason: "timestamp \(ts) (start \(startTime), time base \(timeBase.num)/\(timeBase.den)) is out of range")
+        }
         return (pts, duration)
     }
 }

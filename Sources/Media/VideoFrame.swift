@@ -48,9 +48,15 @@ public enum Rotation: Int, Sendable, CaseIterable, CustomStringConvertible {
 
     /// The nearest quarter turn to `degrees` clockwise (any angle, negative ones too).
     public init(degrees: Double) {
+        // Any finite angle (1e300 too) reduced to a turn first; NaN and infinities: no turn.
         guard degrees.isFinite else { self = .none; return }
-        let quarters = Int((degrees / 90).rounded()) % 4
-        self = Rotation(rawValue: ((quarters + 4) % 4) * 90)!
+        let quarters = (fmod(degrees, 360) / 90).rounded()  // -4...4
+        switch ((Int(quarters) % 4) + 4) % 4 {
+        case 1: self = .clockwise90
+        case 2: self = .upsideDown
+        case 3: self = .clockwise270
+        default: self = .none
+        }
     }
 
     /// Clockwise quarter turns, 0-3.
@@ -60,7 +66,7 @@ public enum Rotation: Int, Sendable, CaseIterable, CustomStringConvertible {
 
     /// One turn after the other.
     public static func + (a: Rotation, b: Rotation) -> Rotation {
-        Rotation(rawValue: (a.rawValue + b.rawValue) % 360)!
+        Rotation(degrees: Double(a.rawValue + b.rawValue))
     }
 
     public var description: String { "\(rawValue)" }

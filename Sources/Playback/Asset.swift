@@ -117,6 +117,16 @@ public final class Asset: @unchecked Sendable {
         for waiter in cancelled { waiter.resume(nil) }
     }
 
+    /// Whether the probe has run and failed (a looped playlist probes such a file again with a
+    /// new asset: `PlayerLooper`).
+    var probeFailed: Bool {
+        lock.withLock { if case .failure? = probeResult { return true } else { return false } }
+    }
+
+    var probeSucceeded: Bool {
+        lock.withLock { if case .success? = probeResult { return true } else { return false } }
+    }
+
     // MARK: Key-based form (the AV Foundation Programming Guide's)
 
     /// Loads `keys` and calls `completion` once, when every one of them is loaded, failed or
@@ -144,7 +154,10 @@ public final class Asset: @unchecked Sendable {
     // MARK: Loading
 
     /// Blocks the calling thread (never the presentation thread) until the asset is probed.
-    func loadedDescription(keys names: [String] = ["duration", "tracks"], timeout: Double = 30) throws -> AssetDescription {
+    /// `giveUp` is asked every 50 ms: true ends the wait with `CancellationError` (the item was
+    /// stopped; the probe itself ends within its own I/O limits).
+    func loadedDescription(keys names: [String] = ["duration", "tracks"], timeout: Double = 30,
+                           giveUp: () -> Bool = { false }) throws -> AssetDescription {
         final class Box: @unchecked Sendable { var result: Result<AssetDescription, any Error>?? }
         let box = Box()
         let done = DispatchSemaphore(value: 0)
@@ -152,8 +165,12 @@ public final class Asset: @unchecked Sendable {
             box.result = .some(result)
             done.signal()
         }
-        guard done.wait(timeout: .now() + timeout) == .success else {
-            throw WaitTimeout(waitingFor: "probing \(url.path)", seconds: timeout)
+        let deadline = DispatchTime.now() + timeout
+        while done.wait(timeout: min(deadline, .now() + 0.05)) != .success {
+            if giveUp() { throw CancellationError() }
+            guard DispatchTime.now() < deadline else {
+                throw WaitTimeout(waitingFor: "probing \(url.path)", seconds: timeout)
+            }
         }
         switch box.result {
         case .some(.some(let result)): return try result.get()

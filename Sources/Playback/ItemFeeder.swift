@@ -27,6 +27,8 @@ final class ItemFeeder: @unchecked Sendable {
     private let end: MediaTime
     private let stopped = Atomic(false)
     private let failed = Atomic(false)
+    /// Ends the reader's waits (`FrameReader.canceller`) once it is open.
+    private let cancelReader = Mutex<(@Sendable () -> Void)?>(nil)
     /// How many frames the player lets decoding run ahead, and the size of this item's frames
     /// once the first is decoded (0 before).
     private let ahead: Mutex<(frames: Int, frameBytes: Int)>
@@ -103,6 +105,7 @@ final class ItemFeeder: @unchecked Sendable {
     func stop() {
         stopped.store(true, ordering: .relaxed)
         queue.close()
+        cancelReader.withLock { $0 }?()
     }
 
     var isStopped: Bool { stopped.load(ordering: .relaxed) }
@@ -124,12 +127,16 @@ final class ItemFeeder: @unchecked Sendable {
 
     private func run(logger: Logger) {
         do {
-            let description = try asset.loadedDescription()
+            let description = try asset.loadedDescription(giveUp: { isStopped })
             guard description.tracks.contains(where: { $0.mediaType == .video }) else {
                 throw AssetError(url: asset.url, reason: "no video track")
             }
             guard send(.ready(description)) else { return }
             var reader: (any FrameReader)? = try asset.backend.openReader(asset.url)
+            if let cancel = reader?.canceller {
+                cancelReader.withLock { $0 = cancel }
+                if isStopped { cancel() }  // stopped while it opened
+            }
             if start.isNumeric && start > .zero { try reader?.seek(to: start) }
             let skipBefore = start - toleranceBefore
             var sizedFor = 0
@@ -148,9 +155,11 @@ final class ItemFeeder: @unchecked Sendable {
                 // The end: the decoder (and its reference frames) goes now, while the frames
                 // already queued are still being shown.
                 reader = nil
+                cancelReader.withLock { $0 = nil }
                 _ = send(.end)
             }
         } catch {
+            if isStopped { return }  // a cancelled read: the item was skipped, nothing failed
             logger.debug("decode failed", ["uri": asset.url.path, "error": "\(error)"])
             failed.store(true, ordering: .relaxed)
             _ = send(.failed(error))

@@ -91,6 +91,13 @@ public protocol FrameReader: AnyObject {
     /// Positions the reader so that the next frame is the last sync frame at or before `time`
     /// (later frames up to `time` follow it).
     func seek(to time: MediaTime) throws
+    /// Ends any wait of the reader's from another thread (the item was skipped or stopped): a
+    /// read blocked on slow storage then fails at once. nil: the reader has no waits to end.
+    var canceller: (@Sendable () -> Void)? { get }
+}
+
+extension FrameReader {
+    public var canceller: (@Sendable () -> Void)? { nil }
 }
 
 /// Where assets get their facts and their frames: the FFmpeg backend in `Media`, or a test's

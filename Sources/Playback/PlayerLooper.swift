@@ -12,13 +12,42 @@ public final class PlayerLooper: @unchecked Sendable {
     public enum Status: Sendable, Equatable { case unknown, ready, failed, cancelled }
 
     private struct Template {
-        let asset: Asset
+        var asset: Asset
         let forwardEnd: MediaTime
         let playlistIndex: Int?
+        /// Replicas made of this template so far (its passes).
+        var made = 0
+        /// Probes of the file that failed in a row.
+        var probeFailures = 0
+        /// The replica (by `made`) that probes the file again with a new asset; nil: none due.
+        var retryAt: Int?
+
+        /// The asset of the next replica. A probe that failed (a file missing, unreadable or not
+        /// there yet) is tried again with a new asset: on the next pass after the first failure,
+        /// then after 2, 4 and 8 passes, and every 8 passes from then on.
+        mutating func nextAsset() -> Asset {
+            made += 1
+            if retryAt == nil {
+                if asset.probeFailed {
+                    probeFailures += 1
+                    retryAt = made + (1 << min(probeFailures - 1, Template.maxBackoffDoublings)) - 1
+                } else if asset.probeSucceeded {
+                    probeFailures = 0
+                }
+            }
+            if let due = retryAt, made >= due {
+                asset = Asset(url: asset.url, backend: asset.backend)
+                retryAt = nil
+            }
+            return asset
+        }
+
+        /// A failed probe is retried after at most 2^3 = 8 passes.
+        static let maxBackoffDoublings = 3
     }
 
     public let player: QueuePlayer
-    private let templates: [Template]
+    private var templates: [Template]
     private var timeRange: TimeRange
     private let isPlaylist: Bool
     private var replicas: [(item: PlayerItem, template: Int)] = []
@@ -130,7 +159,7 @@ public final class PlayerLooper: @unchecked Sendable {
         let index = nextTemplate
         nextTemplate = (nextTemplate + 1) % templates.count
         let template = templates[index]
-        let item = PlayerItem(asset: template.asset)
+        let item = PlayerItem(asset: templates[index].nextAsset())
         item.playlistIndex = template.playlistIndex
         if timeRange.isValid {
             item.pendingStart = (timeRange.start, .zero, nil)

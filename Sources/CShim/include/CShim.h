@@ -8,6 +8,8 @@
 int mq_averror(int posix_errno);
 /// AVERROR_EOF: the decoder or demuxer has no more data.
 int mq_averror_eof(void);
+/// AVERROR_EXIT: stop at once (an interrupt callback or an I/O callback asked).
+int mq_averror_exit(void);
 /// AVERROR_DECODER_NOT_FOUND: no decoder for a stream.
 int mq_averror_decoder_not_found(void);
 /// AV_NOPTS_VALUE: "no timestamp".

@@ -1,0 +1,232 @@
+import CFFmpeg
+import CShim
+import Foundation
+import Playback
+import Synchronization
+
+/// How long opening and reading a media file may block. A file that stalls longer fails its item
+/// (naming the file and the wait) and its decode thread ends: a FIFO nobody writes to, a device
+/// node, a stalled USB stick or network mount.
+public struct MediaIOLimits: Sendable {
+    /// Opening a file: reading its header and its streams' parameters, all told (seconds).
+    public var open: Double
+    /// One read waiting for data that does not come (seconds).
+    public var read: Double
+
+    public init(open: Double = 10, read: Double = 5) {
+        self.open = open
+        self.read = read
+    }
+
+    public static let standard = MediaIOLimits()
+}
+
+/// The state FFmpeg's callbacks read: the file descriptor, the deadline of the open, and whether a
+/// wait timed out or the input was cancelled. Shared with C callbacks through an unretained pointer;
+/// `FileInput` keeps it alive for as long as FFmpeg holds the pointer.
+final class InputGuard: @unchecked Sendable {
+    // @unchecked: `fd`, `regular` and `limits` are set once; the rest are atomics.
+    let fd: Int32
+    let regular: Bool
+    let limits: MediaIOLimits
+    /// Monotonic nanoseconds after which FFmpeg's interrupt callback stops the operation; 0: none.
+    let deadline = Atomic<UInt64>(0)
+    let cancelled = Atomic(false)
+    /// Set when a read waited `limits.read` for data, or the open passed its deadline.
+    let readTimedOut = Atomic(false)
+    let openTimedOut = Atomic(false)
+
+    init(fd: Int32, regular: Bool, limits: MediaIOLimits) {
+        self.fd = fd
+        self.regular = regular
+        self.limits = limits
+    }
+
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    static func nanoseconds(_ seconds: Double) -> UInt64 {
+        guard seconds.isFinite, seconds > 0 else { return 0 }
+        return seconds >= 1e9 ? UInt64(1e18) : UInt64(seconds * 1e9)
+    }
+
+    /// Whether FFmpeg should stop what it is doing (AVIOInterruptCB).
+    var shouldInterrupt: Bool {
+        if cancelled.load(ordering: .relaxed) || readTimedOut.load(ordering: .relaxed) { return true }
+        let end = deadline.load(ordering: .relaxed)
+        if end != 0 && Self.now() > end {
+            openTimedOut.store(true, ordering: .relaxed)
+            return true
+        }
+        return false
+    }
+
+    /// Reads up to `size` bytes into `buffer`: at once from a regular file; from anything else
+    /// (a FIFO, a device, a socket) after waiting at most `limits.read` for data, in slices so that
+    /// a cancel is seen within 50 ms. Returns the count, or a negative AVERROR.
+    func read(into buffer: UnsafeMutablePointer<UInt8>, size: Int32) -> Int32 {
+        guard size > 0 else { return 0 }
+        if readTimedOut.load(ordering: .relaxed) { return mq_averror(ETIMEDOUT) }
+        let waitEnd = Self.now() &+ Self.nanoseconds(limits.read)
+        while true {
+            if cancelled.load(ordering: .relaxed) { return mq_averror_exit() }
+            if !regular {
+                let now = Self.now()
+                guard now < waitEnd else {
+                    readTimedOut.store(true, ordering: .relaxed)
+                    return mq_averror(ETIMEDOUT)
+                }
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let slice = Int32(min((waitEnd - now) / 1_000_000 + 1, 50))
+                let ready = poll(&poller, 1, slice)
+                if ready < 0 && errno != EINTR { return mq_averror(errno) }
+                if ready <= 0 { continue }
+            }
+            let n = Glibc.read(fd, buffer, Int(size))
+            if n > 0 { return Int32(clamping: n) }
+            if n == 0 { return averrorEOF }
+            if errno == EINTR || errno == EAGAIN { continue }
+            return mq_averror(errno)
+        }
+    }
+
+    /// lseek for a regular file; `AVSEEK_SIZE` asks for its size.
+    func seek(offset: Int64, whence: Int32) -> Int64 {
+        if whence & AVSEEK_SIZE != 0 {
+            var info = stat()
+            return fstat(fd, &info) == 0 ? Int64(info.st_size) : Int64(mq_averror(errno))
+        }
+        let position = lseek(fd, off_t(offset), whence & ~AVSEEK_FORCE)
+        return position < 0 ? Int64(mq_averror(errno)) : Int64(position)
+    }
+}
+
+/// The file descriptor and the I/O context that reads it through `InputGuard`; frees both.
+final class GuardedIO {
+    let state: InputGuard
+    let context: UnsafeMutablePointer<AVIOContext>
+
+    init(path: String, limits: MediaIOLimits) throws {
+        // Named as the step it stands for (FFmpeg's own open), so a missing file reads as before.
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            throw MediaError(uri: path, call: "avformat_open_input", code: mq_averror(code), reason: String(cString: strerror(code)))
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            close(fd)
+            throw MediaError(uri: path, call: "fstat", code: mq_averror(code), reason: String(cString: strerror(code)))
+        }
+        let kind = info.st_mode & S_IFMT
+        guard kind != S_IFDIR else {
+            close(fd)
+            throw MediaError(uri: path, call: "avformat_open_input", code: mq_averror(EISDIR), reason: "is a directory")
+        }
+        let state = InputGuard(fd: fd, regular: kind == S_IFREG, limits: limits)
+        let bufferSize: Int32 = 64 << 10
+        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
+            close(fd)
+            throw MediaError(uri: path, call: "av_malloc", reason: "out of memory")
+        }
+        let read: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<UInt8>?, Int32) -> Int32 = { opaque, buffer, size in
+            guard let opaque, let buffer else { return mq_averror(EINVAL) }
+            return Unmanaged<InputGuard>.fromOpaque(opaque).takeUnretainedValue().read(into: buffer, size: size)
+        }
+        let seek: @convention(c) (UnsafeMutableRawPointer?, Int64, Int32) -> Int64 = { opaque, offset, whence in
+            guard let opaque else { return Int64(mq_averror(EINVAL)) }
+            return Unmanaged<InputGuard>.fromOpaque(opaque).takeUnretainedValue().seek(offset: offset, whence: whence)
+        }
+        let opaque = Unmanaged.passUnretained(state).toOpaque()
+        guard let context = avio_alloc_context(buffer, bufferSize, 0, opaque, read, nil, state.regular ? seek : nil) else {
+            av_free(buffer)
+            close(fd)
+            throw MediaError(uri: path, call: "avio_alloc_context", reason: "out of memory")
+        }
+        if !state.regular { context.pointee.seekable = 0 }
+        self.state = state
+        self.context = context
+    }
+
+    deinit {
+        av_freep(&context.pointee.buffer)  // FFmpeg may have replaced the buffer given
+        var io: UnsafeMutablePointer<AVIOContext>? = context
+        avio_context_free(&io)
+        close(state.fd)
+    }
+}
+
+/// One opened media file: its demuxer (`format`) reading through an I/O context of our own, so that
+/// no open or read blocks past `MediaIOLimits`, with the header and stream parameters read.
+/// FFmpeg may open further files only over the `file` protocol (`protocol_whitelist`), and images
+/// are read as one picture, never as a numbered sequence (`pattern_type none`: `c%d.png` is a
+/// file name). Owns the format context, the I/O context and the file descriptor; closes them in
+/// that order.
+final class FileInput {
+    let path: String
+    private let io: GuardedIO
+    let format: UnsafeMutablePointer<AVFormatContext>
+    var state: InputGuard { io.state }
+
+    /// Opens `path` and reads its header and stream parameters. Throws a `MediaError` naming the
+    /// file, the step and the reason (a timeout says which wait and how long).
+    init(path: String, limits: MediaIOLimits = .standard) throws {
+        self.path = path
+        let io = try GuardedIO(path: path, limits: limits)  // freed by its deinit when this init throws
+        self.io = io
+        guard let context = avformat_alloc_context() else {
+            throw MediaError(uri: path, call: "avformat_alloc_context", reason: "out of memory")
+        }
+        context.pointee.pb = io.context
+        context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        context.pointee.interrupt_callback = AVIOInterruptCB(callback: { opaque in
+            guard let opaque else { return 0 }
+            return Unmanaged<InputGuard>.fromOpaque(opaque).takeUnretainedValue().shouldInterrupt ? 1 : 0
+        }, opaque: Unmanaged.passUnretained(io.state).toOpaque())
+        var options: OpaquePointer?
+        av_dict_set(&options, "protocol_whitelist", "file", 0)
+        av_dict_set(&options, "pattern_type", "none", 0)
+        defer { av_dict_free(&options) }
+        io.state.deadline.store(InputGuard.now() &+ InputGuard.nanoseconds(limits.open), ordering: .relaxed)
+        var opened: UnsafeMutablePointer<AVFormatContext>? = context
+        let r = avformat_open_input(&opened, path, nil, &options)
+        // On failure avformat_open_input has freed the context.
+        guard r >= 0, let opened else { throw Self.error(path, io.state, call: "avformat_open_input", code: r) }
+        format = opened  // every property is set: deinit closes it from here on
+        let found = avformat_find_stream_info(opened, nil)
+        guard found >= 0 else { throw Self.error(path, io.state, call: "avformat_find_stream_info", code: found) }
+        io.state.deadline.store(0, ordering: .relaxed)
+    }
+
+    /// A failure of `call`, saying when it was a timeout.
+    static func error(_ path: String, _ state: InputGuard, call: String, code: Int32) -> MediaError {
+        if state.readTimedOut.load(ordering: .relaxed) {
+            let kind = state.regular ? "stalled storage?" : "not a regular file: a FIFO or device nobody writes to?"
+            return MediaError(uri: path, call: call, code: code,
+                              reason: "timed out: no data for \(state.limits.read.formatted(decimals: 1)) s (\(kind))")
+        }
+        if state.openTimedOut.load(ordering: .relaxed) {
+            return MediaError(uri: path, call: call, code: code,
+                              reason: "timed out: opening took over \(state.limits.open.formatted(decimals: 1)) s")
+        }
+        if state.cancelled.load(ordering: .relaxed) {
+            return MediaError(uri: path, call: call, code: code, reason: "cancelled")
+        }
+        return MediaError(uri: path, call: call, averror: code)
+    }
+
+    /// Whether a wait timed out or the input was cancelled: the item fails at once (a retry would
+    /// only wait again).
+    var isStopped: Bool {
+        state.readTimedOut.load(ordering: .relaxed) || state.openTimedOut.load(ordering: .relaxed)
+            || state.cancelled.load(ordering: .relaxed)
+    }
+
+    /// Makes every wait of this input end now (from any thread).
+    func cancel() { state.cancelled.store(true, ordering: .relaxed) }
+
+    deinit {
+        var context: UnsafeMutablePointer<AVFormatContext>? = format
+        avformat_close_input(&context)
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Kiosk
+import Media
+import Playback
+import Testing
+import TestSupport
+
+/// Whole runs (headless output, virtual clock) with storage that misbehaves: FIFOs in a playlist,
+/// files that appear late, streams whose timestamps jump.
+@Suite(.serialized) struct MediaStorageRunTests {
+    final class Lines: @unchecked Sendable {
+        private let lock = NSLock()
+        private var lines: [String] = []
+        private let onLine: @Sendable (String) -> Void
+        init(onLine: @escaping @Sendable (String) -> Void = { _ in }) { self.onLine = onLine }
+        func append(_ line: String) {
+            lock.withLock { lines.append(line) }
+            onLine(line)
+        }
+        var all: [String] { lock.withLock { lines } }
+    }
+
+    struct Run {
+        let frames: [[String: Any]]
+        let tracePath: String
+        let wallSeconds: Double
+    }
+
+    func run(_ config: KioskConfig, seconds: Double, lines: Lines) throws -> Run {
+        var config = config
+        config.display.output = .headless
+        config.display.mode = DisplayMode(width: 320, height: 180, refresh: RefreshRate(numerator: 60))
+        var options = RunOptions()
+        options.clock = .virtual
+        options.exitAfter = seconds
+        options.tracePath = TestMedia.folder + "/trace-\(UUID().uuidString).jsonl"
+        let started = Date()
+        _ = try runKiosk(config: config, options: options, logger: Logger(level: .info, sink: lines.append)) { true }
+        let wall = Date().timeIntervalSince(started)
+        let trace = try String(contentsOfFile: options.tracePath!, encoding: .utf8).split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+        return Run(frames: trace.filter { $0["type"] as? String == "frame" }, tracePath: options.tracePath!, wallSeconds: wall)
+    }
+
+    func listConfig(_ paths: [String]) -> KioskConfig {
+        var config = KioskConfig()
+        config.playlist = paths.map { .init(uri: $0, path: $0) }
+        return config
+    }
+
+    func folder(_ name: String) throws -> String {
+        let path = TestMedia.folder + "/\(name)-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// A FIFO in a playlist folder is not opened: it is skipped with a log line naming it, and
+    /// the other files play without a gap.
+    @Test func aFIFOInAPlaylistFolderIsSkippedAndNamed() throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let dir = try folder("fifo-folder")
+        try FileManager.default.copyItem(atPath: clip, toPath: dir + "/a.mp4")
+        #expect(mkfifo(dir + "/b.mp4", 0o600) == 0)
+        try FileManager.default.copyItem(atPath: clip, toPath: dir + "/c.mp4")
+        defer { unlink(dir + "/b.mp4") }
+        let config = try KioskConfig.parse(#"{"playlist": {"directory": "\#(dir)"}}"#, baseDirectory: "/")
+        #expect(config.playlist.map(\.uri) == ["a.mp4", "c.mp4"])
+        let lines = Lines()
+        let result = try run(config, seconds: 4, lines: lines)
+        #expect(result.frames.count == 120)
+        #expect(result.frames.map { $0["vsync"] as! Int } == (0..<120).map { $0 * 2 })
+        let skipped = lines.all.filter { $0.contains("not a regular file") }
+        #expect(skipped.count == 1, "logged once, not on every pass: \(lines.all)")
+        #expect(skipped.first?.contains("b.mp4") == true && skipped.first?.contains("a FIFO") == true)
+        #expect(result.wallSeconds < 20, "took \(result.wallSeconds) s")
+    }
+
+    /// A FIFO named in a playlist (nobody writes to it) fails its item within the read limit,
+    /// with the reason; the decode threads all end.
+    @Test func aFIFOInAPlaylistFailsItsItemAndLeavesNoThread() throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let fifo = TestMedia.folder + "/listed-\(UUID().uuidString).mp4"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        let lines = Lines()
+        let result = try run(listConfig([clip, fifo, clip]), seconds: 3, lines: lines)
+        let errors = lines.all.filter { $0.hasPrefix("level=error") && $0.contains(fifo) }
+        #expect(errors.count == 1, "\(lines.all)")
+        #expect(errors.first?.contains("timed out") == true, "\(errors)")
+        #expect(Set(result.frames.map { $0["item"] as! Int }) == [0, 2])
+        let vsyncs = result.frames.map { $0["vsync"] as! Int }
+        #expect(vsyncs == (0..<vsyncs.count).map { $0 * 2 }, "\(zip(vsyncs, vsyncs.dropFirst()).filter { $1 - $0 != 2 })")
+        #expect(Player.waitForDecodeThreadsToEnd(timeout: 2) == 0)
+        #expect(result.wallSeconds < 25, "took \(result.wallSeconds) s")
+    }
+
+    /// A file missing when the playlist starts and copied in after the first pass plays on a
+    /// later pass, without a reload (a failed probe is tried again, with backoff).
+    @Test func aFileThatAppearsAfterTheFirstPassPlaysOnALaterPass() throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let late = TestMedia.folder + "/late-\(UUID().uuidString).mp4"
+        let copied = Copied()
+        // The file arrives once its first probe has failed and been reported.
+        let lines = Lines { line in
+            guard line.hasPrefix("level=error"), line.contains(late), copied.claim() else { return }
+            try? FileManager.default.copyItem(atPath: clip, toPath: late + ".part")
+            rename(late + ".part", late)
+        }
+        let result = try run(listConfig([late, clip]), seconds: 8, lines: lines)
+        let lateFrames = result.frames.filter { $0["item"] as? Int == 0 }
+        #expect(copied.done)
+        #expect(lateFrames.count >= 30, "the late file played \(lateFrames.count) frames")
+        #expect((lateFrames.first?["t"] as? Double ?? 0) >= 1, "after the first pass")
+        #expect(result.frames.map { $0["vsync"] as! Int } == (0..<result.frames.count).map { $0 * 2 })
+    }
+
+    /// A stream whose timestamps jump 10 s forward (or 19 s back) plays on without a freeze, a
+    /// drop or a repeat: tools/check-trace.py finds nothing wrong, and every frame is shown.
+    @Test(arguments: [10, -19]) func aTimestampJumpPlaysOnWithoutAGap(secondAt offset: Int) throws {
+        let joined = try TestMedia.joinedRecordings(secondAt: offset)
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let result = try run(listConfig([joined, clip]), seconds: 6, lines: Lines())
+        let (status, report) = try Command.checkTrace(result.tracePath, ["--refresh", "60"])
+        let figures = try #require(report["headless-0"])
+        for name in ["gaps", "drops", "repeats", "cadence_errors"] {
+            #expect(figures[name] as? Int == 0, "\(name): \(figures["problems"] ?? "")")
+        }
+        #expect(status == 0)
+        // Two passes of 2 s + 1 s: each shows the 50 frames of the joined file.
+        #expect(result.frames.filter { $0["item"] as? Int == 0 }.count == 100)
+    }
+
+    final class Copied: @unchecked Sendable {
+        private let lock = NSLock()
+        private var claimed = false
+        func claim() -> Bool { lock.withLock { defer { claimed = true }; return !claimed } }
+        var done: Bool { lock.withLock { claimed } }
+    }
+}

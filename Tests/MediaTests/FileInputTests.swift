@@ -1,0 +1,131 @@
+import Foundation
+import Media
+import Playback
+import Testing
+import TestSupport
+
+/// How files are opened: only the `file` protocol, image names taken literally, and no open or
+/// read that blocks longer than `MediaIOLimits` (FIFOs stand in for devices and stalled storage).
+@Suite struct FileInputTests {
+    /// A new FIFO in the test folder.
+    func makeFIFO(_ name: String) throws -> String {
+        let path = TestMedia.folder + "/\(name)-\(UUID().uuidString).fifo.ts"
+        guard mkfifo(path, 0o600) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return path
+    }
+
+    /// An MPEG-TS clip (readable from a FIFO: no index at the end).
+    func transportStream() throws -> String {
+        try TestMedia.make("clip-160x90-25fps-2s.ts", [
+            "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25", "-t", "2",
+            "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-f", "mpegts",
+        ])
+    }
+
+    /// Writes `data` into the FIFO at `path` from a thread of its own, then keeps the FIFO open
+    /// (without writing) for `holdFor` seconds before closing it.
+    func writeSlowly(_ path: String, _ data: Data, holdFor: Double) -> DispatchSemaphore {
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let fd = open(path, O_WRONLY)
+            if fd >= 0 {
+                data.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+                Thread.sleep(forTimeInterval: holdFor)
+                close(fd)
+            }
+            done.signal()
+        }
+        return done
+    }
+
+    /// `c%d.png` is a file name, not an image-sequence pattern (`pattern_type none`): it opens as
+    /// one still picture.
+    @Test func anImageNamedLikeASequencePatternPlaysAsOneStill() throws {
+        let path = try TestMedia.make("c%d.png", [
+            "-f", "lavfi", "-i", "color=c=red:size=48x32", "-frames:v", "1", "-c:v", "png", "-f", "image2pipe",
+        ])
+        let (info, _, _) = try VideoDecoder.describe(path: path)
+        #expect(info.isStillImage)
+        #expect(info.width == 48 && info.height == 32)
+        let decoder = try VideoDecoder(path: path, threads: 1)
+        let frame = try #require(try decoder.nextFrame())
+        #expect(frame.width == 48 && frame.height == 32)
+        #expect(try decoder.nextFrame() == nil)
+    }
+
+    /// Nested opens (an HLS playlist's segments) may use the `file` protocol only: a network
+    /// segment is refused at once, never connected to. (FFmpeg 5.1's HLS demuxer refuses http
+    /// from a local playlist on its own too; the whitelist makes it so for every demuxer.)
+    @Test func aPlaylistFileWithANetworkSegmentIsRefused() throws {
+        let path = TestMedia.folder + "/network-segment-\(UUID().uuidString).m3u8"
+        try "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nhttp://127.0.0.1:9/a.ts\n#EXT-X-ENDLIST\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let started = Date()
+        #expect(throws: MediaError.self) { try VideoDecoder.describe(path: path) }
+        #expect(Date().timeIntervalSince(started) < 3)
+    }
+
+    /// A FIFO nobody writes to fails within the read limit (not never), saying it timed out.
+    @Test func aFIFONobodyWritesToFailsWithinTheReadLimit() throws {
+        let fifo = try makeFIFO("silent")
+        defer { unlink(fifo) }
+        let started = Date()
+        let error = try #require(throws: MediaError.self) { try VideoDecoder.describe(path: fifo) }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(error.reason.contains("timed out"), "\(error)")
+        #expect(elapsed >= MediaIOLimits.standard.read - 0.2 && elapsed < MediaIOLimits.standard.read + 2, "failed after \(elapsed) s")
+    }
+
+    /// A FIFO that gets the start of a stream and then nothing fails one read limit after its
+    /// data stops: while being opened, and (with a shorter limit) while frames are read.
+    @Test func aFIFOWhoseDataStopsFailsOneReadLimitLater() throws {
+        let clip = try Data(contentsOf: URL(fileURLWithPath: try transportStream()))
+        // Opening: a few packets, then silence.
+        let fifo = try makeFIFO("stalls-opening")
+        defer { unlink(fifo) }
+        let writer = writeSlowly(fifo, clip.prefix(1880), holdFor: 9)
+        let started = Date()
+        let error = try #require(throws: MediaError.self) { try VideoDecoder.describe(path: fifo) }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(error.reason.contains("timed out"), "\(error)")
+        #expect(elapsed < MediaIOLimits.standard.read + 2, "failed after \(elapsed) s")
+        _ = writer.wait(timeout: .now() + 10)
+
+        // Reading frames: half the clip, then silence; the decoder throws once, after one limit.
+        let second = try makeFIFO("stalls-reading")
+        defer { unlink(second) }
+        let limits = MediaIOLimits(open: 10, read: 1.5)
+        let secondWriter = writeSlowly(second, clip.prefix(clip.count / 2), holdFor: 8)
+        let decoder = try VideoDecoder(path: second, threads: 1, limits: limits)
+        var frames = 0
+        // All the data written is there at once: the time to the failure is the wait for more.
+        let readStarted = Date()
+        let failure = try #require(throws: MediaError.self) {
+            while try decoder.nextFrame() != nil { frames += 1 }
+        }
+        let stalled = Date().timeIntervalSince(readStarted)
+        #expect(frames > 0)
+        #expect(failure.reason.contains("timed out"), "\(failure)")
+        #expect(stalled >= 1.3 && stalled < 3.5, "the stalled read failed after \(stalled) s")
+        _ = secondWriter.wait(timeout: .now() + 10)
+    }
+
+    /// A FIFO whose writer sends a whole stream plays it to the end.
+    @Test func aFIFOThatIsWrittenPlaysToItsEnd() throws {
+        let clip = try Data(contentsOf: URL(fileURLWithPath: try transportStream()))
+        let fifo = try makeFIFO("written")
+        defer { unlink(fifo) }
+        let writer = writeSlowly(fifo, clip, holdFor: 0)
+        let decoder = try VideoDecoder(path: fifo, threads: 1)
+        var frames = 0
+        while try decoder.nextFrame() != nil { frames += 1 }
+        #expect(frames == 50)
+        _ = writer.wait(timeout: .now() + 10)
+    }
+
+    /// A directory is refused by name, at once.
+    @Test func aDirectoryIsRefused() throws {
+        let error = try #require(throws: MediaError.self) { try VideoDecoder.describe(path: TestMedia.folder) }
+        #expect(error.reason == "is a directory")
+    }
+}
