@@ -385,32 +385,37 @@ public final class KioskSession: @unchecked Sendable {
             if let output, let follower = lock.withLock({ followers }).first(where: { f in f.lock.withLock { f.outputName } == output }) {
                 return follower.perform(command)
             }
-            // The presenting thread only copies the pixels; the PNG is encoded here, on the caller's thread.
-            let readBack = presentationTasks.run(timeout: 4) { context -> Result<(RGBAImage, String), ScreenshotFailure> in
-                if let output, output != context.name { return .failure(.init("no output named \(output) (this one is \(context.name))")) }
-                guard let source = context.screenshots else { return .failure(.init("the \(context.name) output cannot take screenshots")) }
-                do {
-                    return .success((try source.readBack(), context.name))
-                } catch {
-                    return .failure(.init("screenshot of \(context.name) failed: \(error)"))
-                }
-            }
-            switch readBack {
-            case nil:
-                return .failed("the output did not answer within 4 s")
-            case .failure(let failure)?:
-                return .failed(failure.message)
-            case .success(let (image, name))?:
-                do {
-                    return .screenshot(png: try image.pngData(), width: image.width, height: image.height, output: name)
-                } catch {
-                    return .failed("screenshot of \(name) failed: \(error)")
-                }
-            }
+            return Self.screenshot(of: output, through: presentationTasks)
         case .quit:
             stop()
         }
         return .done
+    }
+
+    /// A screenshot of the output presenting through `tasks`: the presenting thread only copies the
+    /// pixels (a few milliseconds at 1080p); the PNG is encoded here, on the caller's thread.
+    static func screenshot(of output: String?, through tasks: PresentationTasks) -> KioskCommandResult {
+        let readBack = tasks.run(timeout: 4) { context -> Result<(RGBAImage, String), ScreenshotFailure> in
+            if let output, output != context.name { return .failure(.init("no output named \(output) (this one is \(context.name))")) }
+            guard let source = context.screenshots else { return .failure(.init("the \(context.name) output cannot take screenshots")) }
+            do {
+                return .success((try source.readBack(), context.name))
+            } catch {
+                return .failure(.init("screenshot of \(context.name) failed: \(error)"))
+            }
+        }
+        switch readBack {
+        case nil:
+            return .failed("the output did not answer within 4 s")
+        case .failure(let failure)?:
+            return .failed(failure.message)
+        case .success(let (image, name))?:
+            do {
+                return .screenshot(png: try image.pngData(), width: image.width, height: image.height, output: name)
+            } catch {
+                return .failed("screenshot of \(name) failed: \(error)")
+            }
+        }
     }
 
     /// `steps` items on (back when negative): one step on keeps the next item's preroll; any other

@@ -182,6 +182,30 @@ import TestSupport
         #expect(trace.filter { $0["type"] as? String == "frame" }.count > 10)
     }
 
+    /// A screenshot of an HD output is a reply of megabytes, past the 1 MiB unread limit for
+    /// events: it reaches the client whole, and the connection goes on.
+    @Test(arguments: [(1280, 720), (1920, 1080)])
+    func screenshotsOfHDOutputsReachTheClient(width: Int, height: Int) throws {
+        // A noisy picture of the output's size: its PNG is megabytes, as a camera's picture is.
+        let noisy = try TestMedia.make("noisy-\(width)x\(height).mp4", [
+            "-f", "lavfi", "-i", "testsrc2=size=\(width)x\(height):rate=10", "-vf", "noise=alls=24:allf=t", "-t", "2",
+            "-c:v", "libx264", "-preset", "ultrafast", "-qp", "12", "-pix_fmt", "yuv420p", "-f", "mp4",
+        ])
+        let running = try Running(config: try writeConfig([noisy]), extra: ["--mode", "\(width)x\(height)@30"])
+        let client = try running.connect()
+        while (data(client.request(["get_property", "time-pos"], id: 1))?.numberValue ?? 0) < 0.3 { Thread.sleep(forTimeInterval: 0.1) }
+        let reply = client.request(["screenshot"], id: 2)
+        let shot = try #require(data(reply), "no screenshot reply (\(String(describing: reply?["error"])))")
+        #expect(shot["width"]?.numberValue == Double(width) && shot["height"]?.numberValue == Double(height))
+        let png = try png(reply)
+        #expect(png.count > 1 << 20, "the reply is over the unread limit (\(png.count) bytes of PNG)")
+        #expect(try pngSize(png) == (width, height))
+        #expect(try decodePNG(png).count == width * height * 4, "ffmpeg decodes it to \(width)x\(height) pixels")
+        #expect(data(client.request(["get_property", "pause"], id: 3))?.boolValue == false, "still connected")
+        #expect(client.request(["quit"], id: 4)?["error"]?.stringValue == "success")
+        #expect(running.wait() == 0)
+    }
+
     @Test func reloadRefusesABrokenConfigAndSwitchesGaplesslyToAGoodOne() throws {
         let a = try TestMedia.clip(seconds: 2, fps: 30)
         let b = try TestMedia.clip(seconds: 1, fps: 30, width: 160, height: 120)

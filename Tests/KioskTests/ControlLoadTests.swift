@@ -1,0 +1,160 @@
+import Foundation
+@testable import Kiosk
+import Playback
+import Render
+import Synchronization
+import Testing
+import TestSupport
+
+/// An output stand-in whose read-back is a ready picture, so that a task's time on the presenting
+/// thread is what the screenshot path itself does there.
+private struct PictureSource: ScreenshotSource {
+    let image: RGBAImage
+    func readBack() throws -> RGBAImage { image }
+}
+
+/// What the control socket's heavy requests cost the player: screenshots and bursts of seeks and
+/// playlist steps.
+@Suite(.serialized) struct ControlLoadTests {
+    let quiet = Logger(level: .error, sink: { _ in })
+
+    /// A 1080p screenshot holds the presenting thread only for the read-back: the PNG is encoded
+    /// by the thread that asked. Four screenshots against a thread that drains its tasks each
+    /// 1/60 s, as the presenting thread does between vsyncs.
+    @Test func aScreenshotIsEncodedOffThePresentingThread() throws {
+        let (width, height) = (1920, 1080)
+        // A busy picture (a PNG of it takes time to encode): a gradient with a little noise.
+        var pixels = [UInt8](repeating: 255, count: width * height * 4)
+        var seed: UInt32 = 1
+        for i in stride(from: 0, to: pixels.count, by: 4) {
+            seed = seed &* 1_664_525 &+ 1_013_904_223
+            pixels[i] = UInt8(truncatingIfNeeded: (i / 4) % width / 8 &+ Int(seed >> 29))
+            pixels[i + 1] = UInt8(truncatingIfNeeded: (i / 4) / width / 5)
+            pixels[i + 2] = UInt8(truncatingIfNeeded: seed >> 24)
+        }
+        nonisolated(unsafe) let context = PresentationContext(name: "headless-0", width: width, height: height,
+                                          screenshots: PictureSource(image: RGBAImage(width: width, height: height, pixels: pixels, bottomRowFirst: true)),
+                                          clock: VirtualVsyncClock(refresh: RefreshRate(numerator: 60)))
+        let tasks = PresentationTasks()
+        let stop = Atomic(false)
+        let longest = Mutex(0.0)
+        let presenter = Thread {
+            while !stop.load(ordering: .relaxed) {
+                let started = ContinuousClock.now
+                tasks.drain(context)
+                let took = (ContinuousClock.now - started).seconds
+                longest.withLock { $0 = max($0, took) }
+                Thread.sleep(forTimeInterval: 1.0 / 60)
+            }
+        }
+        presenter.start()
+        defer { stop.store(true, ordering: .relaxed) }
+        var encoding = 0.0
+        for _ in 0..<4 {
+            let started = ContinuousClock.now
+            let result = KioskSession.screenshot(of: nil, through: tasks)
+            encoding = max(encoding, (ContinuousClock.now - started).seconds)
+            guard case .screenshot(let png, let w, let h, let output) = result else {
+                Issue.record("no screenshot: \(result)")
+                return
+            }
+            #expect(w == width && h == height && output == "headless-0")
+            #expect(try pngSize(png) == (width, height))
+        }
+        let held = longest.withLock { $0 }
+        print("1080p screenshot: presenting thread held \((held * 1000).formatted(decimals: 2)) ms at most, \((encoding * 1000).formatted(decimals: 0)) ms in all")
+        // A copy takes well under a millisecond here; the bound leaves room for a busy machine's
+        // scheduling, and is far below what encoding there took (about half of the whole).
+        #expect(held < 0.2 && held * 5 < encoding, "the presenting thread was held \(held * 1000) ms by a screenshot (one took \(encoding * 1000) ms in all)")
+        // The rows come out top first: the PNG's first row is the picture's top row (the last
+        // row GL stores).
+        guard case .screenshot(let png, _, _, _) = KioskSession.screenshot(of: nil, through: tasks) else { return }
+        let decoded = try decodePNG(png)
+        let top = Array(pixels[(height - 1) * width * 4..<(height - 1) * width * 4 + 4])
+        #expect(Array(decoded.prefix(4)) == top)
+        #expect(KioskSession.screenshot(of: "hdmi-9", through: tasks).failure == "no output named hdmi-9 (this one is headless-0)")
+    }
+
+    /// Bursts of 200 seeks and of 200 `playlist-next`s on a playing kiosk open a couple of
+    /// decoders, not one per request; every request is answered.
+    @Test func burstsOfSeeksAndStepsOpenACoupleOfDecoders() throws {
+        let clips = try [3.0, 4.0, 5.0, 6.0].map { try TestMedia.clip(seconds: $0, fps: 30, width: 160, height: 90) }
+        let playlist = clips.map { #"{"uri": "\#($0)"}"# }.joined(separator: ", ")
+        let config = try KioskConfig.parse(#"{"playlist": [\#(playlist)], "loop": true, "display": {"output": "headless", "mode": "160x90@60"}}"#,
+                                           baseDirectory: "/")
+        let session = KioskSession(config: config, configPath: nil, logger: quiet)
+        var options = RunOptions()
+        options.clock = .real
+        let ended = DispatchSemaphore(value: 0)
+        let presenter = Thread { [quiet, options] in
+            _ = try? runKiosk(session: session, config: config, options: options, logger: quiet) { true }
+            ended.signal()
+        }
+        presenter.stackSize = 8 << 20
+        presenter.start()
+        defer {
+            session.stop()
+            _ = ended.wait(timeout: .now() + 10)
+        }
+        let controller = KioskController(status: session.status) { session.perform($0) }
+        let server = try ControlServer(path: ControlServerTests.socketPath(), handler: controller, logger: quiet)
+        defer { server.stop() }
+        let client = try #require(UnixSocketClient.connect(path: server.path, timeout: 5))
+        // Playing, with the next item's preroll made.
+        let deadline = Date(timeIntervalSinceNow: 20)
+        while (client.request(["get_property", "time-pos"], id: 0)?["data"]?.numberValue ?? 0) < 0.5 && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+
+        func opens(during burst: () -> Void) -> Int {
+            let before = session.decoderOpens.load(ordering: .relaxed)
+            burst()
+            Thread.sleep(forTimeInterval: 1.5)  // whatever the burst started has opened by now
+            return session.decoderOpens.load(ordering: .relaxed) - before
+        }
+        // 200 seeks sent at once, then their 200 replies read.
+        let seekOpens = opens {
+            client.send((1...200).map { #"{"command":["seek",0.01,"relative"],"request_id":\#($0)}"# }.joined(separator: "\n"))
+            var answered = 0
+            while answered < 200, let line = client.readLine() {
+                if line.contains(#""error":"success""#) { answered += 1 }
+            }
+            #expect(answered == 200)
+        }
+        // 200 steps, each sent once the one before is answered.
+        let stepOpens = opens {
+            for i in 1...200 {
+                #expect(client.request(["playlist-next"], id: i)?["error"]?.stringValue == "success")
+            }
+        }
+        print("decoders opened: \(seekOpens) for 200 seeks, \(stepOpens) for 200 playlist-next")
+        #expect(seekOpens <= 3, "200 seeks opened \(seekOpens) decoders")
+        #expect(stepOpens <= 4, "200 playlist-next opened \(stepOpens) decoders")
+        // And they land where 200 steps land: 200 = 50 passes of 4 items, back on the item it was on.
+        #expect(session.status.snapshot.items.count == 4)
+    }
+}
+
+extension KioskCommandResult {
+    var failure: String? { if case .failed(let why) = self { why } else { nil } }
+}
+
+/// A PNG's size from its IHDR chunk.
+func pngSize(_ png: Data) throws -> (Int, Int) {
+    let bytes = [UInt8](png.prefix(24))
+    try #require(bytes.count == 24 && bytes[0..<8] == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] && bytes[12..<16] == Array("IHDR".utf8)[...],
+                 "not a PNG")
+    let be = { (at: Int) in bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+    return (be(16), be(20))
+}
+
+/// A PNG's RGBA pixels, decoded by the ffmpeg command (an independent decoder).
+func decodePNG(_ png: Data) throws -> [UInt8] {
+    let path = TestMedia.folder + "/shot-\(UUID().uuidString).png"
+    try png.write(to: URL(fileURLWithPath: path))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let result = try Command.run("ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "rgba", "-"])
+    try #require(result.status == 0, "ffmpeg cannot decode the PNG: \(result.errorText)")
+    return [UInt8](result.output)
+}
