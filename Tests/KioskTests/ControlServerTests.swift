@@ -44,6 +44,7 @@ final class GatedHandler: ControlHandler, @unchecked Sendable {
     private var isOpen = false
     private var entered = false
     let slowProperty = Mutex(false)
+    let bigCalls = Atomic(0)
     let propertyNames = ["pause", "slow-property"]
 
     func open() { gate.withLock { isOpen = true; gate.broadcast() } }
@@ -83,6 +84,7 @@ final class GatedHandler: ControlHandler, @unchecked Sendable {
             waitForGate()
             return "done"
         case "big":
+            bigCalls.add(1, ordering: .relaxed)
             guard let size = arguments.first?.numberValue, size >= 0, size < 1e8 else { throw .invalidParameter }
             return .string(String(repeating: "b", count: Int(size)))
         default: throw .invalidParameter
@@ -206,8 +208,8 @@ final class LogLines: @unchecked Sendable {
         let handler = GatedHandler()
         let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger, maxPendingBytes: 1 << 20)
         defer { server.stop() }
-        let client = try connect(server)
-        for (i, size) in [3 << 20, 9 << 20].enumerated() {
+        let client = try #require(UnixSocketClient.connect(path: server.path, timeout: 15))
+        for (i, size) in [3 << 20, 6 << 20].enumerated() {
             let reply = try #require(client.request(["big", .number(Double(size))], id: i + 1), "no reply to a \(size)-byte answer")
             #expect(reply["error"]?.stringValue == "success")
             #expect(reply["data"]?.stringValue?.utf8.count == size)
@@ -258,6 +260,26 @@ final class LogLines: @unchecked Sendable {
                 #expect(reply["request_id"]?.numberValue == Double(i))
             }
         }
+    }
+
+    /// A client that sends requests and does not read their replies holds at most about
+    /// `maxPendingBytes` of them (and one running request): the server runs its next request once
+    /// it has read. Reading then gets every reply, in order.
+    @Test func unreadRepliesHoldUpTheClientsNextRequests() throws {
+        let handler = GatedHandler()
+        let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger, maxPendingBytes: 1 << 20)
+        defer { server.stop() }
+        let client = try connect(server)
+        #expect(client.send((1...40).map { #"{"command":["big",524288],"request_id":\#($0)}"# }.joined(separator: "\n")))
+        Thread.sleep(forTimeInterval: 1)
+        let ran = handler.bigCalls.load(ordering: .relaxed)
+        // 1 MiB of replies unread stops it; the socket's buffers hold a few more.
+        #expect(ran <= 8, "\(ran) of 40 requests of half a megabyte ran while the client read nothing")
+        for i in 1...40 {
+            let reply = try #require(client.readLine().flatMap { try? JSONParser.parse($0) })
+            #expect(reply["request_id"]?.numberValue == Double(i) && reply["data"]?.stringValue?.utf8.count == 524288)
+        }
+        #expect(handler.bigCalls.load(ordering: .relaxed) == 40)
     }
 
     @Test func observedPropertiesAreCappedPerClient() throws {
