@@ -397,6 +397,7 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Runs the client's waiting lines until one goes to a worker; ends a client that is done.
     private func process(_ fd: Int32, _ client: Client) {
+        guard clients[fd] === client else { return }  // disconnected meanwhile
         while !client.busy && client.output.unsentReplyBytes < maxPendingBytes {
             guard let newline = client.input[client.scanned...].firstIndex(of: 0x0A) else {
                 client.scanned = client.input.count

@@ -30,8 +30,10 @@ public enum KioskCommandResult: Sendable {
 /// Seeks and playlist steps are coalesced as mpv's play loop does: each is answered at once and
 /// queued; a queued one is merged with newer ones (steps add up, relative seeks add up, an
 /// absolute seek replaces the seek before it, a step drops the seek before it), and the queue is
-/// handed to the player at most once every `navigationInterval` seconds. A burst of 200
-/// `playlist-next`s thus opens a decoder or two, not 200.
+/// handed to the player: the first request after a quiet second at once, later ones once the burst
+/// ends (`NavigationQueue.quiet`), at most every `navigationInterval` and at least every
+/// `NavigationQueue.hold` seconds. A burst of 200 `playlist-next`s thus reaches the player as one
+/// or two steps and opens two or three decoders, not 200.
 public final class KioskController: ControlHandler, @unchecked Sendable {
     // @unchecked: `navigation` is guarded by `navigationLock`; the rest is immutable.
     public typealias Perform = @Sendable (KioskCommand) -> KioskCommandResult
@@ -42,9 +44,9 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
     private let navigationInterval: Double
     private let navigationLock = NSLock()
     private var navigation = NavigationQueue()
-    private let navigationThread = DispatchQueue(label: "marquee-navigation")
+    private let applying = NSLock()
 
-    public init(status: KioskStatus, commandTimeout: Double = 5, navigationInterval: Double = 0.1, perform: @escaping Perform) {
+    public init(status: KioskStatus, commandTimeout: Double = 5, navigationInterval: Double = 0.25, perform: @escaping Perform) {
         self.status = status
         self.perform = perform
         self.commandTimeout = commandTimeout
@@ -157,21 +159,33 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
 
     /// Queues a seek or a playlist step (merged with the queued ones) and answers at once.
     private func navigate(_ command: KioskCommand) -> JSONValue? {
-        let schedule = navigationLock.withLock { () -> Double? in
+        let start = navigationLock.withLock { () -> Bool in
             navigation.add(command)
-            guard !navigation.scheduled else { return nil }
-            navigation.scheduled = true
-            let since = navigation.lastApplied.map { (ContinuousClock.now - $0).seconds } ?? .infinity
-            return max(0, navigationInterval - since)
+            navigation.lastAdded = .now
+            defer { navigation.scheduled = true }
+            return !navigation.scheduled
         }
-        if let delay = schedule {
-            navigationThread.asyncAfter(deadline: .now() + delay) { [self] in applyNavigation() }
+        if start {
+            // A thread of its own, as for every command: the player may keep it a moment.
+            let thread = Thread { [self] in
+                while true {
+                    let wait = navigationLock.withLock { navigation.wait(now: .now, interval: navigationInterval) }
+                    if wait <= 0 { break }
+                    Thread.sleep(forTimeInterval: min(wait, 0.05))
+                }
+                applyNavigation()
+            }
+            thread.name = "marquee-navigation"
+            thread.start()
         }
         return nil
     }
 
-    /// Hands what is queued to the player (on the navigation queue).
+    /// Hands what is queued to the player (on a marquee-navigation thread).
     private func applyNavigation() {
+        // One hand-over at a time, even when the player takes longer than `hold` over one.
+        applying.lock()
+        defer { applying.unlock() }
         let commands = navigationLock.withLock { () -> [KioskCommand] in
             defer {
                 navigation = NavigationQueue()
@@ -179,6 +193,7 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
             }
             return navigation.commands
         }
+        // Requests that come while the player takes these start the next hand-over.
         for command in commands {
             _ = perform(command)
         }
@@ -217,6 +232,24 @@ struct NavigationQueue {
     var seek: (seconds: Double, relative: Bool)?
     var scheduled = false
     var lastApplied: ContinuousClock.Instant?
+    var lastAdded: ContinuousClock.Instant?
+
+    /// A burst ends once nothing has come for this long (seconds)...
+    static let quiet = 0.1
+    /// ...or this long after the last hand-over, which is also how long the player must have been
+    /// left alone for a request to go to it at once.
+    static let hold = 1.0
+
+    /// Seconds to wait before handing the queue over: none for the first request after a quiet
+    /// second; else until `interval` after the last hand-over and the burst has ended (`quiet`),
+    /// but no more than `hold` after the last hand-over.
+    func wait(now: ContinuousClock.Instant, interval: Double) -> Double {
+        guard let applied = lastApplied else { return 0 }
+        let sinceApplied = (now - applied).seconds
+        if sinceApplied >= Self.hold { return 0 }
+        let sinceAdded = lastAdded.map { (now - $0).seconds } ?? .infinity
+        return min(max(interval - sinceApplied, Self.quiet - sinceAdded), Self.hold - sinceApplied)
+    }
 
     mutating func add(_ command: KioskCommand) {
         switch command {
