@@ -25,7 +25,7 @@ public enum KioskCommandResult: Sendable {
 
 /// Answers the control socket from `KioskStatus` and forwards commands to the playback threads
 /// through `perform`, which must answer within `commandTimeout` seconds (a screenshot, which also
-/// encodes a PNG, within three times that).
+/// encodes a PNG, within 35 s: a 4K one takes seconds on a small, busy machine).
 ///
 /// Seeks and playlist steps are coalesced as mpv's play loop does: each is answered at once and
 /// queued; a queued one is merged with newer ones (steps add up, relative seeks add up, an
@@ -151,7 +151,8 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
         case "screenshot":
             guard arguments.count <= 1 else { throw .invalidParameter }
             if let first = arguments.first, first.stringValue == nil { throw .invalidParameter }
-            return try execute(.screenshot(output: arguments.first?.stringValue), timeout: commandTimeout * 3)
+            // The read-back waits up to 4 s for the output, the PNG up to 30 s for its thread.
+            return try execute(.screenshot(output: arguments.first?.stringValue), timeout: max(commandTimeout, 35))
         default:
             throw .invalidParameter
         }

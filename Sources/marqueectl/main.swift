@@ -44,7 +44,7 @@ if command == "-h" || command == "--help" {
 }
 let rest = Array(args.dropFirst())
 
-guard let client = UnixSocketClient.connect(path: socketPath, timeout: command == "screenshot" ? 20 : 5) else {
+guard let client = UnixSocketClient.connect(path: socketPath, timeout: command == "screenshot" ? 40 : 5) else {
     fail("cannot connect to \(socketPath): is marquee running? (--socket PATH)")
 }
 
