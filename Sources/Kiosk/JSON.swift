@@ -295,12 +295,7 @@ extension JSONValue {
         }
     }
 
-    static func quoted(_ s: String) -> String {
-        // Most strings need no escape (a screenshot's base64 is megabytes of such text): copied whole.
-        var text = s
-        let plain = text.withUTF8 { bytes in !bytes.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") } }
-        return plain ? "\"" + text + "\"" : jsonStringLiteral(s)
-    }
+    static func quoted(_ s: String) -> String { jsonStringLiteral(s) }
 
     public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
     public var numberValue: Double? { if case .number(let n) = self { n } else { nil } }

@@ -263,7 +263,8 @@ struct NavigationQueue {
         case .previous: add(.skip(steps: -1))
         case .seek(let seconds, relative: true):
             if let queued = seek {
-                seek = (queued.seconds + seconds, queued.relative)
+                // Clamped as one seek is: a long burst adds up to no more than the longest time.
+                seek = (max(-longestTimeInSeconds, min(longestTimeInSeconds, queued.seconds + seconds)), queued.relative)
             } else {
                 seek = (seconds, true)
             }

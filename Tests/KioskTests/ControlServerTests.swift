@@ -462,6 +462,8 @@ final class LogLines: @unchecked Sendable {
         #expect(queue.commands == [.skip(steps: 2)])
         queue.add(.seek(seconds: 3, relative: false))
         #expect(queue.commands == [.skip(steps: 2), .seek(seconds: 3, relative: false)])
+        for _ in 0..<3_000 { queue.add(.seek(seconds: 1e9, relative: true)) }
+        #expect(queue.commands == [.skip(steps: 2), .seek(seconds: longestTimeInSeconds, relative: false)], "a burst of seeks is clamped too")
         for _ in 0..<3_000 { queue.add(.skip(steps: 1_000)) }
         #expect(queue.commands == [.skip(steps: 1_000_000)], "the sum is clamped, never overflows")
     }
