@@ -235,6 +235,7 @@ final class LogLines: @unchecked Sendable {
                 worst = max(worst, Date().timeIntervalSince(started))
                 #expect(reply?["data"]?.boolValue == false, "answered while the other client's command is pending")
             }
+            print("get_property while another client's command is pending: worst of 20 took \((worst * 1000).formatted(decimals: 1)) ms")
             #expect(worst < 1, "worst latency \(worst) s")
             // Another client's slow property (read for its observers) holds up no one either.
             handler.slowProperty.withLock { $0 = true }
@@ -273,6 +274,7 @@ final class LogLines: @unchecked Sendable {
         #expect(client.send((1...40).map { #"{"command":["big",524288],"request_id":\#($0)}"# }.joined(separator: "\n")))
         Thread.sleep(forTimeInterval: 1)
         let ran = handler.bigCalls.load(ordering: .relaxed)
+        print("requests run for a client that read none of their replies: \(ran) of 40 (512 KiB each)")
         // 1 MiB of replies unread stops it; the socket's buffers hold a few more.
         #expect(ran <= 8, "\(ran) of 40 requests of half a megabyte ran while the client read nothing")
         for i in 1...40 {
@@ -325,6 +327,7 @@ final class LogLines: @unchecked Sendable {
                 && dropped.first?.contains("unread") == true, "\(dropped)")
         var drained = 0
         while deaf.readLine() != nil { drained += 1 }
+        print("a client that never read was dropped with \(drained) event lines of 1 KB left for it")
         #expect(drained < 600, "what the deaf client finds waiting is bounded (\(drained) lines)")
     }
 
