@@ -1,5 +1,6 @@
 import Foundation
 import Kiosk
+import Playback
 import Testing
 import TestSupport
 
@@ -49,11 +50,13 @@ import TestSupport
             (["--frames", "0"], "--frames: 0 is out of range"),
             (["--exit-after", "1e300"], "--exit-after: 1e+300 is out of range"),
             (["--exit-after", "nan"], "--exit-after: \"nan\" is not a number of seconds"),
+            (["--output", "a\u{1B}[2Jb"], #"--output a\u001b[2Jb: expected auto, kms or headless"#),
         ]
         for (flags, expected) in cases {
             let result = try run(["--config", good, "--check-config"] + flags)
             #expect(result.status == 2, "\(flags): status \(result.status), \(result.errorText)")
             #expect(result.errorText.contains(expected), "\(flags): \(result.errorText)")
+            #expect(!result.errorText.unicodeScalars.contains { $0.isControlCharacter && $0 != "\n" }, "\(flags)")
         }
     }
 }
