@@ -59,4 +59,30 @@ import TestSupport
             #expect(!result.errorText.unicodeScalars.contains { $0.isControlCharacter && $0 != "\n" }, "\(flags)")
         }
     }
+
+    /// The issue's socket lines against a playing marquee: each gets an error reply, the process
+    /// goes on playing and answering.
+    @Test func hostileSocketLinesLeaveAPlayingMarqueeRunning() throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let config = try config(#"{"playlist": [{"uri": "\#(clip)"}], "loop": true}"#)
+        let running = try MarqueeProcessTests.Running(config: config, exitAfter: 60)
+        let client = try running.connect()
+        let lines = [
+            #"{"command":["observe_property",1e300,"pause"],"request_id":1}"#,
+            #"{"command":["observe_property",-1e300,"pause"],"request_id":2}"#,
+            #"{"command":["unobserve_property",1.5],"request_id":3}"#,
+            #"{"command":["get_property","pause"],"request_id":1e300}"#,
+            #"{"command":["get_property","pause"],"request_id":1.5}"#,
+            #"{"command":["seek",1e300,"absolute"],"request_id":4}"#,
+            #"{"command":["get_property","\ud800\u0041"],"request_id":5}"#,
+            #"{"command":["get_property","pause"],"request_id":1e999}"#,
+        ]
+        for line in lines {
+            #expect(client.send(line))
+            let reply = try JSONParser.parse(try #require(client.readLine(), "no reply to \(line); log:\n\(running.log)"))
+            #expect(reply["error"] == "invalid parameter", "\(line) -> \(reply.encoded)")
+        }
+        #expect(running.process.isRunning)
+        #expect(client.request(["get_property", "pid"], id: 9)?["data"]?.numberValue == Double(running.process.processIdentifier))
+    }
 }
