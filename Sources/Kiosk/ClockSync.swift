@@ -47,7 +47,9 @@ final class ClockSync {
             return overflow ? (steps > 0 ? .max : .min) : sum
         }
         let soonest = earliest + 4
-        if let shared, let w = wallTime(soonest), shared - w >= 0 {
+        // A shared moment more than 10 s ahead is not a restart of outputs together (a reload
+        // picks one under a second ahead): a clock stepped far away must not give a vsync numbers can't hold.
+        if let shared, let w = wallTime(soonest), shared - w >= 0, shared - w <= 10_000_000_000 {
             return (vsync(nearest: shared, from: soonest, at: w), shared)
         }
         let first = earliest + lead

@@ -131,12 +131,13 @@ public struct ConfigError: Error, CustomStringConvertible, Sendable {
         /// JSON path of the offending value, like `playlist[2].uri`; empty for the whole document.
         public let path: String
         public let message: String
-        public var description: String { path.isEmpty ? message : "\(path): \(message)" }
+        /// With control characters escaped: a key or a value from the file never writes raw to a terminal.
+        public var description: String { escapingControlCharacters(path.isEmpty ? message : "\(path): \(message)") }
     }
 
     public let source: String
     public let problems: [Problem]
-    public var description: String { problems.map { "\(source): \($0)" }.joined(separator: "\n") }
+    public var description: String { problems.map { "\(escapingControlCharacters(source)): \($0)" }.joined(separator: "\n") }
 }
 
 /// The longest time, in seconds, a config or a command may give (about 31 years): times from
@@ -212,7 +213,7 @@ struct ConfigReader {
                     guard let s = string(v, at: "control.\(field)") else { continue }
                     if field == "socket" {
                         guard s.hasPrefix("/") else {
-                            problem("control.socket", "\"\(s)\" is not an absolute path")
+                            problem("control.socket", "\"\(Self.clipped(s))\" is not an absolute path")
                             continue
                         }
                         config.control.socket = s
@@ -243,7 +244,7 @@ struct ConfigReader {
                     case "device":
                         guard let s = string(v, at: path) else { continue }
                         guard s.hasPrefix("/") else {
-                            problem(path, "\"\(s)\" is not a device path: write e.g. /dev/dri/card0")
+                            problem(path, "\"\(Self.clipped(s))\" is not a device path: write e.g. /dev/dri/card0")
                             continue
                         }
                         config.display.kms.device = s
@@ -261,7 +262,7 @@ struct ConfigReader {
                     case "background":
                         guard let s = string(v, at: path) else { continue }
                         guard let color = RGBColor(hex: s) else {
-                            problem(path, "\"\(s)\" is not a colour: write #rrggbb")
+                            problem(path, "\"\(Self.clipped(s))\" is not a colour: write #rrggbb")
                             continue
                         }
                         config.display.background = color
@@ -291,7 +292,7 @@ struct ConfigReader {
                 for (_, v) in fields {
                     guard let s = string(v, at: "log.level") else { continue }
                     guard let level = Logger.Level(name: s) else {
-                        problem("log.level", "\"\(s)\" is not one of \(Logger.Level.allCases.map { "\"\($0.name)\"" }.joined(separator: ", "))")
+                        problem("log.level", "\"\(Self.clipped(s))\" is not one of \(Logger.Level.allCases.map { "\"\($0.name)\"" }.joined(separator: ", "))")
                         continue
                     }
                     config.logLevel = level

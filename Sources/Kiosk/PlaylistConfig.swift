@@ -98,7 +98,7 @@ extension ConfigReader {
         }
         guard let uri = string(uriValue, at: "\(path).uri") else { return nil }
         guard let resolved = Self.filePath(of: uri) else {
-            problem("\(path).uri", "\"\(uri)\" is not a file path or a file:// URL")
+            problem("\(path).uri", "\"\(Self.clipped(uri))\" is not a file path or a file:// URL")
             return nil
         }
         parsed.uri = uri

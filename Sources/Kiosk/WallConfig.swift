@@ -322,7 +322,7 @@ extension ConfigReader {
                 guard let name, let rect else { ok = false; continue }
                 var output = WallConfig.Output(name: name, rect: rect)
                 if let j = wall.outputs.firstIndex(where: { $0.name == name }) {
-                    problem("\(path).name", "\"\(name)\" is already the name of wall.outputs[\(j)]")
+                    problem("\(path).name", "\"\(Self.clipped(name))\" is already the name of wall.outputs[\(j)]")
                     ok = false
                 }
                 if canvasKnown && intersection(rect, canvas) != rect {

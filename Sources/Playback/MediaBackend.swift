@@ -33,7 +33,7 @@ public struct Transform2D: Sendable, Hashable {
 
     /// The rotation in whole degrees [0, 360).
     public var rotationDegrees: Int {
-        let degrees = Int((atan2(b, a) * 180 / .pi).rounded())
+        let degrees = Int(saturating: (atan2(b, a) * 180 / .pi).rounded())  // NaN (a zero matrix) gives 0
         return ((degrees % 360) + 360) % 360
     }
 }

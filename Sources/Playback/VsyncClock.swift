@@ -29,7 +29,7 @@ extension VsyncClock {
 
     /// The system-clock (Unix) time of vsync `n`, for clocks that run in real time.
     public func wallTime(ofVsync n: Int64) -> WallTime? {
-        timeUntilVsync(n).map { WallTime.now() + Int64($0.seconds * 1e9) }
+        timeUntilVsync(n).map { WallTime.now() + Int64(saturating: $0.seconds * 1e9) }
     }
 }
 

@@ -35,7 +35,7 @@ let usage = """
     """
 
 func fail(_ message: String, status: Int32 = 2) -> Never {
-    FileHandle.standardError.write(Data("marquee: \(message)\n".utf8))
+    FileHandle.standardError.write(Data("marquee: \(escapingControlCharacters(message))\n".utf8))
     exit(status)
 }
 

@@ -23,7 +23,7 @@ let usage = """
     """
 
 func fail(_ message: String, status: Int32 = 3) -> Never {
-    FileHandle.standardError.write(Data("marqueectl: \(message)\n".utf8))
+    FileHandle.standardError.write(Data("marqueectl: \(escapingControlCharacters(message))\n".utf8))
     exit(status)
 }
 

@@ -69,3 +69,22 @@ import Testing
         #expect(late.wall > moment && late.wall.nanoseconds % 250_000_000 == 0)
     }
 }
+
+/// A system clock stepped to a far year, or a shared moment from one, gives a start point without a trap.
+@Suite struct HostileClockSyncTests {
+    @Test func sharedMomentsFarAwayAreIgnoredAndExtremeClocksDoNotTrap() {
+        let interval = 1.0 / 60
+        let clock = { (n: Int64) -> WallTime? in WallTime(unixSeconds: 1_800_000_000 + Double(n) * interval) }
+        let far = WallTime(iso8601: "2199-12-31T23:59:59Z")!
+        let point = ClockSync.startPoint(earliest: 10, at: far, interval: interval, wallTime: clock)
+        #expect(point.wall < WallTime(unixSeconds: 1_800_000_001), "\(point.wall)")
+        #expect(point.vsync < 200, "\(point.vsync)")
+        for extreme in [WallTime(nanoseconds: .max), WallTime(nanoseconds: .min)] {
+            _ = ClockSync.startPoint(earliest: .max - 100, at: extreme, interval: interval, wallTime: { _ in extreme })
+            _ = ClockSync.startPoint(earliest: 0, at: nil, interval: 1e-300, wallTime: { _ in extreme })
+            _ = ClockSync.gridPoint(after: extreme)
+        }
+        #expect(ClockSync.gridPoint(after: WallTime(nanoseconds: .max)) == WallTime(nanoseconds: .max))
+        #expect(ClockSync.gridPoint(after: WallTime(nanoseconds: -5), grid: 4) == WallTime(nanoseconds: -4))
+    }
+}

@@ -117,3 +117,22 @@ import Testing
         #expect(found == [#"syntax error at line 1, column 24: invalid surrogate pair: \ud800 is not followed by a low surrogate"#])
     }
 }
+
+/// Text from a config in its problems: short, and without raw control characters.
+@Suite struct HostileConfigTextTests {
+    @Test func problemsEscapeControlCharactersAndClipLongValues() {
+        do {
+            _ = try KioskConfig.parse(#"{"playlist": [{"uri": "http://\u001b[2J"}], "display": {"background": "\#(String(repeating: "x", count: 5000))"}, "k\u009b": 1}"#,
+                                      source: "a\u{1B}.json", baseDirectory: "/media")
+            Issue.record("the config was taken")
+        } catch {
+            let text = error.description
+            // One problem a line; no other control character.
+            #expect(text.split(separator: "\n").count == 3)
+            #expect(!text.unicodeScalars.contains { $0.isControlCharacter && $0 != "\n" }, "\(text.debugDescription)")
+            #expect(text.contains(#"a\u001b.json: playlist[0].uri: "http://\u001b[2J" is not a file path"#), "\(text.debugDescription)")
+            #expect(text.contains(#"a\u001b.json: k\u009b: unknown key"#), "\(text.debugDescription)")
+            #expect(text.count < 1000, "\(text.count) characters")
+        }
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import Kiosk
+import Playback
 import Testing
 import TestSupport
 
@@ -49,11 +50,39 @@ import TestSupport
             (["--frames", "0"], "--frames: 0 is out of range"),
             (["--exit-after", "1e300"], "--exit-after: 1e+300 is out of range"),
             (["--exit-after", "nan"], "--exit-after: \"nan\" is not a number of seconds"),
+            (["--output", "a\u{1B}[2Jb"], #"--output a\u001b[2Jb: expected auto, kms or headless"#),
         ]
         for (flags, expected) in cases {
             let result = try run(["--config", good, "--check-config"] + flags)
             #expect(result.status == 2, "\(flags): status \(result.status), \(result.errorText)")
             #expect(result.errorText.contains(expected), "\(flags): \(result.errorText)")
+            #expect(!result.errorText.unicodeScalars.contains { $0.isControlCharacter && $0 != "\n" }, "\(flags)")
         }
+    }
+
+    /// The issue's socket lines against a playing marquee: each gets an error reply, the process
+    /// goes on playing and answering.
+    @Test func hostileSocketLinesLeaveAPlayingMarqueeRunning() throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let config = try config(#"{"playlist": [{"uri": "\#(clip)"}], "loop": true}"#)
+        let running = try MarqueeProcessTests.Running(config: config, exitAfter: 60)
+        let client = try running.connect()
+        let lines = [
+            #"{"command":["observe_property",1e300,"pause"],"request_id":1}"#,
+            #"{"command":["observe_property",-1e300,"pause"],"request_id":2}"#,
+            #"{"command":["unobserve_property",1.5],"request_id":3}"#,
+            #"{"command":["get_property","pause"],"request_id":1e300}"#,
+            #"{"command":["get_property","pause"],"request_id":1.5}"#,
+            #"{"command":["seek",1e300,"absolute"],"request_id":4}"#,
+            #"{"command":["get_property","\ud800\u0041"],"request_id":5}"#,
+            #"{"command":["get_property","pause"],"request_id":1e999}"#,
+        ]
+        for line in lines {
+            #expect(client.send(line))
+            let reply = try JSONParser.parse(try #require(client.readLine(), "no reply to \(line); log:\n\(running.log)"))
+            #expect(reply["error"] == "invalid parameter", "\(line) -> \(reply.encoded)")
+        }
+        #expect(running.process.isRunning)
+        #expect(client.request(["get_property", "pid"], id: 9)?["data"]?.numberValue == Double(running.process.processIdentifier))
     }
 }

@@ -77,3 +77,12 @@ import Testing
         _ = scheduler.pick(vsyncAt: WallTime(nanoseconds: .max))
     }
 }
+
+/// A transform from any numbers gives a rotation without a trap.
+@Suite struct HostileTransformTests {
+    @Test func aDegenerateMatrixHasRotationZero() {
+        #expect(Transform2D(a: .nan, b: .nan, c: 0, d: 0).rotationDegrees == 0)
+        #expect(Transform2D(a: 0, b: .infinity, c: 0, d: 0).rotationDegrees == 90)
+        #expect(Transform2D(rotationDegrees: Int.min).rotationDegrees == Transform2D(rotationDegrees: Int.min % 360 + 360).rotationDegrees)
+    }
+}
