@@ -154,3 +154,43 @@ import TestSupport
         #expect(TextureSizeLimit.fit(width: 640, height: 360, maxSide: 16384) == (640, 360))
     }
 }
+
+/// Files that open but give no frame fail their item with FFmpeg's reason (before: the item
+/// ended as if played, without a word).
+@Suite struct NoFrameTests {
+    @Test func aTruncatedFileFailsWithTheDecodersReason() throws {
+        let whole = try TestMedia.make("faststart-96x54-60f.mp4", [
+            "-f", "lavfi", "-i", "testsrc2=size=96x54:rate=30", "-frames:v", "60", "-g", "10", "-c:v", "libx264",
+            "-pix_fmt", "yuv420p", "-movflags", "+faststart", "-f", "mp4",
+        ])
+        let data = try Data(contentsOf: URL(fileURLWithPath: whole))
+        let cut = TestMedia.folder + "/cut-\(UUID().uuidString).mp4"
+        try data.prefix(data.count / 10).write(to: URL(fileURLWithPath: cut))
+        let decoder = try VideoDecoder(path: cut, threads: 1)
+        let error = try #require(throws: MediaError.self) { while try decoder.nextFrame() != nil {} }
+        #expect(error.uri == cut)
+        #expect(!error.reason.isEmpty)
+    }
+
+    /// A PNG whose header claims 65535x65535 fails at the probe, naming the size.
+    @Test func aPictureSizeOutOfRangeFailsTheProbe() throws {
+        func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
+            let typed = Array(type.utf8) + body
+            var crc: UInt32 = 0xffff_ffff
+            for byte in typed {
+                crc ^= UInt32(byte)
+                for _ in 0..<8 { crc = crc & 1 != 0 ? (crc >> 1) ^ 0xedb8_8320 : crc >> 1 }
+            }
+            crc ^= 0xffff_ffff
+            let be = { (v: UInt32) in [UInt8(v >> 24), UInt8(v >> 16 & 0xff), UInt8(v >> 8 & 0xff), UInt8(v & 0xff)] }
+            return be(UInt32(body.count)) + typed + be(crc)
+        }
+        let header: [UInt8] = [0, 0, 0xff, 0xff, 0, 0, 0xff, 0xff, 8, 2, 0, 0, 0]
+        let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a] + chunk("IHDR", header)
+            + chunk("IDAT", [0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]) + chunk("IEND", [])
+        let path = TestMedia.folder + "/huge-header-\(UUID().uuidString).png"
+        try Data(png).write(to: URL(fileURLWithPath: path))
+        let error = try #require(throws: MediaError.self) { try VideoDecoder.describe(path: path) }
+        #expect(error.description.contains(path), "\(error)")
+    }
+}
