@@ -194,3 +194,15 @@ import TestSupport
         #expect(error.description.contains(path), "\(error)")
     }
 }
+
+/// Device nodes named as items fail within the open limit, with a reason.
+@Suite struct DeviceNodeTests {
+    @Test(arguments: ["/dev/null", "/dev/zero", "/dev/urandom"]) func aDeviceNodeFailsWithinTheOpenLimit(device: String) throws {
+        guard FileManager.default.isReadableFile(atPath: device) else { return }
+        let started = Date()
+        let error = try #require(throws: MediaError.self) { try VideoDecoder.describe(path: device) }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(error.uri == device)
+        #expect(elapsed < MediaIOLimits.standard.open + 1, "\(device) failed after \(elapsed) s: \(error)")
+    }
+}
