@@ -105,6 +105,7 @@ private func presentOutput(session: KioskSession, kind: OutputKind, reason: Stri
                                       "fences": output.nativeFences ? "native" : "none", "renderTiming": output.renderTiming,
                                       "hotplug": output.hotplugSource, "renderer": output.renderer])
         chooseConversion(config, renderer: output.renderer, session: session, logger: logger)
+        session.textureLimit.set(output.glContext.maxTextureSize)
         // No display yet, or it goes away: the output waits (the player is not asked for frames, so
         // decoding stays paused), the control socket answers, and health says why.
         session.updateOutput { $0 = .init(name: output.name, mode: "-", connected: false) }
@@ -129,6 +130,7 @@ private func presentOutput(session: KioskSession, kind: OutputKind, reason: Stri
                                   "clock": options.clock.rawValue,
                                   "renderer": output.context.renderer])
     chooseConversion(config, renderer: output.context.renderer, session: session, logger: logger)
+    session.textureLimit.set(output.context.maxTextureSize)
     return try session.present(on: output, options: options, trace: trace, shouldContinue: shouldContinue, onVsync: onVsync)
 }
 

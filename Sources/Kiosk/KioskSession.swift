@@ -81,6 +81,9 @@ public final class KioskSession: @unchecked Sendable {
     public let interopSlot: InteropTargetSlot
     /// Where frames become RGB: the output sets it when it starts (`runKiosk`), the decode threads follow it.
     public let colorConversion: ColorConversionSwitch
+    /// The output's largest texture side (`GL_MAX_TEXTURE_SIZE`), set when it starts: decode
+    /// threads scale larger frames down to it.
+    public let textureLimit: TextureSizeLimit
 
     /// - Parameter configPath: the file `reload` reads again (nil: reload is refused).
     /// - Parameter node: the wall node this process is (`--node`; nil: the host name). The session
@@ -97,6 +100,7 @@ public final class KioskSession: @unchecked Sendable {
         // The sessions of one output's regions draw through one layer: they share its choices.
         interopSlot = leader?.interopSlot ?? InteropTargetSlot()
         colorConversion = leader?.colorConversion ?? .undecided()
+        textureLimit = leader?.textureLimit ?? TextureSizeLimit()
         let status = KioskStatus()
         self.status = status
         self.outputStatus = outputStatus ?? status
@@ -115,6 +119,12 @@ public final class KioskSession: @unchecked Sendable {
         }
         ffmpeg.display = interopSlot
         ffmpeg.colorConversion = colorConversion
+        ffmpeg.textureLimit = textureLimit
+        ffmpeg.onDownscale = { [weak self] uri, from, to in
+            guard let self, lock.withLock({ loggedOpens.insert("downscale|\(uri)").inserted }) else { return }
+            logger.warning("picture larger than the output's largest texture; scaled down with swscale",
+                           ["uri": uri, "from": from, "to": to])
+        }
         ffmpeg.stillDuration = { [weak self] path in
             guard let self else { return nil }
             return lock.withLock { self.config.playlist.first { $0.path == path }?.duration } ?? defaultStillDuration

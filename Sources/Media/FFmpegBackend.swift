@@ -22,6 +22,12 @@ public struct FFmpegBackend: MediaBackend {
     /// Where readers' frames are converted to RGB (read per frame): `.cpu` turns each into RGBA
     /// on the decode thread. nil: the shader converts.
     public var colorConversion: ColorConversionSwitch?
+    /// The output's largest texture side: frames larger than it are scaled down to fit on the
+    /// decode thread (keeping their aspect). nil: frames keep their size.
+    public var textureLimit: TextureSizeLimit?
+    /// Told when a reader's first frame too large for the output was scaled down: the file, the
+    /// decoded size and the size drawn.
+    public var onDownscale: (@Sendable (String, String, String) -> Void)?
 
     public init(threads: Int = 0, hardware: HardwareDecoding = .none,
                 onOpen: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil) {
@@ -62,7 +68,10 @@ public struct FFmpegBackend: MediaBackend {
         let decoder = try VideoDecoder(path: url.path, threads: threads, hardware: hardware, display: display)
         if decoder.info.isStillImage { decoder.stillDuration = still(url.path) }
         onOpen?(url.path, decoder.info, decoder.decodingPath)
-        return DecoderReader(decoder: decoder, onChange: onOpen, onConversion: onConversion, colorConversion: colorConversion)
+        let reader = DecoderReader(decoder: decoder, onChange: onOpen, onConversion: onConversion, colorConversion: colorConversion)
+        reader.textureLimit = textureLimit
+        reader.onDownscale = onDownscale
+        return reader
     }
 }
 
@@ -77,6 +86,11 @@ final class DecoderReader: FrameReader {
     private var rgba: RGBAConverter?
     private var path: DecodingPath
     private var first = true
+    var textureLimit: TextureSizeLimit?
+    var onDownscale: (@Sendable (String, String, String) -> Void)?
+    /// Made at the first frame larger than the texture limit.
+    private var downscaler: RGBAConverter?
+    private var reportedDownscale = false
 
     init(decoder: VideoDecoder, onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil,
          onConversion: (@Sendable (String, String, String) -> Void)? = nil, colorConversion: ColorConversionSwitch? = nil) {
@@ -95,6 +109,21 @@ final class DecoderReader: FrameReader {
             let converter = rgba ?? RGBAConverter()
             rgba = converter
             frame = try converter.convert(decoded)  // the decoded frame is freed here, its buffers reused
+        }
+        // A frame the output cannot hold as a texture is scaled down to fit (the first frame
+        // waits briefly for the output to say its limit, as for the conversion).
+        if let decoded = frame, let textureLimit,
+           let limit = first ? textureLimit.waitForValue(timeout: 0.5) : textureLimit.maxSide,
+           decoded.width > limit || decoded.height > limit {
+            let inMemory = decoded.drmPrime == nil ? decoded : try decoded.copiedToMemory()
+            let scaler = downscaler ?? RGBAConverter()
+            downscaler = scaler
+            let fitted = try scaler.convert(inMemory, fitting: limit)
+            if !reportedDownscale {
+                reportedDownscale = true
+                onDownscale?(decoder.uri, "\(decoded.width)x\(decoded.height)", "\(fitted.width)x\(fitted.height)")
+            }
+            frame = fitted
         }
         if first, let frame {
             first = false

@@ -50,6 +50,40 @@ public final class ColorConversionSwitch: Sendable {
     }
 }
 
+/// The largest picture side the output can hold as one texture (`GL_MAX_TEXTURE_SIZE`): set by the
+/// output when it starts, as `ColorConversionSwitch` is; decode threads downscale larger frames to
+/// fit (keeping their aspect) before they reach the layer.
+public final class TextureSizeLimit: Sendable {
+    /// 0: not known yet.
+    private let side = Atomic<Int>(0)
+
+    public init(_ maxSide: Int? = nil) { side.store(max(0, maxSide ?? 0), ordering: .relaxed) }
+
+    public func set(_ maxSide: Int) { side.store(max(0, maxSide), ordering: .relaxed) }
+
+    /// The limit, nil while unknown.
+    public var maxSide: Int? {
+        let value = side.load(ordering: .relaxed)
+        return value > 0 ? value : nil
+    }
+
+    /// The limit once known, waiting up to `timeout` seconds for it.
+    public func waitForValue(timeout: Double) -> Int? {
+        let deadline = ContinuousClock.now + .milliseconds(Int(max(0, min(timeout, 60)) * 1000))
+        while maxSide == nil && ContinuousClock.now < deadline { usleep(500) }
+        return maxSide
+    }
+
+    /// `width` x `height` scaled down (same factor both ways, rounded, at least 1) so that no side
+    /// exceeds `maxSide`; unchanged when it fits.
+    public static func fit(width: Int, height: Int, maxSide: Int) -> (width: Int, height: Int) {
+        guard maxSide > 0, width > maxSide || height > maxSide else { return (width, height) }
+        let scale = Double(maxSide) / Double(max(width, height))
+        return (min(maxSide, max(1, Int((Double(width) * scale).rounded()))),
+                min(maxSide, max(1, Int((Double(height) * scale).rounded()))))
+    }
+}
+
 /// Converts Y'CbCr frames to RGBA (8 bits, full range, alpha opaque) with swscale, with each
 /// frame's own matrix (BT.601/709/2020) and range, into buffers from a pool that is reused from
 /// frame to frame (a buffer goes back to the pool when its frame is freed).
@@ -79,6 +113,7 @@ public final class RGBAConverter {
 
     private struct Setup: Equatable {
         var width: Int32, height: Int32
+        var outWidth: Int32, outHeight: Int32
         var format: PixelFormat
         var matrix: ColorMatrix
         var range: ColorRange
@@ -98,23 +133,32 @@ public final class RGBAConverter {
     }
 
     /// `frame` as RGBA, with its timing, rotation and pixel aspect; `frame` is not changed. An
-    /// RGBA frame is returned as it is.
-    public func convert(_ frame: VideoFrame) throws -> VideoFrame {
-        guard frame.pixelFormat.isYCbCr else { return frame }
+    /// RGBA frame is returned as it is, unless it is larger than `maxSide`.
+    /// - Parameter maxSide: a frame with a side larger than this is scaled down to fit, keeping
+    ///   its aspect (`TextureSizeLimit.fit`); nil: the size is kept.
+    public func convert(_ frame: VideoFrame, fitting maxSide: Int? = nil) throws -> VideoFrame {
+        let fitted = maxSide.map { TextureSizeLimit.fit(width: frame.width, height: frame.height, maxSide: $0) }
+            ?? (frame.width, frame.height)
+        let resized = fitted != (frame.width, frame.height)
+        guard frame.pixelFormat.isYCbCr || (frame.pixelFormat == .rgba && resized) else { return frame }
         let name = "\(frame.pixelFormat.rawValue) \(frame.width)x\(frame.height) frame"
-        let w = Int32(frame.width), h = Int32(frame.height)
-        let wanted = Setup(width: w, height: h, format: frame.pixelFormat, matrix: frame.colorMatrix, range: frame.colorRange)
+        guard let w = Int32(exactly: frame.width), let h = Int32(exactly: frame.height),
+              let ow = Int32(exactly: fitted.0), let oh = Int32(exactly: fitted.1) else {
+            throw MediaError(uri: name, call: "sws_getCachedContext", reason: "size out of range")
+        }
+        let wanted = Setup(width: w, height: h, outWidth: ow, outHeight: oh, format: frame.pixelFormat,
+                           matrix: frame.colorMatrix, range: frame.colorRange)
         if setup != wanted {
             setup = nil
             let settings = Self.settings(for: frame.pixelFormat)
-            scaler = sws_getCachedContext(scaler, w, h, frame.pixelFormat.avPixelFormat, w, h, AV_PIX_FMT_RGBA,
-                                          settings.flags, nil, nil, nil)
+            scaler = sws_getCachedContext(scaler, w, h, frame.pixelFormat.avPixelFormat, ow, oh, AV_PIX_FMT_RGBA,
+                                          resized ? Int32(SWS_AREA) : settings.flags, nil, nil, nil)
             guard let scaler else {
                 throw MediaError(uri: name, call: "sws_getCachedContext", reason: "cannot convert \(frame.pixelFormat.rawValue) to rgba")
             }
             let table = sws_getCoefficients(frame.colorMatrix.swsColorspace)
-            let r = sws_setColorspaceDetails(scaler, table, frame.colorRange == .full ? 1 : 0, table, 1,
-                                             settings.brightness, 1 << 16, 1 << 16)
+            let r = !frame.pixelFormat.isYCbCr ? 0 : sws_setColorspaceDetails(scaler, table, frame.colorRange == .full ? 1 : 0, table, 1,
+                                                                               settings.brightness, 1 << 16, 1 << 16)
             guard r >= 0 else {
                 throw MediaError(uri: name, call: "sws_setColorspaceDetails", code: r,
                                  reason: "swscale cannot convert \(frame.colorMatrix.rawValue) \(frame.colorRange.rawValue) to RGB")
@@ -123,8 +167,8 @@ public final class RGBAConverter {
         }
 
         // Rows padded to 64 bytes (whole RGBA texels), and 64 bytes of slack for SIMD stores.
-        let stride = (frame.width * 4 + 63) & ~63
-        let size = stride * frame.height + 64
+        let stride = (Int(ow) * 4 + 63) & ~63
+        let size = stride * Int(oh) + 64
         if pool == nil || poolBufferSize != size {
             av_buffer_pool_uninit(&pool)
             pool = av_buffer_pool_init(size, nil)
@@ -139,14 +183,14 @@ public final class RGBAConverter {
         out.pointee.buf.0 = buffer  // the frame owns the buffer now; av_frame_free gives it back to the pool
         out.pointee.data.0 = buffer.pointee.data
         out.pointee.linesize.0 = Int32(stride)
-        out.pointee.width = w
-        out.pointee.height = h
+        out.pointee.width = ow
+        out.pointee.height = oh
         out.pointee.format = AV_PIX_FMT_RGBA.rawValue
 
         let r = try frame.withAVFrame { swsScale(scaler, $0, into: out) }
-        guard r == h else {
+        guard r == oh else {
             av_frame_free(&owned)
-            throw MediaError(uri: name, call: "sws_scale", code: r, reason: r < 0 ? ffmpegErrorString(r) : "converted \(r) of \(h) rows")
+            throw MediaError(uri: name, call: "sws_scale", code: r, reason: r < 0 ? ffmpegErrorString(r) : "converted \(r) of \(oh) rows")
         }
         return VideoFrame(taking: out, format: .rgba, pts: frame.pts, duration: frame.duration,
                           colorMatrix: frame.colorMatrix, colorRange: frame.colorRange, chromaLocation: frame.chromaLocation,

@@ -72,6 +72,10 @@ public final class VideoDecoder {
     /// One frame at the nominal rate, in stream ticks (at least 1).
     private let nominalTicks: Int64
     private var consecutiveErrors = 0
+    /// The last failure counted (`countError`): what an item that ends without a frame failed of.
+    private var lastFailure: MediaError?
+    /// Whether the decoder was positioned (`seek`): a seek past the end may rightly give no frame.
+    private var sought = false
     /// How hardware frames reach the display, chosen once when the decoder opens (`chooseInterop`);
     /// `.dmabuf` turns into `.copy` for the rest of the item when the display fails to import one.
     private var interop: FrameInterop = .none
@@ -390,12 +394,12 @@ public final class VideoDecoder {
             }
             var frame: UnsafeMutablePointer<AVFrame>? = allocated
             av_frame_free(&frame)
-            if r == averrorEOF { return nil }
+            if r == averrorEOF { return try endOfStream() }
             guard r == averrorEAGAIN else {
                 try countError(call: "avcodec_receive_frame", code: r)
                 continue
             }
-            if draining { return nil }
+            if draining { return try endOfStream() }
             // The decoder wants input: feed it the next packet of our stream.
             let readResult = av_read_frame(format, packet)
             if readResult == averrorEOF {
@@ -418,6 +422,14 @@ public final class VideoDecoder {
         }
     }
 
+    /// The end of the stream: nil, unless not one frame was decoded from the start of the file;
+    /// then the item fails with the last decoding error (FFmpeg's reason: a truncated file, a
+    /// picture size the decoder refuses), or says the stream has no frame.
+    private func endOfStream() throws -> UnsafeMutablePointer<AVFrame>? {
+        guard delivered == 0, !sought else { return nil }
+        throw lastFailure ?? MediaError(uri: uri, call: "avcodec_receive_frame", reason: "the video stream has no decodable frame")
+    }
+
     /// Positions the stream so that the next frame is the last keyframe at or before `time`
     /// (relative to the stream's start); the frames after it follow in order.
     public func seek(to time: MediaTime) throws {
@@ -435,6 +447,7 @@ public final class VideoDecoder {
         guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
         avcodec_flush_buffers(session.context)
         av_frame_free(&pending)
+        sought = true
         draining = false
         nextPTS = nil
         segmentOffset = 0  // a seek's target is a time of the file: its own timestamps again
@@ -449,6 +462,7 @@ public final class VideoDecoder {
     /// after 16 failures in a row.
     private func countError(call: String, code: Int32) throws {
         consecutiveErrors += 1
+        lastFailure = MediaError(uri: uri, call: call, averror: code)
         let fallible = !switched && (session.path != .software || injectFailuresAfterFrames != nil)
         if fallible && (delivered == 0 || consecutiveErrors >= 3) {
             try switchToSoftware(reason: "\(call) failed: \(ffmpegErrorString(code))")

@@ -285,7 +285,12 @@ public final class VideoFrame: PresentableFrame, @unchecked Sendable {
     }
 
     /// Width of the picture as shown (before rotation): `width` scaled by the pixel aspect.
-    public var displayWidth: Int { pixelAspect == 1 ? width : max(1, Int((Double(width) * pixelAspect).rounded())) }
+    public var displayWidth: Int {
+        guard pixelAspect != 1 else { return width }
+        let scaled = (Double(width) * pixelAspect).rounded()
+        // A non-finite or absurd aspect (frames made outside the decoder) keeps the stored width.
+        return scaled.isFinite && scaled >= 1 && scaled <= 1e9 ? Int(scaled) : max(1, width)
+    }
 
     /// Calls `body` with the frame's planes (Y, then Cb and Cr, or one interleaved CbCr plane; the
     /// one RGBA plane). The pointers are valid only inside `body`. Allocates nothing.

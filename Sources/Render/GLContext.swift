@@ -16,6 +16,9 @@ public final class GLContext {
     public let glExtensions: Set<String>
     /// `GL_RENDERER`, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
     public let renderer: String
+    /// `GL_MAX_TEXTURE_SIZE`: the largest texture side (16384 on llvmpipe). Decoders scale larger
+    /// frames down to it (`TextureSizeLimit`); the layer refuses to upload any larger.
+    public let maxTextureSize: Int
     /// The native display (a GBM device) when there is one: released only after `eglTerminate`.
     private let nativeOwner: AnyObject?
 
@@ -83,6 +86,9 @@ public final class GLContext {
             throw error
         }
         renderer = String(cString: glGetString(GLenum(GL_RENDERER)))
+        var maxSide: GLint = 0
+        glGetIntegerv(GLenum(GL_MAX_TEXTURE_SIZE), &maxSide)
+        maxTextureSize = maxSide > 0 ? Int(maxSide) : 2048  // 2048: the least GLES 3 promises
         glExtensions = Set(String(cString: glGetString(GLenum(GL_EXTENSIONS))).split(separator: " ").map(String.init))
     }
 

@@ -48,6 +48,14 @@ public final class PlayerLayer {
     /// DMA-BUF frames that could be neither imported nor copied to memory: the background was
     /// drawn in their place (their decoder was told, and copies the frames after them).
     public private(set) var framesNotDrawn = 0
+    /// Of `framesNotDrawn`, those larger than `GL_MAX_TEXTURE_SIZE`.
+    public private(set) var framesTooLarge = 0
+    /// `GL_MAX_TEXTURE_SIZE` of the context the layer draws with (asked at the first draw).
+    private lazy var maxTextureSize: Int = {
+        var side: GLint = 0
+        glGetIntegerv(GLenum(GL_MAX_TEXTURE_SIZE), &side)
+        return side > 0 ? Int(side) : 2048
+    }()
     /// The EGL images of the DMA-BUF frames drawn by the last draw call, each with the frame it
     /// shows (kept alive with it): reused when the same frame is drawn again, released (the image
     /// destroyed, on this thread) when the next draw call no longer draws it. The one owner.
@@ -184,6 +192,15 @@ public final class PlayerLayer {
             try drawExternal(texture, contentWidth: frame.displayWidth, contentHeight: frame.height,
                              contentRotation: frame.rotation, bounds: bounds, targetHeight: targetHeight,
                              gravity: gravity, piece: piece)
+            return
+        }
+        // A frame larger than a texture can be (the decode thread scales such frames down when it
+        // knows the output's limit): the background for this frame, never an error that would
+        // end the presentation loop.
+        if frame.width > maxTextureSize || frame.height > maxTextureSize {
+            framesNotDrawn += 1
+            framesTooLarge += 1
+            videoRect = nil
             return
         }
         let format = frame.pixelFormat

@@ -131,6 +131,27 @@ import TestSupport
         #expect(result.frames.filter { $0["item"] as? Int == 0 }.count == 100)
     }
 
+    /// A file a third written (a copy in progress: its index not there yet) when a folder
+    /// playlist starts, completed after the first pass, plays on a later pass.
+    @Test func aFileCompletedAfterTheFirstPassPlaysOnALaterPass() throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let whole = try Data(contentsOf: URL(fileURLWithPath: clip))
+        let dir = try folder("partial")
+        try FileManager.default.copyItem(atPath: clip, toPath: dir + "/a.mp4")
+        let partial = dir + "/f.mp4"
+        try whole.prefix(whole.count / 3).write(to: URL(fileURLWithPath: partial))
+        let copied = Copied()
+        let lines = Lines { line in
+            guard line.hasPrefix("level=error"), line.contains(partial), copied.claim() else { return }
+            try? whole.write(to: URL(fileURLWithPath: partial + ".part"))
+            rename(partial + ".part", partial)
+        }
+        let config = try KioskConfig.parse(#"{"playlist": {"directory": "\#(dir)"}}"#, baseDirectory: "/")
+        let result = try run(config, seconds: 8, lines: lines)
+        #expect(copied.done)
+        #expect(result.frames.filter { $0["item"] as? Int == 1 }.count >= 30)
+    }
+
     final class Copied: @unchecked Sendable {
         private let lock = NSLock()
         private var claimed = false

@@ -129,3 +129,80 @@ import TestSupport
         #expect(error.reason == "is a directory")
     }
 }
+
+/// Frames larger than the output's largest texture are scaled down on the decode thread.
+@Suite struct TextureLimitTests {
+    @Test func aFrameWiderThanTheLimitIsScaledDownKeepingItsAspect() throws {
+        let wide = try TestMedia.make("wide-16400x16.png", [
+            "-f", "lavfi", "-i", "color=c=blue:size=16400x16", "-frames:v", "1", "-c:v", "png", "-f", "image2pipe",
+        ])
+        var backend = FFmpegBackend(threads: 1)
+        backend.textureLimit = TextureSizeLimit(16384)
+        let reader = try backend.openReader(URL(fileURLWithPath: wide))
+        let frame = try #require(try reader.nextFrame() as? VideoFrame)
+        #expect(frame.width == 16384 && frame.height == 16)
+        // Without a limit the frame keeps its size.
+        let plain = try FFmpegBackend(threads: 1).openReader(URL(fileURLWithPath: wide))
+        let whole = try #require(try plain.nextFrame() as? VideoFrame)
+        #expect(whole.width == 16400 && whole.height == 16)
+    }
+
+    @Test func fittingKeepsTheAspectAndNeverGoesBelowOnePixel() {
+        #expect(TextureSizeLimit.fit(width: 16400, height: 16, maxSide: 16384) == (16384, 16))
+        #expect(TextureSizeLimit.fit(width: 20000, height: 30000, maxSide: 16384) == (10923, 16384))
+        #expect(TextureSizeLimit.fit(width: 100_000, height: 1, maxSide: 16384) == (16384, 1))
+        #expect(TextureSizeLimit.fit(width: 640, height: 360, maxSide: 16384) == (640, 360))
+    }
+}
+
+/// Files that open but give no frame fail their item with FFmpeg's reason (before: the item
+/// ended as if played, without a word).
+@Suite struct NoFrameTests {
+    @Test func aTruncatedFileFailsWithTheDecodersReason() throws {
+        let whole = try TestMedia.make("faststart-96x54-60f.mp4", [
+            "-f", "lavfi", "-i", "testsrc2=size=96x54:rate=30", "-frames:v", "60", "-g", "10", "-c:v", "libx264",
+            "-pix_fmt", "yuv420p", "-movflags", "+faststart", "-f", "mp4",
+        ])
+        let data = try Data(contentsOf: URL(fileURLWithPath: whole))
+        let cut = TestMedia.folder + "/cut-\(UUID().uuidString).mp4"
+        try data.prefix(data.count / 10).write(to: URL(fileURLWithPath: cut))
+        let decoder = try VideoDecoder(path: cut, threads: 1)
+        let error = try #require(throws: MediaError.self) { while try decoder.nextFrame() != nil {} }
+        #expect(error.uri == cut)
+        #expect(!error.reason.isEmpty)
+    }
+
+    /// A PNG whose header claims 65535x65535 fails at the probe, naming the size.
+    @Test func aPictureSizeOutOfRangeFailsTheProbe() throws {
+        func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
+            let typed = Array(type.utf8) + body
+            var crc: UInt32 = 0xffff_ffff
+            for byte in typed {
+                crc ^= UInt32(byte)
+                for _ in 0..<8 { crc = crc & 1 != 0 ? (crc >> 1) ^ 0xedb8_8320 : crc >> 1 }
+            }
+            crc ^= 0xffff_ffff
+            let be = { (v: UInt32) in [UInt8(v >> 24), UInt8(v >> 16 & 0xff), UInt8(v >> 8 & 0xff), UInt8(v & 0xff)] }
+            return be(UInt32(body.count)) + typed + be(crc)
+        }
+        let header: [UInt8] = [0, 0, 0xff, 0xff, 0, 0, 0xff, 0xff, 8, 2, 0, 0, 0]
+        let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a] + chunk("IHDR", header)
+            + chunk("IDAT", [0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]) + chunk("IEND", [])
+        let path = TestMedia.folder + "/huge-header-\(UUID().uuidString).png"
+        try Data(png).write(to: URL(fileURLWithPath: path))
+        let error = try #require(throws: MediaError.self) { try VideoDecoder.describe(path: path) }
+        #expect(error.description.contains(path), "\(error)")
+    }
+}
+
+/// Device nodes named as items fail within the open limit, with a reason.
+@Suite struct DeviceNodeTests {
+    @Test(arguments: ["/dev/null", "/dev/zero", "/dev/urandom"]) func aDeviceNodeFailsWithinTheOpenLimit(device: String) throws {
+        guard FileManager.default.isReadableFile(atPath: device) else { return }
+        let started = Date()
+        let error = try #require(throws: MediaError.self) { try VideoDecoder.describe(path: device) }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(error.uri == device)
+        #expect(elapsed < MediaIOLimits.standard.open + 1, "\(device) failed after \(elapsed) s: \(error)")
+    }
+}
