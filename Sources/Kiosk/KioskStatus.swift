@@ -104,9 +104,13 @@ public final class KioskStatus: @unchecked Sendable {
     }
 
     /// No new picture for longer than this, or twice the last picture's duration when that is
-    /// longer, while new pictures are due: `stalled`. (A still image lasts its `duration`: shown
+    /// longer, while new pictures are due: `stalled` (before an output's first picture:
+    /// `firstPictureLimit`). (A still image lasts its `duration`: shown
     /// for that long it is not stalled.)
     public static let stallMargin = 2.0
+    /// The first picture of an output may take this long (opening the first file, the first decode,
+    /// compiling the renderer's shaders: seconds on a slow software renderer) before it is a stall.
+    public static let firstPictureLimit = 30.0
     /// An output's presentation thread that has not gone round its loop for this long is hung,
     /// whatever it shows.
     public static let hangLimit = 5.0
@@ -155,7 +159,7 @@ public final class KioskStatus: @unchecked Sendable {
             }
             guard output.connected, output.idle == nil else { continue }
             let since = max(output.lastPicture ?? output.dueSince ?? beat, output.dueSince ?? beat)
-            let limit = max(Self.stallMargin, 2 * output.pictureDuration)
+            let limit = output.lastPicture == nil ? Self.firstPictureLimit : max(Self.stallMargin, 2 * output.pictureDuration)
             let still = (now - since).seconds
             if still > limit {
                 stalls.append("output \(output.name): stalled: no new picture for \(still.formatted(decimals: 1)) s "
@@ -222,6 +226,9 @@ public final class KioskStatus: @unchecked Sendable {
         }
         if let idle = s.outputs.first(where: { $0.idle != nil })?.idle {
             return (idle == "paused" ? "paused by command" : idle) + suffix
+        }
+        if let first = s.outputs.first(where: { $0.lastBeat != nil && $0.lastPicture == nil }) {
+            return "starting: waiting for the first picture on \(first.name)" + suffix
         }
         guard let index = s.position else { return "presenting" + suffix }
         let name = s.currentPath.map { ($0 as NSString).lastPathComponent } ?? "?"

@@ -99,6 +99,19 @@ import TestSupport
         #expect(verdict.reasons.first == "output headless-0: stalled: the presentation thread has not run for 5.5 s")
     }
 
+    @Test func theFirstPictureMayTakeLongerThanTheNext() {
+        let status = presenting(lasts: 0)
+        status.update { $0.outputs[0].lastPicture = nil }
+        beat(status, at: 10)
+        let waiting = status.supervision(now: at(10))
+        #expect(waiting.progressing && waiting.status == "ok", "\(waiting)")
+        #expect(waiting.summary == "starting: waiting for the first picture on headless-0")
+        beat(status, at: 31)
+        let stalled = status.supervision(now: at(31))
+        #expect(!stalled.progressing && stalled.status == "stalled", "\(stalled)")
+        #expect(stalled.reasons.first?.contains("no new picture for 31.0 s") == true, "\(stalled.reasons)")
+    }
+
     @Test func startingUpIsRightlyWaitingForAWhile() {
         let status = KioskStatus()
         status.update { $0.started = t0 }
@@ -311,6 +324,7 @@ final class BlockingBackend: MediaBackend, @unchecked Sendable {
             $0.outputs = [.init(name: "headless-0", mode: "320x180@30")]
             $0.outputs[0].lastBeat = t0
             $0.outputs[0].dueSince = t0
+            $0.outputs[0].lastPicture = t0
         }
         let socket = try NotifySocket()
         let notifier = ServiceNotifier(environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "400000"])
