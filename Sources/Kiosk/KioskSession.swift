@@ -37,10 +37,6 @@ public final class KioskSession: @unchecked Sendable {
     public let player: QueuePlayer
     /// Sends control-socket events (`start-file`, `end-file`); set before `run`.
     public var onEvent: (@Sendable (JSONValue) -> Void)?
-    /// Told of every change of the playing item, for systemd's STATUS=.
-    public var onItemChange: (@Sendable (String) -> Void)?
-    /// Told once, when the first frame is on screen (systemd's READY=1).
-    public var onFirstFrame: (@Sendable () -> Void)?
     /// Wall sync's check of each new frame (presentation thread).
     private var clockSyncCheck: ((Int64, Player.Picture) -> Void)?
 
@@ -76,6 +72,9 @@ public final class KioskSession: @unchecked Sendable {
     /// The sessions presenting this node's other wall outputs, and the further regions of a
     /// mosaic output; guarded by `lock`.
     private var followers: [KioskSession] = []
+    /// A probe, open or read of a file that takes longer than this (seconds) degrades health as
+    /// slow storage.
+    public static let slowStorageLimit = 2.0
     /// Where decoders find the output's DMA-BUF import (`enableZeroCopy`); decoders that open
     /// before the output exists wait for it a little.
     public let interopSlot: InteropTargetSlot
@@ -94,9 +93,19 @@ public final class KioskSession: @unchecked Sendable {
                   overrides: overrides, outputStatus: nil, outputSlot: 0)
     }
 
+    /// A session whose media backend is `wrapBackend` of the FFmpeg one (tests: a decoder that
+    /// blocks, a slow disk), with `slowStorageLimit` for what counts as a slow probe, open or read.
+    convenience init(config: KioskConfig, logger: Logger, slowStorageLimit: Double,
+                     wrapBackend: @escaping (any MediaBackend) -> any MediaBackend) {
+        self.init(config: config, configPath: nil, logger: logger, node: defaultWallNodeName(), overrides: { _ in },
+                  outputStatus: nil, outputSlot: 0, slowStorageLimit: slowStorageLimit, wrapBackend: wrapBackend)
+    }
+
     private init(config: KioskConfig, configPath: String?, logger: Logger, node: String,
                  overrides: @escaping @Sendable (inout KioskConfig) -> Void, outputStatus: KioskStatus?, outputSlot: Int,
-                 regionRank: Int = 0, sameOutputAs leader: KioskSession? = nil) {
+                 regionRank: Int = 0, sameOutputAs leader: KioskSession? = nil,
+                 slowStorageLimit: Double = KioskSession.slowStorageLimit,
+                 wrapBackend: ((any MediaBackend) -> any MediaBackend)? = nil) {
         // The sessions of one output's regions draw through one layer: they share its choices.
         interopSlot = leader?.interopSlot ?? InteropTargetSlot()
         colorConversion = leader?.colorConversion ?? .undecided()
@@ -135,8 +144,10 @@ public final class KioskSession: @unchecked Sendable {
             logger.info("pixel format converted with swscale once per frame", ["uri": uri, "from": from, "to": to])
             status.update { $0.conversions[uri] = "\(from) -> \(to)" }
         }
-        backend = ReportingBackend(inner: ffmpeg, onFailure: { [weak self] url, error in
+        backend = ReportingBackend(inner: wrapBackend?(ffmpeg) ?? ffmpeg, slowLimit: slowStorageLimit, onFailure: { [weak self] url, error in
             self?.logFailure(uri: url.path, reason: "\(error)")
+        }, onSlow: { [weak self] url, operation, seconds in
+            self?.slowStorage(uri: url.path, operation: operation, seconds: seconds, limit: slowStorageLimit)
         }, onOpen: { [weak self] in
             self?.decoderOpens.add(1, ordering: .relaxed)
         })
@@ -294,6 +305,29 @@ public final class KioskSession: @unchecked Sendable {
         logger.error("cannot play item; skipped", ["item": items.joined(separator: ","), "uri": uri, "error": reason])
     }
 
+    /// A probe, open or read over `slowStorageLimit`: health is degraded for a while (the output's
+    /// status, so that every output of a node counts), and the first one of a file in that while is logged.
+    private func slowStorage(uri: String, operation: String, seconds: Double, limit: Double) {
+        let now = ContinuousClock.now
+        var first = false
+        outputStatus.update { s in
+            if var slow = s.slowStorage[uri], (now - slow.last).seconds < KioskStatus.slowStorageWindow {
+                slow.count += 1
+                if seconds > slow.seconds { (slow.seconds, slow.operation) = (seconds, operation) }
+                slow.last = now
+                s.slowStorage[uri] = slow
+            } else {
+                first = true
+                s.slowStorage[uri] = .init(operation: operation, seconds: seconds, limit: limit, count: 1, last: now)
+            }
+        }
+        if first {
+            logger.warning("slow storage: a file took long to read", ["uri": uri, "operation": operation,
+                                                                        "seconds": seconds.formatted(decimals: 2),
+                                                                        "limit": limit.formatted(decimals: 1)])
+        }
+    }
+
     private func playerChange(_ change: Player.Change) {
         guard case .currentItem(let item) = change else { return }
         let loop = lock.withLock { looper }?.loopCount ?? 0
@@ -310,9 +344,8 @@ public final class KioskSession: @unchecked Sendable {
             s.loopPass = loop
             if let index, index < s.items.count, s.items[index].state != .failed { s.items[index].state = .playing }
         }
-        if let index, let item {
+        if let index {
             onEvent?(["event": "start-file", "playlist_entry_id": .number(Double(index))])
-            onItemChange?("playing item \(index): \(item.asset.url.lastPathComponent)")
         }
     }
 
@@ -539,7 +572,14 @@ public final class KioskSession: @unchecked Sendable {
         let context = PresentationContext(name: output.name, width: output.bounds.width, height: output.bounds.height,
                                           screenshots: output as? ScreenshotSource, clock: output.clock)
         lock.withLock { outputName = output.name }
-        updateOutput { $0 = .init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)") }
+        let presentingSince = ContinuousClock.now
+        updateOutput {
+            $0 = .init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)")
+            $0.lastBeat = presentingSince
+            $0.dueSince = presentingSince
+        }
+        // Supervision: the players this output shows, idle only when all of them are.
+        let shownPlayers = [player] + regions.map(\.player)
         var lastItem: ObjectIdentifier?
         presenter.willPresent = { [unowned self] lane, item in
             // The item's own gravity, else the display's: looked up when the item changes (a
@@ -553,14 +593,21 @@ public final class KioskSession: @unchecked Sendable {
         }
         var shownCount = 0
         presenter.didPresent = { [self] lane, shown, picture in
+            // A new picture: what tells supervision that presentation progresses.
+            let now = ContinuousClock.now, lasts = picture.frame?.duration.seconds ?? 0
+            updateOutput { o in
+                o.lastPicture = now
+                o.pictureDuration = lasts.isFinite ? max(0, lasts) : 0
+            }
             guard lane == 0 else { return regions[lane - 1].clockSyncCheck?(shown, picture) ?? () }
             shownCount += 1
-            if shownCount == 1 { onFirstFrame?() }
             clockSyncCheck?(shown, picture)
         }
         var reportedNotDrawn = 0
         presenter.onVsync = { [presentationTasks, status, self] n in
             presentationTasks.drain(context)
+            beat(idle: shownPlayers.allSatisfy { $0.rate == 0 } ? "paused"
+                     : shownPlayers.allSatisfy { $0.currentItem == nil } ? "nothing to play" : nil)
             if n % 30 == 0 {
                 // What the display measures (page-flip times) where it can; the mode's rate elsewhere.
                 let flips = output.clock as? PageFlipClock
@@ -624,6 +671,18 @@ public final class KioskSession: @unchecked Sendable {
         }
     }
 
+    /// Tells supervision that this output's presentation thread runs: once a vsync while it
+    /// presents (`idle`: why no new picture is due now), every check while it waits for a display.
+    /// When an idle time or a display wait ends, new pictures are due from then on.
+    func beat(idle: String?, waitingForDisplay: Bool = false) {
+        let now = ContinuousClock.now
+        updateOutput { o in
+            if idle != nil || o.idle != nil || waitingForDisplay || !o.connected { o.dueSince = now }
+            o.idle = idle
+            o.lastBeat = now
+        }
+    }
+
     /// Changes this session's entry in `outputStatus.outputs` (made when missing).
     func updateOutput(_ change: (inout KioskStatus.Output) -> Void) {
         guard regionRank == 0 else { return }  // a mosaic's further regions: the output is reported once
@@ -642,6 +701,8 @@ public final class KioskSession: @unchecked Sendable {
         playable.playlist = []
         var indices: [Int] = [], durations: [MediaTime] = [], starts: [MediaTime] = []
         for (index, item) in config.playlist.enumerated() {
+            // Probing a long playlist takes a while: the presentation thread is alive meanwhile.
+            if index > 0 { beat(idle: "probing the playlist for the wall's timeline") }
             let url = URL(fileURLWithPath: item.path)
             guard let length = try? backend.probe(url).duration, length.isNumeric, (try? backend.checkFirstFrame(url)) != nil else { continue }
             let start = MediaTime(seconds: item.start ?? 0, preferredTimescale: 90_000)
@@ -756,27 +817,67 @@ final class PresentationTasks: @unchecked Sendable {
     }
 }
 
-/// A media backend that reports every failure to probe or open a file as soon as it happens.
+/// A media backend that reports every failure to probe or open a file as soon as it happens, and
+/// every probe, open or read that takes longer than `slowLimit` seconds (slow storage).
 struct ReportingBackend: MediaBackend {
     let inner: any MediaBackend
+    let slowLimit: Double
     let onFailure: @Sendable (URL, any Error) -> Void
+    let onSlow: @Sendable (URL, String, Double) -> Void
     /// Told of every reader (decoder) opened.
     var onOpen: @Sendable () -> Void = {}
 
-    func probe(_ url: URL) throws -> AssetDescription { try reporting(url) { try inner.probe(url) } }
+    func probe(_ url: URL) throws -> AssetDescription { try reporting(url, "probe") { try inner.probe(url) } }
 
     func openReader(_ url: URL) throws -> any FrameReader {
         onOpen()
-        return try reporting(url) { try inner.openReader(url) }
+        return TimedReader(inner: try reporting(url, "open") { try inner.openReader(url) }, url: url, slowLimit: slowLimit, onSlow: onSlow)
     }
 
-    func checkFirstFrame(_ url: URL) throws { try reporting(url) { try inner.checkFirstFrame(url) } }
+    func checkFirstFrame(_ url: URL) throws { try reporting(url, "first frame") { try inner.checkFirstFrame(url) } }
 
-    private func reporting<T>(_ url: URL, _ body: () throws -> T) throws -> T {
+    private func reporting<T>(_ url: URL, _ operation: String, _ body: () throws -> T) throws -> T {
+        let start = ContinuousClock.now
+        defer {
+            let took = (ContinuousClock.now - start).seconds
+            if took > slowLimit { onSlow(url, operation, took) }
+        }
         do { return try body() } catch {
             onFailure(url, error)
             throw error
         }
+    }
+}
+
+/// A reader that reports a read or seek taking longer than `slowLimit` seconds.
+final class TimedReader: FrameReader {
+    let inner: any FrameReader
+    let url: URL
+    let slowLimit: Double
+    let onSlow: @Sendable (URL, String, Double) -> Void
+
+    init(inner: any FrameReader, url: URL, slowLimit: Double, onSlow: @escaping @Sendable (URL, String, Double) -> Void) {
+        self.inner = inner
+        self.url = url
+        self.slowLimit = slowLimit
+        self.onSlow = onSlow
+    }
+
+    func nextFrame() throws -> (any PresentableFrame)? {
+        let start = ContinuousClock.now
+        defer { timed("read", since: start) }
+        return try inner.nextFrame()
+    }
+
+    func seek(to time: MediaTime) throws {
+        let start = ContinuousClock.now
+        defer { timed("seek", since: start) }
+        try inner.seek(to: time)
+    }
+
+    private func timed(_ operation: String, since start: ContinuousClock.Instant) {
+        let took = (ContinuousClock.now - start).seconds
+        if took > slowLimit { onSlow(url, operation, took) }
     }
 }
 

@@ -31,6 +31,32 @@ public final class KioskStatus: @unchecked Sendable {
         public var syncRestarts = 0
         /// Hardware frames shown as background because they could be neither imported nor copied.
         public var framesNotDrawn = 0
+        /// Supervision (`KioskStatus.supervision`): when the output's presentation thread last went
+        /// round its loop (each vsync, or each check while it waits for a display); nil before it
+        /// presents.
+        public var lastBeat: ContinuousClock.Instant?
+        /// When the output last showed a new picture, and how long that picture lasts (seconds).
+        public var lastPicture: ContinuousClock.Instant?
+        public var pictureDuration: Double = 0
+        /// Why the output rightly shows no new picture now (`paused`, `nothing to play`); nil while
+        /// new pictures are due (a display that is not connected is `connected` false).
+        public var idle: String?
+        /// Since when new pictures are due: the start of presentation, or the end of the last idle
+        /// time or display wait.
+        public var dueSince: ContinuousClock.Instant?
+    }
+
+    /// A probe, open or read of a file that took longer than the session's limit.
+    public struct SlowRead: Sendable, Equatable {
+        /// `probe`, `open`, `read`, `seek` or `first frame`.
+        public var operation: String
+        /// The slowest one in the window, seconds.
+        public var seconds: Double
+        /// The limit it went over, seconds.
+        public var limit: Double
+        /// How many in the window.
+        public var count: Int
+        public var last: ContinuousClock.Instant
     }
 
     public struct Snapshot: Sendable {
@@ -60,7 +86,38 @@ public final class KioskStatus: @unchecked Sendable {
         public var clockQuality: ClockQuality?
         /// Files whose pixel format is converted with swscale: uri -> "from -> to".
         public var conversions: [String: String] = [:]
+        /// When the session was made: the start-up grace of supervision counts from here.
+        public var started = ContinuousClock.now
+        /// Slow storage: file -> its slow probes, opens and reads (`KioskStatus.slowStorageWindow`).
+        public var slowStorage: [String: SlowRead] = [:]
     }
+
+    /// What supervision concludes: health (`ok`, `degraded`, `stalled`, `failed`) with its reasons,
+    /// whether the systemd watchdog may be fed, and a line for systemd's `STATUS=`.
+    public struct Supervision: Sendable, Equatable {
+        public var status: String
+        public var reasons: [String]
+        /// True while presentation progresses (new pictures come when due) or rightly waits (for a
+        /// display, paused by command, nothing playable, starting up): the watchdog is fed only then.
+        public var progressing: Bool
+        public var summary: String
+    }
+
+    /// No new picture for longer than this, or twice the last picture's duration when that is
+    /// longer, while new pictures are due: `stalled` (before an output's first picture:
+    /// `firstPictureLimit`). (A still image lasts its `duration`: shown
+    /// for that long it is not stalled.)
+    public static let stallMargin = 2.0
+    /// The first picture of an output may take this long (opening the first file, the first decode,
+    /// compiling the renderer's shaders: seconds on a slow software renderer) before it is a stall.
+    public static let firstPictureLimit = 30.0
+    /// An output's presentation thread that has not gone round its loop for this long is hung,
+    /// whatever it shows.
+    public static let hangLimit = 5.0
+    /// How long after start an output may take to begin presenting (or waiting for a display).
+    public static let startupLimit = 60.0
+    /// A slow probe, open or read counts against health for this long (seconds).
+    public static let slowStorageWindow = 600.0
 
     private let lock = NSLock()
     private var state = Snapshot()
@@ -73,18 +130,62 @@ public final class KioskStatus: @unchecked Sendable {
         lock.withLock { change(&state) }
     }
 
-    /// `{"status":"ok|degraded|failed","reasons":[...]}`: failed when nothing can be played;
-    /// degraded when an item failed in the last loop, hardware decode asked for is not in use, frames
-    /// were dropped in the last minute, no display is connected, hardware frames could not be drawn,
-    /// a reload was refused, or (wall sync by the clock) the clock service says the clock is
-    /// unsynchronised or over a vsync off.
+    /// `{"status":"ok|degraded|stalled|failed","reasons":[...]}` (`supervision`'s verdict).
     public func health(now: ContinuousClock.Instant = .now) -> (status: String, reasons: [String]) {
+        let verdict = supervision(now: now)
+        return (verdict.status, verdict.reasons)
+    }
+
+    /// Judges the status at `now`: failed when nothing can be played; stalled when an output shows
+    /// no new picture while one is due (see `stallMargin`) or its presentation thread has not run
+    /// for `hangLimit`; degraded when an item failed in the last loop, hardware decode asked for is
+    /// not in use, frames were dropped in the last minute, a probe, open or read of a file was slow
+    /// (in the last `slowStorageWindow`), no display is connected, hardware frames could not be
+    /// drawn, a reload was refused, or (wall sync by the clock) the clock service says the clock is
+    /// unsynchronised or over a vsync off. Every reason is listed, worst first.
+    public func supervision(now: ContinuousClock.Instant = .now) -> Supervision {
         let s = snapshot
+        // Each stall's reason for health, and a steady line for STATUS= (no running count in it).
+        var stalls: [String] = [], stallLines: [String] = []
+        var hung = false
+        for output in s.outputs {
+            guard let beat = output.lastBeat else { continue }
+            let quiet = (now - beat).seconds
+            if quiet > Self.hangLimit {
+                stalls.append("output \(output.name): stalled: the presentation thread has not run for \(quiet.formatted(decimals: 1)) s")
+                stallLines.append("stalled: the presentation thread of \(output.name) does not run (see health)")
+                hung = true
+                continue
+            }
+            guard output.connected, output.idle == nil else { continue }
+            let since = max(output.lastPicture ?? output.dueSince ?? beat, output.dueSince ?? beat)
+            let limit = output.lastPicture == nil ? Self.firstPictureLimit : max(Self.stallMargin, 2 * output.pictureDuration)
+            let still = (now - since).seconds
+            if still > limit {
+                stalls.append("output \(output.name): stalled: no new picture for \(still.formatted(decimals: 1)) s "
+                              + "(the picture shown lasts \(output.pictureDuration.formatted(decimals: 3)) s; limit \(limit.formatted(decimals: 1)) s)")
+                stallLines.append("stalled: no new picture on \(output.name) for over \(limit.formatted(decimals: 1)) s (see health)")
+            }
+        }
+        let presenting = s.outputs.contains { $0.lastBeat != nil }
+        let sinceStart = (now - s.started).seconds
+        if !presenting && sinceStart > Self.startupLimit {
+            stalls.append("stalled: no output is presenting \(sinceStart.formatted(decimals: 0)) s after start")
+            stallLines.append("stalled: no output is presenting \(Self.startupLimit.formatted(decimals: 0)) s after start")
+            hung = true
+        }
+
         var reasons: [String] = []
         let failed = s.items.enumerated().filter { $0.element.state == .failed }
         if !s.items.isEmpty && failed.count == s.items.count {
-            return ("failed", ["nothing can be played: " + failed.map { "\($0.element.uri): \($0.element.error ?? "failed")" }.joined(separator: "; ")])
+            // Nothing to show: the background is the right picture, unless a thread hangs.
+            reasons.append("nothing can be played: " + failed.map { "\($0.element.uri): \($0.element.error ?? "failed")" }.joined(separator: "; "))
+            let hangs = stalls.filter { $0.contains("has not run") || $0.contains("no output is presenting") }
+            let hangLines = stallLines.filter { !$0.contains("no new picture") }
+            return Supervision(status: "failed", reasons: reasons + hangs, progressing: !hung,
+                               summary: hangLines.first ?? "nothing can be played (see health)")
         }
+        reasons += stalls
         for (index, item) in failed where (item.failedInLoop ?? -10) >= s.loopPass - 1 {
             reasons.append("item \(index) (\(item.uri)) failed: \(item.error ?? "unknown error")")
         }
@@ -93,6 +194,11 @@ public final class KioskStatus: @unchecked Sendable {
         }
         let drops = s.recentDrops.filter { now - $0 < .seconds(60) }.count
         if drops > 0 { reasons.append("\(drops) frames dropped in the last minute") }
+        for (uri, slow) in s.slowStorage.sorted(by: { $0.key < $1.key }) where (now - slow.last).seconds < Self.slowStorageWindow {
+            reasons.append("slow storage: \(uri): \(slow.count == 1 ? "a" : "\(slow.count)") \(slow.operation) over "
+                           + "\(slow.limit.formatted(decimals: 1)) s in the last \(Int(Self.slowStorageWindow / 60)) minutes "
+                           + "(the slowest \(slow.seconds.formatted(decimals: 1)) s)")
+        }
         for output in s.outputs where !output.connected { reasons.append("output \(output.name): no display connected") }
         for output in s.outputs where output.framesNotDrawn > 0 {
             reasons.append("output \(output.name): \(output.framesNotDrawn) hardware frames could be neither imported nor copied (shown as background)")
@@ -106,6 +212,27 @@ public final class KioskStatus: @unchecked Sendable {
                 reasons.append("wall sync: the system clock is \((offset * 1000).formatted(decimals: 1)) ms off its reference (\(clock.source)), more than a vsync")
             }
         }
-        return (reasons.isEmpty ? "ok" : "degraded", reasons)
+        let status = !stalls.isEmpty ? "stalled" : reasons.isEmpty ? "ok" : "degraded"
+        return Supervision(status: status, reasons: reasons, progressing: stalls.isEmpty,
+                           summary: stallLines.first ?? Self.summary(s, presenting: presenting, degraded: reasons.count))
+    }
+
+    /// What `STATUS=` says while nothing is stalled: what the player is doing or waiting for.
+    private static func summary(_ s: Snapshot, presenting: Bool, degraded: Int) -> String {
+        let suffix = degraded > 0 ? "; degraded (\(degraded) \(degraded == 1 ? "reason" : "reasons"), see health)" : ""
+        guard presenting else { return "starting: setting up the output" + suffix }
+        if let waiting = s.outputs.first(where: { $0.lastBeat != nil && !$0.connected }) {
+            return "waiting for a display on \(waiting.name)" + suffix
+        }
+        if let idle = s.outputs.first(where: { $0.idle != nil })?.idle {
+            return (idle == "paused" ? "paused by command" : idle) + suffix
+        }
+        if let first = s.outputs.first(where: { $0.lastBeat != nil && $0.lastPicture == nil }) {
+            return "starting: waiting for the first picture on \(first.name)" + suffix
+        }
+        guard let index = s.position else { return "presenting" + suffix }
+        let name = s.currentPath.map { ($0 as NSString).lastPathComponent } ?? "?"
+        let still = s.outputs.first.map { $0.pictureDuration >= 1 ? " (a still picture, \($0.pictureDuration.formatted(decimals: 1)) s)" : "" } ?? ""
+        return "playing item \(index + 1) of \(s.items.count): \(name)\(still)" + suffix
     }
 }

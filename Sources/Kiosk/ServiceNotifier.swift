@@ -1,4 +1,5 @@
 import Foundation
+import Playback
 
 /// systemd's service notification (`sd_notify`): datagrams like `READY=1` to `$NOTIFY_SOCKET`.
 /// Without `NOTIFY_SOCKET` (not started by systemd) every call does nothing.
@@ -37,25 +38,34 @@ public final class ServiceNotifier: @unchecked Sendable {
     public var isActive: Bool { fd >= 0 }
 
     /// Sends `state` (newline-separated `KEY=value` lines). Returns false when it could not be sent.
+    /// Never waits: when the receiver's queue is full the message is dropped (the next watchdog
+    /// ping or status comes soon), so a manager that does not read cannot stop the player.
     @discardableResult
     public func notify(_ state: String) -> Bool {
         guard fd >= 0 else { return false }
         let bytes = Array(state.utf8)
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddrPointer in
-                bytes.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), sockaddrPointer, addressLength) }
+                bytes.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), sockaddrPointer, addressLength) }
             }
         }
         return sent == bytes.count
     }
 
-    public func ready(status: String) { notify("READY=1\nSTATUS=\(status)") }
-    public func status(_ text: String) { notify("STATUS=\(text)") }
+    public func ready(status: String) { notify("READY=1\nSTATUS=\(Self.oneLine(status))") }
+    public func status(_ text: String) { notify("STATUS=\(Self.oneLine(text))") }
+
+    /// `text` as one line of printable characters: a file name with a newline must not add
+    /// `KEY=value` lines (`READY=1`, `MAINPID=`) to a notification.
+    static func oneLine(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || ($0.value >= 0x7f && $0.value < 0xa0) ? "?" : $0 }))
+    }
     public func stopping() { notify("STOPPING=1") }
     public func reloading() { notify("RELOADING=1") }
 
-    /// Sends `WATCHDOG=1` if half the watchdog interval has passed since the last one. Called when
-    /// playback makes progress, so a hung presenter stops the pings and systemd restarts it.
+    /// Sends `WATCHDOG=1` if half the watchdog interval has passed since the last one. Called only
+    /// while presentation progresses (`ServiceSupervisor`), so a frozen picture or a hung presenter
+    /// stops the pings and systemd restarts the service.
     public func watchdogPing(now: ContinuousClock.Instant = .now) {
         guard let interval = watchdogInterval, fd >= 0 else { return }
         let due = lock.withLock { () -> Bool in
@@ -64,5 +74,70 @@ public final class ServiceNotifier: @unchecked Sendable {
             return true
         }
         if due { notify("WATCHDOG=1") }
+    }
+}
+
+/// Feeds the systemd watchdog from what the status says, not from the mere passing of vsyncs:
+/// every `tick` judges `KioskStatus.supervision` and sends `WATCHDOG=1` only while presentation
+/// progresses or rightly waits (for a display, paused by command, nothing playable, starting up);
+/// `STATUS=` says which, or why it is stalled, whenever that changes. A frozen picture thus
+/// stops the pings and systemd restarts the service after `WatchdogSec`.
+public final class ServiceSupervisor: @unchecked Sendable {
+    // @unchecked: `lastSummary` and `timer` are guarded by `lock`.
+    private let notifier: ServiceNotifier
+    private let status: KioskStatus
+    private let logger: Logger
+    private let lock = NSLock()
+    private var lastSummary: String?
+    private var lastProgressing = true
+    private var timer: (any DispatchSourceTimer)?
+
+    public init(notifier: ServiceNotifier, status: KioskStatus, logger: Logger) {
+        self.notifier = notifier
+        self.status = status
+        self.logger = logger
+    }
+
+    /// Judges once: feeds the watchdog when due and progressing, updates `STATUS=`, and logs
+    /// when presentation stops or starts progressing again. Returns the verdict.
+    @discardableResult
+    public func tick(now: ContinuousClock.Instant = .now) -> KioskStatus.Supervision {
+        let verdict = status.supervision(now: now)
+        if verdict.progressing { notifier.watchdogPing(now: now) }
+        let (changed, wasProgressing) = lock.withLock { () -> (Bool, Bool) in
+            defer { (lastSummary, lastProgressing) = (verdict.summary, verdict.progressing) }
+            return (lastSummary != verdict.summary, lastProgressing)
+        }
+        if changed { notifier.status(verdict.summary) }
+        if wasProgressing && !verdict.progressing {
+            logger.error("presentation stalled; the watchdog is no longer fed", ["why": verdict.summary,
+                                                                               "watchdog": notifier.watchdogInterval.map { "\(($0 * 2).seconds) s" } ?? "none"])
+        } else if !wasProgressing && verdict.progressing {
+            logger.info("presentation progresses again", ["status": verdict.summary])
+        }
+        return verdict
+    }
+
+    /// Sends `READY=1` with what `STATUS=` says now.
+    public func ready() {
+        let summary = status.supervision().summary
+        lock.withLock { lastSummary = summary }
+        notifier.ready(status: summary)
+    }
+
+    /// Ticks every `interval` seconds on a queue of its own until `stop`.
+    public func start(every interval: Double = 0.5) {
+        let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "marquee-supervisor"))
+        source.schedule(deadline: .now(), repeating: interval, leeway: .milliseconds(50))
+        source.setEventHandler { [weak self] in self?.tick() }
+        lock.withLock { timer = source }
+        source.resume()
+    }
+
+    public func stop() {
+        lock.withLock { () -> (any DispatchSourceTimer)? in
+            defer { timer = nil }
+            return timer
+        }?.cancel()
     }
 }

@@ -3,7 +3,10 @@ import Foundation
 import Kiosk
 import Media
 import Playback
-import Synchronization
+
+// SIGTERM, SIGINT and SIGHUP are handled from here on, before the arguments and the config are
+// read: until the session exists SIGTERM and SIGINT exit with status 0, and a SIGHUP is remembered.
+let signals = ProcessSignals.install()
 
 let usage = """
     Usage: marquee [options]
@@ -156,9 +159,15 @@ setFFmpegLogLevel(logger.level)
 // MARK: Run
 
 signal(SIGPIPE, SIG_IGN)  // a control client that goes away must not end the player
+signals.setLogger(logger)
 let notifier = ServiceNotifier()
 let session = KioskSession(config: config, configPath: arguments.configPath, logger: logger, node: arguments.run.node,
                            overrides: overrides)
+signals.onStop { name in
+    logger.info("signal received; stopping", ["signal": name])
+    notifier.stopping()
+    session.stop()
+}
 
 let socketPath = arguments.socketPath ?? config.control.socket ?? defaultControlSocketPath()
 let controlServer: ControlServer? = {
@@ -175,52 +184,32 @@ let controlServer: ControlServer? = {
     }
 }()
 session.onEvent = { [controlServer] event in controlServer?.broadcast(event) }
-session.onItemChange = { notifier.status($0) }
 
-var signalSources: [any DispatchSourceSignal] = []
-for sig in [SIGINT, SIGTERM, SIGHUP] {
-    signal(sig, SIG_IGN)
-    let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
-    source.setEventHandler {
-        if sig == SIGHUP {
-            logger.info("signal received; reloading", ["signal": "SIGHUP"])
-            notifier.reloading()
-            _ = session.reload()
-            notifier.ready(status: "reloaded")
-            return
-        }
-        logger.info("signal received; stopping", ["signal": sig == SIGINT ? "SIGINT" : "SIGTERM"])
-        notifier.stopping()
-        session.stop()
-    }
-    source.resume()
-    signalSources.append(source)
+// The service is up: config loaded, control socket open, the output being set up. READY=1 now,
+// not at the first frame: a display that is off at boot must not hold the start up until
+// TimeoutStartSec. From here the supervisor says in STATUS= what the player does or waits for,
+// and feeds the watchdog only while presentation progresses or rightly waits.
+let supervisor = ServiceSupervisor(notifier: notifier, status: session.status, logger: logger)
+supervisor.ready()
+supervisor.start()
+signals.onReload {
+    logger.info("signal received; reloading", ["signal": "SIGHUP"])
+    notifier.reloading()
+    _ = session.reload()
+    notifier.ready(status: supervisor.tick().summary)
 }
-
-/// READY=1 once: when the first frame is on screen, or after 15 s of vsyncs without one (nothing
-/// playable: the service is up, and health says why).
-final class Readiness: Sendable {
-    private let sent = Atomic(false)
-    private let start = ContinuousClock.now
-    func ready(_ why: String) {
-        if !sent.exchange(true, ordering: .relaxed) { notifier.ready(status: why) }
-    }
-    var overdue: Bool { ContinuousClock.now - start > .seconds(15) }
-}
-let readiness = Readiness()
-session.onFirstFrame = { [count = config.playlist.count] in readiness.ready("playing \(count) items") }
 
 let presentation = Thread { [config, options, controlServer] in
     var status: Int32 = 0
-    do {
-        _ = try runKiosk(session: session, config: config, options: options, logger: logger, onVsync: { _ in
-            if readiness.overdue { readiness.ready("running; no picture yet (see health)") }
-            notifier.watchdogPing()  // only while vsyncs go on: a hung presenter gets restarted
-        }, shouldContinue: { true })
-    } catch {
-        logger.error("cannot play", ["error": "\(error)"])
-        status = 1
+    if !session.isStopped {  // a SIGTERM during start-up: nothing to present
+        do {
+            _ = try runKiosk(session: session, config: config, options: options, logger: logger, shouldContinue: { true })
+        } catch {
+            logger.error("cannot play", ["error": "\(error)"])
+            status = 1
+        }
     }
+    supervisor.stop()
     notifier.stopping()
     controlServer?.broadcast(["event": "shutdown"])
     controlServer?.stop()

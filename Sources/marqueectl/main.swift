@@ -9,7 +9,7 @@ let usage = """
 
     Commands:
       status                     a summary: what plays, health, decoder, outputs
-      health                     prints the health; exit status 0 ok, 1 degraded, 2 failed (3: no answer)
+      health                     prints the health; exit status 0 ok, 1 degraded, 2 failed or stalled (3: no answer)
       get PROPERTY               prints a property as JSON (e.g. time-pos, playlist, outputs)
       set PROPERTY VALUE         sets a property (VALUE is JSON, e.g. set pause true)
       next | prev                the next or previous playlist item

@@ -38,6 +38,22 @@ enum ServiceUnit {
         return (result.status, result.text)
     }
 
+    /// `systemd-analyze security --offline=true` on `text` written as marquee.service: the overall
+    /// exposure level it prints (0 = locked down, 10 = exposed), and its whole output.
+    static func exposure(_ text: String) throws -> (level: Double?, output: String) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("unit-security-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let unit = folder.appendingPathComponent("marquee.service")
+        try text.write(to: unit, atomically: true, encoding: .utf8)
+        let result = try Command.run(try #require(analyzer), ["security", "--offline=true", "--no-pager", unit.path],
+                                     directory: folder.path, mergeErrors: true)
+        // "→ Overall exposure level for marquee.service: 1.5 OK 🙂"
+        let line = result.text.split(separator: "\n").first { $0.contains("Overall exposure level for marquee.service:") }
+        let level = line.flatMap { $0.split(separator: ":").last?.split(separator: " ").first }.flatMap { Double($0) }
+        return (level, result.text)
+    }
+
     /// deploy/marquee.service with its ExecStart binary replaced by `binary`.
     static func unit(runningBinary binary: String) throws -> String {
         let text = try String(contentsOfFile: Command.repository + "/deploy/marquee.service", encoding: .utf8)
@@ -60,6 +76,24 @@ struct ServiceUnitTests {
         #expect(result.status == 0, "systemd-analyze verify exited with \(result.status): \(result.output)")
         #expect(result.output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty,
                 "systemd-analyze verify complained: \(result.output)")
+    }
+
+    @Test("systemd-analyze security rates deploy/marquee.service at an exposure of 3.0 or less")
+    func exposureIsLow() throws {
+        let marquee = try #require(ServiceUnit.marquee, "no marquee binary next to the test bundle (swift build)")
+        let result = try ServiceUnit.exposure(try ServiceUnit.unit(runningBinary: marquee))
+        let level = try #require(result.level, "no exposure level in: \(result.output)")
+        #expect(level <= 3.0, "exposure \(level):\n\(result.output)")
+    }
+
+    @Test("the exposure check can fail: the unit without its sandbox rates over 3.0")
+    func exposureOfAnUnhardenedUnitIsHigh() throws {
+        let marquee = try #require(ServiceUnit.marquee, "no marquee binary next to the test bundle (swift build)")
+        let text = try ServiceUnit.unit(runningBinary: marquee)
+        let sandbox = try #require(text.range(of: "# Sandbox."), "the unit has no '# Sandbox.' section")
+        let install = try #require(text.range(of: "[Install]"))
+        let level = try #require(try ServiceUnit.exposure(String(text[..<sandbox.lowerBound] + text[install.lowerBound...])).level)
+        #expect(level > 3.0, "exposure \(level) without the sandbox")
     }
 
     @Test("the check can fail: a unit with a bad setting is refused")

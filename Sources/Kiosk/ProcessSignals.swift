@@ -1,0 +1,127 @@
+import Foundation
+import Playback
+
+/// The write end of the pipe the signal handler writes each signal's number to (-1 before
+/// `ProcessSignals.install`). Read by the handler, so it is set once, before the handler is.
+nonisolated(unsafe) private var signalPipeWriteEnd: Int32 = -1
+
+/// SIGTERM, SIGINT and SIGHUP from the first instant of `main`: `install` (the first thing `main`
+/// does, before it reads its arguments or its config) gives them a handler that only writes the
+/// signal's number to a pipe; a thread of its own reads the pipe and hands each signal on.
+///
+/// Until `onStop` is set (the session does not exist yet: nothing to restore), SIGTERM and SIGINT
+/// end the process at once with status 0. Until `onReload` is set (the service is not up yet), a
+/// SIGHUP is remembered, and the config is read again once, when `onReload` is set. A handler
+/// (rather than a blocked signal) is what children inherit nothing of: a command the player runs
+/// (chronyc, pmc) starts with the default dispositions and an empty signal mask.
+///
+/// What comes before `main` (the dynamic loader mapping and relocating the libraries) cannot be
+/// covered by the program: a signal then still has its default action.
+public final class ProcessSignals: @unchecked Sendable {
+    // @unchecked: the handlers and `pendingReload` are guarded by `lock`.
+    private let lock = NSLock()
+    private var stopHandler: (@Sendable (String) -> Void)?
+    private var reloadHandler: (@Sendable () -> Void)?
+    private var pendingReload = false
+    private var logger: Logger?
+    private let reloads = DispatchQueue(label: "marquee-reload")
+    private let readEnd: Int32
+
+    /// Signals `install` handles.
+    public static let handled: [Int32] = [SIGTERM, SIGINT, SIGHUP]
+
+    /// Installs the handler for SIGTERM, SIGINT and SIGHUP and starts the thread that hands them
+    /// on. Call once, first thing in `main`.
+    public static func install() -> ProcessSignals {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            let code = errno
+            FileHandle.standardError.write(Data("marquee: pipe failed (errno \(code), \(String(cString: strerror(code)))): signals keep their default action\n".utf8))
+            return ProcessSignals(readEnd: -1)
+        }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        // The handler must never block: a full pipe drops the byte (the same signal is pending
+        // many times over then anyway).
+        _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
+        signalPipeWriteEnd = ends[1]
+        let signals = ProcessSignals(readEnd: ends[0])
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { number in
+            // Async-signal-safe: one write(2), errno kept.
+            let saved = errno
+            var byte = UInt8(truncatingIfNeeded: number)
+            _ = write(signalPipeWriteEnd, &byte, 1)
+            errno = saved
+        }
+        action.sa_flags = SA_RESTART
+        sigemptyset(&action.sa_mask)
+        for number in handled { sigaction(number, &action, nil) }
+        let thread = Thread { signals.readLoop() }
+        thread.name = "marquee-signals"
+        thread.start()
+        return signals
+    }
+
+    private init(readEnd: Int32) { self.readEnd = readEnd }
+
+    /// Where hand-offs are logged from now on (before: standard error).
+    public func setLogger(_ logger: Logger) { lock.withLock { self.logger = logger } }
+
+    /// SIGTERM and SIGINT call `handler` (with the signal's name) from now on.
+    public func onStop(_ handler: @escaping @Sendable (String) -> Void) { lock.withLock { stopHandler = handler } }
+
+    /// SIGHUP calls `handler` from now on, on a queue of its own (a slow reload never delays a
+    /// SIGTERM); a SIGHUP that came before calls it once now.
+    public func onReload(_ handler: @escaping @Sendable () -> Void) {
+        let pending = lock.withLock { () -> Bool in
+            reloadHandler = handler
+            defer { pendingReload = false }
+            return pendingReload
+        }
+        if pending {
+            log(.info, "SIGHUP came during start-up; reading the config again now")
+            reloads.async(execute: handler)
+        }
+    }
+
+    private func readLoop() {
+        guard readEnd >= 0 else { return }
+        var byte: UInt8 = 0
+        while true {
+            let count = read(readEnd, &byte, 1)
+            if count < 0 && errno == EINTR { continue }
+            guard count == 1 else { return }
+            handle(Int32(byte))
+        }
+    }
+
+    private func handle(_ number: Int32) {
+        let name = number == SIGHUP ? "SIGHUP" : number == SIGINT ? "SIGINT" : "SIGTERM"
+        if number == SIGHUP {
+            let handler = lock.withLock { () -> (@Sendable () -> Void)? in
+                if reloadHandler == nil { pendingReload = true }
+                return reloadHandler
+            }
+            if let handler {
+                reloads.async(execute: handler)
+            } else {
+                log(.info, "SIGHUP during start-up: the config is read again once the player runs")
+            }
+            return
+        }
+        guard let stop = lock.withLock({ stopHandler }) else {
+            // Nothing is set up yet (no output, no socket): end here, cleanly.
+            log(.info, "\(name) during start-up; exiting")
+            _exit(0)
+        }
+        stop(name)
+    }
+
+    private func log(_ level: Logger.Level, _ message: String) {
+        if let logger = lock.withLock({ logger }) {
+            logger.log(level, message)
+        } else {
+            FileHandle.standardError.write(Data("marquee: \(message)\n".utf8))
+        }
+    }
+}
