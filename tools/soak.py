@@ -94,14 +94,13 @@ def png_claiming(width, height):
 
 
 def without_moov(data):
-    """The MP4 `data` with its top-level moov box renamed `free` (the box is still there, unread)."""
-    out = bytearray(data)
+    """The MP4 `data` with its top-level moov box cut out. (Renaming it `free` is not enough:
+    FFmpeg reads a moov found inside a free box.)"""
     at = 0
-    while at + 8 <= len(out):
-        size = struct.unpack(">I", out[at:at + 4])[0]
-        if out[at + 4:at + 8] == b"moov":
-            out[at + 4:at + 8] = b"free"
-            return bytes(out)
+    while at + 8 <= len(data):
+        size = struct.unpack(">I", data[at:at + 4])[0]
+        if data[at + 4:at + 8] == b"moov":
+            return data[:at] + data[at + size:]
         if size < 8:
             break
         at += size
@@ -138,7 +137,7 @@ def make_hostile(folder):
         add(f"truncated at {int(cut * 100)}% (faststart)", f"trunc-fast-{int(cut * 100)}.mp4", fast_data[:int(len(fast_data) * cut)])
     for seed in (1, 2, 3):
         add(f"bit-flipped (seed {seed}, 40 bits)", f"flipped-{seed}.mp4", bit_flipped(fast_data, seed))
-    add("no moov (box renamed free)", "nomoov.mp4", without_moov(fast_data))
+    add("no moov (box cut out)", "nomoov.mp4", without_moov(fast_data))
     add("fragmented, cut mid-fragment", "frag-cut.mp4", frag_data[:int(len(frag_data) * 0.55)])
     h.append(("audio only", ffmpeg(os.path.join(folder, "audio.mp4"),
                                    ["-f", "lavfi", "-i", "sine=frequency=440:duration=1", "-c:a", "aac"])))
@@ -460,6 +459,7 @@ def torture_one(binary, folder, kind, path, before, after, passes=3):
     good_problems = [p for p in figures["problems"]
                      if p.startswith("blank") or any(int(i) in good_items for i in re.findall(r"item (\d+)", p)[:1])]
     log_lines = [l for l in m.log.splitlines() if path in l and "level=error" in l]
+    warnings = [l for l in m.log.splitlines() if path in l and "level=warning" in l]
     # The longest time one picture of the hostile item stayed up (a timestamp jump can freeze it).
     frames = [l for l in m.lines if l.get("type") == "frame"]
     held = [(b["t"] - a["t"], a["pts"]) for a, b in zip(frames, frames[1:]) if a["uri"] == path]
@@ -467,7 +467,7 @@ def torture_one(binary, folder, kind, path, before, after, passes=3):
     outcome = {"kind": kind, "file": os.path.basename(path), "bytes": os.path.getsize(path) if os.path.exists(path) else None,
                "passes": len(starts), "alive_at_end": alive, "exit_status": status, "seconds": round(seconds, 1),
                "frames_shown": sum(len(p) for p in shown), "trace_error": errors[0] if errors else None,
-               "log_error": log_lines[0] if log_lines else None,
+               "log_error": log_lines[0] if log_lines else None, "log_warning": warnings[0] if warnings else None,
                "longest_hold_s": round(longest_hold[0], 3),
                "good_passes": len(good_runs), "incomplete_good_passes": sum(1 for _, n in good_runs if n != 10),
                "gaps": figures["gaps"], "blanks": figures["blanks_after_start"], "problems_of_good_items": good_problems[:5],
@@ -493,6 +493,7 @@ def torture_one(binary, folder, kind, path, before, after, passes=3):
             failures.append("no error line naming the file in the log")
     outcome["outcome"] = ("crashed or hung" if not alive or status != 0 else
                           f"played {outcome['frames_shown']} frames over {len(starts)} passes" + (f", then error: {errors[0]}" if errors else "")
+                          + ("" if log_lines or warnings else " (no warning or error in the log)")
                           if shown else f"skipped: {errors[0] if errors else '(no error)'}")
     outcome["failures"] = failures
     return outcome
