@@ -4,21 +4,25 @@
 Two parts, each with media made at run time with the ffmpeg command:
 
 soak     N item transitions (default 10,000) of a mixed playlist: tiny clips of three sizes and
-         rates, a missing file, random bytes and an empty file, on the virtual clock with headless
-         output. The process's resident memory (VmRSS), open file descriptors and threads are
-         sampled from /proc twenty times a second, keyed by the transition count (the trace's
-         start-file events). Resident memory swings by several MB within a pass (decoders open
-         and close at each transition), so each end is a window of N/10 transitions: N/10..2N/10
-         against the last N/10. Passes when: the median resident memory grew less than
-         --max-rss-growth-kb (2048) (judged from N = 5,000 on: shorter runs end while the
-         allocator still grows towards its plateau, and only report the figure); the lowest and the median fd and thread counts are within
-         --tolerance (2) of each other in the two windows; the trace
-         (tools/check-trace.py) has no gap, drop, repeat, cadence error or blank; every pass of
-         a good item shows all its frames; every bad item ends with an error naming the file.
+         rates, a missing file, random bytes, an empty file, an audio-only file and an MP4 without
+         its moov, on the virtual clock with headless output. The process's resident memory
+         (VmRSS), open file descriptors and threads are read from /proc twenty times a second,
+         keyed by the transition count (the trace's start-file events), and, every N/20
+         transitions, with the player paused (over the control socket) so that nothing moves.
+         Resident memory swings by several MB from one reading to the next (glibc gives each
+         item's decoder threads their own malloc arenas, which keep their free memory), so each
+         end is the median over a window of N/10 transitions: N/10..2N/10 against the last N/10.
+         Passes when: that median grew less than --max-rss-growth-kb (2048) (judged from N =
+         5,000 on: shorter runs only report it); the paused fd and thread counts at the end are
+         within --tolerance (2) of those at N/10, and no paused reading is more above; the trace (tools/check-trace.py,
+         in pieces between the pauses) has no gap, drop, repeat, cadence error or blank; every
+         pass of a good item shows all its frames; every bad item ends with an error naming the
+         file, in the trace and the log.
 torture  Each hostile file (zero bytes, random bytes, text named .mp4, truncated at several
          points, bit-flipped with several seeds, no moov, audio only, huge dimensions, timestamp
          jumps) is played between two good clips, for a few passes, by a process of its own. Then a
-         folder playlist whose files are replaced, rewritten, deleted and added while it plays.
+         folder playlist whose files are replaced, rewritten, deleted, added, and completed after
+         a partial copy while it plays; once it stands still, every file in it must play again.
          Passes when the process stays up and exits 0 when asked, shows no blank, the good clips
          show every frame with no gap around the hostile item, no picture of the hostile item
          stays up over 1 s (a frozen picture), and a hostile item that shows no frame ends with an
@@ -170,6 +174,22 @@ def read_proc(pid):
         return None
 
 
+def thread_names(pid):
+    """How many threads of each name (/proc/PID/task/*/comm) the process has."""
+    names = {}
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{task}/comm") as f:
+                    name = f.read().strip()
+                names[name] = names.get(name, 0) + 1
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return dict(sorted(names.items()))
+
+
 class Marquee:
     """A marquee process on the virtual clock with headless output, its trace followed as it grows."""
 
@@ -302,17 +322,25 @@ def soak(binary, folder, transitions, max_growth_kb, tolerance):
     missing = os.path.join(folder, "missing.mp4")
     corrupt = write(os.path.join(folder, "corrupt.mp4"), random.Random(7).randbytes(32 * 1024))
     empty = write(os.path.join(folder, "empty.mp4"), b"")
-    uris = [c0, missing, c1, corrupt, c2, c0, empty, c1]
-    bad = {missing, corrupt, empty}
+    # Two that fail after the container opened: no video stream, and no moov (the error paths
+    # that must close what they opened).
+    audio = ffmpeg(os.path.join(folder, "audio.mp4"), ["-f", "lavfi", "-i", "sine=duration=0.5", "-c:a", "aac"])
+    nomoov = write(os.path.join(folder, "nomoov.mp4"), without_moov(open(clip(folder, "whole.mp4", "64x36", 30, 3, ["-movflags", "+faststart"]), "rb").read()))
+    uris = [c0, missing, c1, corrupt, c2, audio, c0, empty, c1, nomoov]
+    bad = {missing, corrupt, empty, audio, nomoov}
     config = write_config(os.path.join(folder, "soak.json"), uris)
 
     mark = max(1, transitions // 10)
+    step = max(1, transitions // 20)  # a paused reading every `step` transitions
     started = time.monotonic()
     m = Marquee(binary, config, folder, "soak")
-    samples = []  # (transitions, seconds, rss kB, fds, threads)
+    samples = []  # running: (transitions, seconds, rss kB, fds, threads)
+    paused = []   # paused readings, the same fields
+    names = {}    # transitions -> thread names, paused
+    splits = []   # trace line counts at the pauses
     failures = []
     print(f"soak: {transitions} transitions of {len(uris)} items ({len(bad)} bad), pid {m.pid}", flush=True)
-    next_report = mark
+    next_pause = step
     while True:
         count = m.poll_trace()
         sample = read_proc(m.pid)
@@ -320,12 +348,27 @@ def soak(binary, folder, transitions, max_growth_kb, tolerance):
             failures.append(f"the process ended after {count} transitions (status {m.process.poll()})")
             break
         samples.append((count, round(time.monotonic() - started, 3), *sample))
-        if count >= next_report:
-            print(f"  {count:6d} transitions  {time.monotonic() - started:7.1f} s  rss {sample[0]} kB  "
-                  f"fds {sample[1]}  threads {sample[2]}", flush=True)
-            next_report = (count // mark + 1) * mark
-        if count >= transitions:
-            break
+        if count >= next_pause:
+            # The reading that counts is taken paused: running, resident memory swings by several
+            # MB as decoders and their frame pools open and close at each transition, and the
+            # thread count with them. Paused, one item's decoder is open and nothing moves.
+            if m.request(["set_property", "pause", True]) is None:
+                failures.append(f"no answer to pause at transition {count}")
+                break
+            time.sleep(0.4)
+            reading = read_proc(m.pid)
+            count = m.poll_trace()
+            if reading is None:
+                continue
+            paused.append((count, round(time.monotonic() - started, 3), *reading))
+            names[count] = thread_names(m.pid)
+            splits.append(len(m.lines))
+            print(f"  {count:6d} transitions  {time.monotonic() - started:7.1f} s  paused: rss {reading[0]} kB  "
+                  f"fds {reading[1]}  threads {reading[2]}", flush=True)
+            if count >= transitions:
+                break
+            m.request(["set_property", "pause", False])
+            next_pause = (count // step + 1) * step
         if time.monotonic() - started > 3600:
             failures.append(f"timed out after {count} transitions")
             break
@@ -336,41 +379,35 @@ def soak(binary, folder, transitions, max_growth_kb, tolerance):
     if status != 0:
         failures.append(f"exit status {status} after SIGTERM (0 expected)")
 
-    def at(n):
-        return next((s for s in samples if s[0] >= n), None)
+    def window(rows, lo, hi, field):
+        return [r[field] for r in rows if lo <= r[0] <= hi]
 
-    def window(lo, hi, field):
-        return [s[field] for s in samples if lo <= s[0] <= hi]
-
-    # Resident memory swings by several MB within a pass (decoders and their frame pools open and
-    # close at every transition), so one sample says little: each end is the median of the samples
-    # over a window of `mark` transitions, and fds and threads are compared by their lowest and
-    # highest counts in those windows.
-    first, last = at(mark), samples[-1] if samples else None
+    # Memory: resident memory swings by several MB from one reading to the next, paused or not
+    # (glibc gives the decoder threads of each item their own malloc arenas, whose free memory is
+    # kept), so each end is the median of the running samples in a window of `mark` transitions:
+    # N/10..2N/10 against the last N/10. Fds and threads: the paused readings, where nothing moves.
     result = {"transitions": m.transitions, "target": transitions, "seconds": round(elapsed, 1),
               "items": [os.path.basename(u) for u in uris], "bad_items": sorted(os.path.basename(u) for u in bad),
-              "mark": mark, "samples": len(samples), "windows": [[mark, 2 * mark], [transitions - mark, transitions]]}
-    early_rss, late_rss = window(mark, 2 * mark, 2), window(transitions - mark, transitions, 2)
-    if first and last and last[0] >= transitions and early_rss and late_rss:
+              "mark": mark, "pause_every": step, "windows": [[mark, 2 * mark], [transitions - mark, transitions]],
+              "running_samples": len(samples), "paused_readings": [[r[0], r[2], r[3], r[4]] for r in paused]}
+    early_rss, late_rss = window(samples, mark, 2 * mark, 2), window(samples, transitions - mark, transitions + mark, 2)
+    early = {f: window(paused, mark, 2 * mark, f) for f in (2, 3, 4)}
+    late = {f: window(paused, transitions - mark, transitions + mark, f) for f in (2, 3, 4)}
+    if paused and paused[-1][0] >= transitions and early[2] and late[2] and early_rss and late_rss:
         growth = int(statistics.median(late_rss) - statistics.median(early_rss))
+        first = next(r for r in paused if r[0] >= mark)
         result.update({
-            "rss_kb_early_median": int(statistics.median(early_rss)), "rss_kb_late_median": int(statistics.median(late_rss)),
-            "rss_growth_kb": growth, "rss_kb_early_min": min(early_rss), "rss_kb_late_min": min(late_rss),
-            "rss_kb_at_mark": first[2], "rss_kb_at_end": last[2],
-            "rss_kb_max_after_mark": max(s[2] for s in samples if s[0] >= mark),
-            "fds_at_mark": first[3], "fds_at_end": last[3], "threads_at_mark": first[4], "threads_at_end": last[4],
+            "rss_kb_early": int(statistics.median(early_rss)), "rss_kb_late": int(statistics.median(late_rss)),
+            "rss_growth_kb": growth,
+            "rss_kb_paused_early": int(statistics.median(early[2])), "rss_kb_paused_late": int(statistics.median(late[2])),
+            "rss_kb_paused_at_mark": first[2], "rss_kb_paused_at_end": paused[-1][2],
+            "transition_at_mark": first[0], "transition_at_end": paused[-1][0],
+            "thread_names_at_mark": names.get(first[0]), "thread_names_at_end": names.get(paused[-1][0]),
+            "fds_early": int(statistics.median(early[3])), "fds_late": int(statistics.median(late[3])),
+            "threads_early": int(statistics.median(early[4])), "threads_late": int(statistics.median(late[4])),
         })
-        for name, field in (("fds", 3), ("threads", 4)):
-            early, late = window(mark, 2 * mark, field), window(transitions - mark, transitions, field)
-            # [lowest, median, highest]: the lowest and the median are compared (a leaked fd or
-            # thread raises both); the highest depends on how transitions overlap, and is reported.
-            result[f"{name}_early"] = [min(early), int(statistics.median(early)), max(early)]
-            result[f"{name}_late"] = [min(late), int(statistics.median(late)), max(late)]
-            if any(abs(a - b) > tolerance for a, b in zip(result[f"{name}_late"][:2], result[f"{name}_early"][:2])):
-                failures.append(f"{name}: lowest/median/highest {result[f'{name}_late']} over transitions {transitions - mark}..{transitions} "
-                                f"against {result[f'{name}_early']} over {mark}..{2 * mark} (tolerance +-{tolerance})")
-        later = [s for s in samples if s[0] >= mark]
-        xs, ys = [s[0] for s in later], [s[2] for s in later]
+        later = [r for r in samples if r[0] >= mark]
+        xs, ys = [r[0] for r in later], [r[2] for r in later]
         mx, my = statistics.fmean(xs), statistics.fmean(ys)
         sxx = sum((x - mx) ** 2 for x in xs)
         # Least-squares slope of resident memory over transitions, in kB per 1,000 transitions.
@@ -379,17 +416,56 @@ def soak(binary, folder, transitions, max_growth_kb, tolerance):
         if growth >= max_growth_kb and transitions >= 5000:
             failures.append(f"resident memory grew {growth} kB (median over transitions {transitions - mark}..{transitions} "
                             f"against {mark}..{2 * mark}; limit {max_growth_kb} kB)")
+        paused_later = [r for r in paused if r[0] >= mark]
+        for name, field in (("fds", 3), ("threads", 4)):
+            a, b = result[f"{name}_early"], result[f"{name}_late"]
+            highest = max(r[field] for r in paused_later)
+            if abs(b - a) > tolerance or highest > a + tolerance:
+                failures.append(f"{name}: {b} (paused, transitions {transitions - mark}..{transitions}) against {a} "
+                                f"({mark}..{2 * mark}), highest paused reading {highest} (tolerance +-{tolerance})")
     else:
         failures.append(f"only {m.transitions} of {transitions} transitions")
+    # Running fds and threads, reported: (lowest, median, highest) over the two windows.
+    for name, field in (("rss_kb", 2), ("fds", 3), ("threads", 4)):
+        for label, lo, hi in (("early", mark, 2 * mark), ("late", transitions - mark, transitions + mark)):
+            values = window(samples, lo, hi, field)
+            if values:
+                result[f"running_{name}_{label}"] = [min(values), int(statistics.median(values)), max(values)]
 
-    # The trace: no gap, drop, repeat, cadence error or blank; every good pass complete.
-    figures = figures_of(m.lines)
+    # The trace: no gap, drop, repeat, cadence error or blank; every good pass complete. A pause
+    # jumps the virtual clock, so the trace is checked in pieces between the pauses.
+    figures = {"frames": 0, "item_changes": 0, "gaps": 0, "drops": 0, "repeats": 0, "cadence_errors": 0,
+               "blanks_after_start": 0, "problems": []}
+    cuts = []
+    for at in splits:  # the first line after the pause whose vsync jumped over 10 s ahead
+        previous = None
+        for i in range(max(0, at - 50), min(len(m.lines), at + 500)):
+            vsync = m.lines[i].get("vsync")
+            if vsync is None:
+                continue
+            if previous is not None and vsync - previous > 600:
+                cuts.append(i)
+                break
+            previous = vsync
+    # The item that was paused resumes off its vsync grid (a 25 fps frame is 2.4 vsyncs): each
+    # piece starts at the next start-file after the jump, and the resumed remainder is left out.
+    pieces, lo = [], 0
+    for cut in cuts:
+        resume = next((i for i in range(cut, len(m.lines)) if m.lines[i].get("event") == "start-file"), len(m.lines))
+        pieces.append((lo, cut))
+        lo = resume
+    pieces.append((lo, len(m.lines)))
+    result["trace_pieces"] = len(pieces)
+    for lo, hi in pieces:
+        piece = figures_of(m.lines[lo:hi])
+        for key in figures:
+            figures[key] += piece.get(key, 0 if key != "problems" else [])
     for name in ("gaps", "drops", "repeats", "cadence_errors", "blanks_after_start"):
         result[name] = figures[name]
         if figures[name]:
             failures.append(f"trace: {figures[name]} {name}: " + "; ".join(figures["problems"][:5]))
     result["frames"] = figures["frames"]
-    result["item_changes"] = figures.get("item_changes", 0)
+    result["item_changes_checked"] = figures["item_changes"]
     runs = frame_runs(m.lines)
     incomplete = [(uri, len(pts)) for _, uri, pts in runs[:-1] if len(pts) != clips[os.path.basename(uri)]]
     result["good_runs"] = len(runs)
@@ -413,12 +489,14 @@ def soak(binary, folder, transitions, max_growth_kb, tolerance):
     result["health_at_end"] = (health or {}).get("data")
     result["exit_status"] = status
     result["failures"] = failures
-    result["rss_curve"] = [[s[0], s[2]] for s in samples[::max(1, len(samples) // 50)]]
-    print(f"soak: {m.transitions} transitions in {elapsed:.1f} s; median rss {result.get('rss_kb_early_median')} kB "
-          f"over transitions {mark}..{2 * mark} -> {result.get('rss_kb_late_median')} kB over {transitions - mark}..{transitions} "
-          f"(growth {result.get('rss_growth_kb')} kB, slope {result.get('rss_slope_kb_per_1000')} kB/1000); "
-          f"fds {result.get('fds_early')} -> {result.get('fds_late')}; threads {result.get('threads_early')} -> "
-          f"{result.get('threads_late')} (lowest, median, highest per window); trace: {figures['frames']} frames, gaps {figures['gaps']}, drops {figures['drops']}, "
+    print(f"soak: {m.transitions} transitions in {elapsed:.1f} s; median rss {result.get('rss_kb_early')} kB over transitions "
+          f"{mark}..{2 * mark} -> {result.get('rss_kb_late')} kB over {transitions - mark}..{transitions} "
+          f"(growth {result.get('rss_growth_kb')} kB, slope {result.get('rss_slope_kb_per_1000')} kB/1000; paused readings "
+          f"{result.get('rss_kb_paused_early')} -> {result.get('rss_kb_paused_late')} kB); paused fds {result.get('fds_early')} -> "
+          f"{result.get('fds_late')}, threads {result.get('threads_early')} -> {result.get('threads_late')}; running (lowest, median, "
+          f"highest): fds {result.get('running_fds_early')} -> {result.get('running_fds_late')}, threads "
+          f"{result.get('running_threads_early')} -> {result.get('running_threads_late')}; "
+          f"trace: {figures['frames']} frames, gaps {figures['gaps']}, drops {figures['drops']}, "
           f"repeats {figures['repeats']}, cadence errors {figures['cadence_errors']}, blanks {figures['blanks_after_start']}",
           flush=True)
     return result
