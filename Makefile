@@ -13,9 +13,11 @@ BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv
 # systemd, udev and kmod for deploy/vm/boot-test (systemd as PID 1, udev loading the GPU driver) and
 # the unit test's systemd-analyze.
 VM_PACKAGES := qemu-system-x86 busybox-static netpbm python3 systemd udev kmod
+# `make soak` runs tools/soak.py (Python's standard library only) and makes its media with ffmpeg.
+SOAK_PACKAGES := python3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build release run test hw-test vm-test bench vm clean
+.PHONY: all deps build release run test hw-test vm-test bench soak vm clean
 
 all: build
 
@@ -67,6 +69,14 @@ vm-test: vm
 bench: DEBIAN_PACKAGES += $(BENCH_PACKAGES)
 bench: release
 	bench/run.sh "$$($(SWIFT) build -c release --show-bin-path)/marquee"
+
+# Reliability (tools/soak.py, a few minutes): 10,000 item transitions of a mixed good/bad playlist
+# with memory, fds and threads sampled, then hostile media, each between good clips; media is made
+# at run time. Writes bench/soak-results.json; SOAK_ARGS passes options, e.g. SOAK_ARGS="--transitions 500".
+soak: DEBIAN_PACKAGES += $(SOAK_PACKAGES)
+soak: release
+	nice -n 10 python3 tools/soak.py --marquee "$$($(SWIFT) build -c release --show-bin-path)/marquee" \
+		--results bench/soak-results.json $(SOAK_ARGS)
 
 clean:
 	rm -rf .build
