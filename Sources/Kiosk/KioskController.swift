@@ -184,9 +184,10 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
 
     /// Hands what is queued to the player (on a marquee-navigation thread).
     private func applyNavigation() {
-        // One hand-over at a time, even when the player takes longer than `hold` over one.
-        applying.lock()
-        defer { applying.unlock() }
+        // One hand-over at a time, even when the player takes longer than `hold` over one (but
+        // not held up for good by one that never returns).
+        let exclusive = applying.lock(before: Date(timeIntervalSinceNow: commandTimeout))
+        defer { if exclusive { applying.unlock() } }
         let commands = navigationLock.withLock { () -> [KioskCommand] in
             defer {
                 navigation = NavigationQueue()

@@ -436,7 +436,8 @@ public final class KioskSession: @unchecked Sendable {
     }
 
     /// A screenshot of the output presenting through `tasks`: the presenting thread only copies the
-    /// pixels (a few milliseconds at 1080p); the PNG is encoded here, on the caller's thread.
+    /// pixels (a few milliseconds at 1080p); the PNG is encoded on a thread of its own at nice 10,
+    /// while the caller waits (at most 4 s for the copy and 30 s for the PNG).
     static func screenshot(of output: String?, through tasks: PresentationTasks) -> KioskCommandResult {
         let readBack = tasks.run(timeout: 4) { context -> Result<(RGBAImage, String), ScreenshotFailure> in
             if let output, output != context.name { return .failure(.init("no output named \(output) (this one is \(context.name))")) }
