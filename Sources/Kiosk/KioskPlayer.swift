@@ -104,8 +104,8 @@ private func presentOutput(session: KioskSession, kind: OutputKind, reason: Stri
                                       "api": output.api.rawValue, "format": output.format.rawValue, "rotation": "\(output.layer.rotation.rawValue)",
                                       "fences": output.nativeFences ? "native" : "none", "renderTiming": output.renderTiming,
                                       "hotplug": output.hotplugSource, "renderer": output.renderer])
+        session.textureLimit.set(output.glContext.maxTextureSize)  // before the conversion, which the first frame waits for
         chooseConversion(config, renderer: output.renderer, session: session, logger: logger)
-        session.textureLimit.set(output.glContext.maxTextureSize)
         // No display yet, or it goes away: the output waits (the player is not asked for frames, so
         // decoding stays paused), the control socket answers, and health says why.
         session.updateOutput { $0 = .init(name: output.name, mode: "-", connected: false) }
@@ -134,8 +134,8 @@ private func presentOutput(session: KioskSession, kind: OutputKind, reason: Stri
                                   "mode": "\(config.display.mode)", "rotation": "\(output.layer.rotation.rawValue)",
                                   "clock": options.clock.rawValue,
                                   "renderer": output.context.renderer])
+    session.textureLimit.set(output.context.maxTextureSize)  // before the conversion, which the first frame waits for
     chooseConversion(config, renderer: output.context.renderer, session: session, logger: logger)
-    session.textureLimit.set(output.context.maxTextureSize)
     return try session.present(on: output, options: options, trace: trace, shouldContinue: shouldContinue, onVsync: onVsync)
 }
 

@@ -71,6 +71,10 @@ public final class VideoDecoder {
     private var segmentOffset: Int64 = 0
     /// One frame at the nominal rate, in stream ticks (at least 1).
     private let nominalTicks: Int64
+    /// Whether the container's timestamps may jump forward (`AVFMT_TS_DISCONT`: MPEG-TS and -PS,
+    /// captures): elsewhere a forward gap is the file's own timing (a variable-rate recording's
+    /// still stretch), kept as it is. A jump backward is a new segment in any container.
+    private let timestampsMayJump: Bool
     private var consecutiveErrors = 0
     /// The last failure counted (`countError`): what an item that ends without a frame failed of.
     private var lastFailure: MediaError?
@@ -100,6 +104,7 @@ public final class VideoDecoder {
         input = opened  // closes the file when this init throws, or when the decoder goes
         let fmt = opened.format
         streamIndex = index
+        timestampsMayJump = fmt.pointee.iformat.map { $0.pointee.flags & AVFMT_TS_DISCONT != 0 } ?? false
         let stream = try Self.checkedStream(fmt, index, path: path)
         timeBase = stream.pointee.time_base
         startTime = stream.pointee.start_time == noPTS ? 0 : stream.pointee.start_time
@@ -537,8 +542,9 @@ public final class VideoDecoder {
     ///
     /// The times run on one continuous timeline: where the file's timestamps jump (concatenated
     /// recordings, a broadcast capture) by more than `discontinuityFrames` frame durations from
-    /// where the next frame was expected, forward or backward, a new segment starts, and its
-    /// frames follow on at the expected time, keeping their cadence (as mpv and GStreamer do).
+    /// where the next frame was expected, backward, or forward in a container whose timestamps
+    /// may jump (`timestampsMayJump`), a new segment starts, and its frames follow on at the
+    /// expected time, keeping their cadence (as mpv and GStreamer do).
     /// A frame without a timestamp follows the one before. Every step is checked: a timestamp
     /// too far out to hold fails the item, naming the file and the stream.
     private func timing(of frame: UnsafeMutablePointer<AVFrame>) throws -> (MediaTime, MediaTime) {
@@ -551,8 +557,9 @@ public final class VideoDecoder {
         } else if let expected = nextPTS {
             let tolerance = max(durationTicks, nominalTicks).multipliedReportingOverflow(by: Self.discontinuityFrames)
             let shifted = ContainerValue.sum(raw, segmentOffset)
-            let off = shifted.flatMap { ContainerValue.difference($0, expected) }.map { $0.magnitude }
-            if let shifted, let off, tolerance.overflow || off <= UInt64(tolerance.partialValue) {
+            let off = shifted.flatMap { ContainerValue.difference($0, expected) }
+            if let shifted, let off,
+               tolerance.overflow || off.magnitude <= UInt64(tolerance.partialValue) || (off > 0 && !timestampsMayJump) {
                 ts = shifted
             } else {
                 // A new segment: it starts where the next frame was due.

@@ -65,6 +65,8 @@ public final class Asset: @unchecked Sendable {
     private let lock = NSLock()
     private var keys: [String: KeyState] = [:]
     private var probeResult: Result<AssetDescription, any Error>?
+    /// How long the probe took, in seconds (0 before it ends).
+    private var probeSeconds = 0.0
     private var probing = false
     private var waiters: [Waiter] = []
 
@@ -122,6 +124,9 @@ public final class Asset: @unchecked Sendable {
     var probeFailed: Bool {
         lock.withLock { if case .failure? = probeResult { return true } else { return false } }
     }
+
+    /// Whether the probe failed only after a second or more (a timeout: slow storage, a FIFO).
+    var probeFailedSlowly: Bool { lock.withLock { probeSeconds >= 1 } && probeFailed }
 
     var probeSucceeded: Bool {
         lock.withLock { if case .success? = probeResult { return true } else { return false } }
@@ -218,9 +223,12 @@ public final class Asset: @unchecked Sendable {
             // A thread of its own, not a dispatch worker: a probe blocks (a slow disk, a network
             // mount), and blocked workers would starve every other asset's loading.
             Thread.detachNewThread { [self] in
+                let started = ContinuousClock.now
                 let result = Result { try backend.probe(url) }
+                let took = ContinuousClock.now - started
                 let ready: [Waiter] = lock.withLock {
                     probeResult = result
+                    probeSeconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
                     probing = false
                     let all = waiters
                     waiters.removeAll()

@@ -24,12 +24,15 @@ public final class PlayerLooper: @unchecked Sendable {
 
         /// The asset of the next replica. A probe that failed (a file missing, unreadable or not
         /// there yet) is tried again with a new asset: on the next pass after the first failure,
-        /// then after 2, 4 and 8 passes, and every 8 passes from then on.
+        /// then after 2, 4 and 8 passes, and every 8 passes from then on; one that failed only
+        /// after a second or more (a read that timed out) every 8 passes from the first.
         mutating func nextAsset() -> Asset {
             made += 1
             if retryAt == nil {
                 if asset.probeFailed {
                     probeFailures += 1
+                    // A probe that failed slowly (it waited for a timeout) is tried only every 8 passes.
+                    if asset.probeFailedSlowly { probeFailures = max(probeFailures, Template.maxBackoffDoublings + 1) }
                     retryAt = made + (1 << min(probeFailures - 1, Template.maxBackoffDoublings)) - 1
                 } else if asset.probeSucceeded {
                     probeFailures = 0

@@ -33,3 +33,15 @@ import TestSupport
         #expect(pts.count == 25 && abs(pts[0]) < 0.001 && abs(pts[24] - 0.96) < 0.001)
     }
 }
+
+extension DiscontinuityTests {
+    /// A forward gap in a container whose timestamps do not jump by design (Matroska: a
+    /// variable-rate recording's still stretch) is the file's own timing and is kept.
+    @Test func aForwardGapInMatroskaIsKept() throws {
+        let mkv = try TestMedia.make("joined-10s.mkv", ["-i", try TestMedia.joinedRecordings(secondAt: 10), "-c", "copy", "-f", "matroska"])
+        let (pts, discontinuities) = try decodedTimes(mkv)
+        let steps = zip(pts, pts.dropFirst()).map { $1 - $0 }
+        #expect(discontinuities == 0)
+        #expect(steps.filter { $0 > 1 }.count == 1, "\(steps)")
+    }
+}

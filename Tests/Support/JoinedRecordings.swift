@@ -17,9 +17,10 @@ extension TestMedia {
             return try Data(contentsOf: URL(fileURLWithPath: file))
         }
         let joined = try part(base, "red") + part(base + offset, "blue")
-        try joined.write(to: URL(fileURLWithPath: path + ".part"))
-        try? FileManager.default.removeItem(atPath: path)
-        try FileManager.default.moveItem(atPath: path + ".part", toPath: path)
+        // Tests running at once may both make it: each writes its own copy and renames it in place.
+        let part = path + ".\(UUID().uuidString).part"
+        try joined.write(to: URL(fileURLWithPath: part))
+        guard rename(part, path) == 0 else { throw GenerationError(description: "cannot rename \(part): errno \(errno)") }
         return path
     }
 }
