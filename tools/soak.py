@@ -716,7 +716,8 @@ def main(argv):
         print("ffmpeg: not found (make deps installs it)", file=sys.stderr)
         return 2
     folder = tempfile.mkdtemp(prefix="marquee-soak-")
-    results = {"marquee": args.marquee, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    results = {"marquee": args.marquee, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX")}
     failed = False
     try:
         if args.only in (None, "soak"):
