@@ -110,6 +110,11 @@ import TestSupport
         let stalled = status.supervision(now: at(31))
         #expect(!stalled.progressing && stalled.status == "stalled", "\(stalled)")
         #expect(stalled.reasons.first?.contains("no new picture for 31.0 s") == true, "\(stalled.reasons)")
+        // Nor is a presentation thread that sits in its first draw for 20 s hung.
+        let drawing = presenting(lasts: 0)
+        drawing.update { $0.outputs[0].lastPicture = nil }
+        #expect(drawing.supervision(now: at(20)).progressing)
+        #expect(drawing.supervision(now: at(20)).summary == "starting: waiting for the first picture on headless-0")
     }
 
     @Test func startingUpIsRightlyWaitingForAWhile() {
