@@ -112,7 +112,7 @@ public final class KioskStatus: @unchecked Sendable {
     /// compiling the renderer's shaders: seconds on a slow software renderer) before it is a stall.
     public static let firstPictureLimit = 30.0
     /// An output's presentation thread that has not gone round its loop for this long is hung,
-    /// whatever it shows.
+    /// whatever it shows (before its first picture: `firstPictureLimit`).
     public static let hangLimit = 5.0
     /// How long after start an output may take to begin presenting (or waiting for a display).
     public static let startupLimit = 60.0
@@ -151,7 +151,8 @@ public final class KioskStatus: @unchecked Sendable {
         for output in s.outputs {
             guard let beat = output.lastBeat else { continue }
             let quiet = (now - beat).seconds
-            if quiet > Self.hangLimit {
+            // Before the first picture the thread may sit in the first draw (shader compilation).
+            if quiet > (output.lastPicture == nil ? Self.firstPictureLimit : Self.hangLimit) {
                 stalls.append("output \(output.name): stalled: the presentation thread has not run for \(quiet.formatted(decimals: 1)) s")
                 stallLines.append("stalled: the presentation thread of \(output.name) does not run (see health)")
                 hung = true
