@@ -32,9 +32,16 @@ public func inputFiles(_ paths: [String]) -> [String] {
     }
 }
 
-/// A folder of this process's own under the temporary directory, made once.
+/// A folder of this process's own, made once and removed at exit: in memory (/dev/shm) where there
+/// is one, since a file rewritten on a disk is flushed on close (ext4 does for a truncated file),
+/// about 4 ms a run.
 func scratchFolder(_ name: String) -> String {
-    let folder = NSTemporaryDirectory() + "/marquee-fuzz-\(getpid())-\(name)"
+    let folder = scratchRoot() + "/" + name
     try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    atexit { try? FileManager.default.removeItem(atPath: scratchRoot()) }
     return folder
+}
+
+private func scratchRoot() -> String {
+    (access("/dev/shm", W_OK) == 0 ? "/dev/shm" : NSTemporaryDirectory()) + "/marquee-fuzz-\(getpid())"
 }
