@@ -17,7 +17,7 @@ VM_PACKAGES := qemu-system-x86 busybox-static netpbm python3 systemd udev kmod
 SOAK_PACKAGES := python3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build release run test hw-test vm-test bench soak vm clean
+.PHONY: all deps build release run test hw-test vm-test bench soak vm clean fuzz-build fuzz fuzz-short sanitize
 
 all: build
 
@@ -50,6 +50,38 @@ test: DEBIAN_PACKAGES += $(VM_PACKAGES)
 test: vm
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(MAKE) fuzz-short
+
+# libFuzzer targets (Fuzz/): the JSON parser, the config reader, the control protocol, the M3U reader.
+# libFuzzer ships with the Swift toolchain (-sanitize=fuzzer), so no package is needed. Built in
+# release mode into .build/fuzz, one product at a time (the other executables are not fuzzer entry points).
+FUZZ_PRODUCTS := FuzzJSON FuzzConfig FuzzControl FuzzM3U
+FUZZ_SECONDS ?= 600
+FUZZ_SHORT_SECONDS ?= 30
+fuzz-build: deps
+	for product in $(FUZZ_PRODUCTS); do \
+		$(SWIFT) build -c release --sanitize=fuzzer --build-path .build/fuzz --product $$product || exit 1; done
+
+# Each target for FUZZ_SECONDS (default 10 minutes), in turn; found inputs are kept in .build/fuzz/corpus.
+fuzz: fuzz-build
+	tools/fuzz $(FUZZ_SECONDS)
+
+# What `make test` runs: each target for FUZZ_SHORT_SECONDS (30 s), after replaying its seeds.
+fuzz-short: fuzz-build
+	tools/fuzz $(FUZZ_SHORT_SECONDS)
+
+# The test suite under AddressSanitizer, then ThreadSanitizer, each in a build folder of its own
+# (the processes the tests start, marquee and the examples, are built the same way).
+# SANITIZE_ARGS passes options to `swift test`, e.g. SANITIZE_ARGS="--skip KMSVMTests".
+# Leak checking is off: LeakSanitizer cannot follow the pointer to a Swift object's weak-reference
+# side table (kept shifted inside the object's reference count) nor objects held by async task frames
+# when a process exits, so it reports those as leaks; memory growth is the soak's to measure.
+SANITIZE_ARGS ?=
+sanitize: deps
+	$(SWIFT) build --build-tests --sanitize=address --build-path .build/asan
+	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --sanitize=address --build-path .build/asan $(SANITIZE_ARGS)
+	$(SWIFT) build --build-tests --sanitize=thread --build-path .build/tsan
+	$(SWIFT) test --skip-build --sanitize=thread --build-path .build/tsan $(SANITIZE_ARGS)
 
 # Zero-copy hardware decode end to end (VAAPI or DRM decoder -> DMA-BUF -> EGL image), on a machine
 # with a render node; elsewhere the test prints what is missing.

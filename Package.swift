@@ -33,12 +33,20 @@ let package = Package(
         .executableTarget(name: "PlayFileExample", dependencies: ["Playback", "Media", "Display", "ExampleSupport"], path: "Examples/PlayFile"),
         .executableTarget(name: "QueuePlayerExample", dependencies: ["Playback", "Media", "Display", "ExampleSupport"], path: "Examples/QueuePlayer"),
 
+        // libFuzzer targets (`make fuzz`, Fuzz/README.md): the harnesses, and one executable each whose
+        // entry point is LLVMFuzzerTestOneInput under `--sanitize=fuzzer` (a corpus replayer otherwise).
+        .target(name: "FuzzTargets", dependencies: ["Kiosk", "Playback", "Render"], path: "Fuzz/Targets"),
+        .executableTarget(name: "FuzzJSON", dependencies: ["FuzzTargets"], path: "Fuzz/JSON"),
+        .executableTarget(name: "FuzzConfig", dependencies: ["FuzzTargets"], path: "Fuzz/Config"),
+        .executableTarget(name: "FuzzControl", dependencies: ["FuzzTargets"], path: "Fuzz/Control"),
+        .executableTarget(name: "FuzzM3U", dependencies: ["FuzzTargets"], path: "Fuzz/M3U"),
+
         // Test media made with the ffmpeg command at test time.
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "PlaybackTests", dependencies: ["Playback", "TestSupport"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "Playback", "TestSupport"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
-        .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Display", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Playback", "TestSupport"]),
         .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
     ]

@@ -1,0 +1,46 @@
+import Foundation
+import Kiosk
+import Playback
+
+/// The control protocol on any bytes, one client's conversation: each line (as the socket splits
+/// them) gets its reply from the kiosk's own handler (`KioskController`, over a status like a
+/// playing session's, with a player that does every command at once), and after each line the
+/// client's observed properties are reported. Every reply is one JSON object that encodes.
+public func fuzzControl(_ bytes: [UInt8]) {
+    let session = ControlSession(clientID: 1, handler: controller)
+    for line in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
+        if let reply = session.reply(to: Array(line)) {
+            guard case .object = reply, (try? JSONParser.parse(reply.encoded)) != nil else {
+                fatalError("reply \(reply) to \(String(decoding: line, as: UTF8.self)) is not a JSON object")
+            }
+        }
+        for event in session.propertyChanges() { _ = event.encoded }
+    }
+}
+
+private let controller: KioskController = {
+    let status = KioskStatus()
+    status.update { s in
+        s.items = [.init(uri: "a.mp4", path: "/media/a.mp4", state: .played, error: nil),
+                   .init(uri: "b.png", path: "/media/b.png", state: .failed, error: "cannot open"),
+                   .init(uri: "c.mp4", path: "/media/c.mp4", state: .playing, error: nil)]
+        s.position = 2
+        s.currentPath = "/media/c.mp4"
+        s.timePos = 1.5
+        s.duration = 10
+        var output = KioskStatus.Output(name: "HDMI-A-1", mode: "1920x1080@60", videoRect: [0, 0, 1920, 1080], connected: true)
+        output.syncErrorMs = 0.4
+        s.outputs = [output]
+        s.displayFPS = 60
+        s.wallSync = "clock"
+        s.conversions = ["/media/c.mp4": "yuv444p -> nv12"]
+    }
+    // The player: commands succeed at once, except a screenshot of an output that does not exist.
+    return KioskController(status: status, commandTimeout: 5) { command in
+        switch command {
+        case .screenshot(let output?) where output != "HDMI-A-1": return .failed("no output \(output)")
+        case .screenshot: return .screenshot(png: Data([0x89, 0x50, 0x4E, 0x47]), width: 1, height: 1, output: "HDMI-A-1")
+        default: return .done
+        }
+    }
+}()

@@ -1,0 +1,54 @@
+import Foundation
+import FuzzTargets
+@testable import Kiosk
+import Testing
+
+/// The fuzz targets' committed inputs (seeds, and inputs that once crashed) replayed through the
+/// same harnesses the fuzzers run, in the ordinary test build: a regression ends the test process.
+@Suite struct FuzzCorpusTests {
+    static let fuzzFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz").path
+
+    func replay(_ target: String, through harness: ([UInt8]) -> Void) throws {
+        let files = inputFiles([Self.fuzzFolder + "/corpus/" + target])
+        #expect(files.count >= 5, "the \(target) seeds are in Fuzz/corpus/\(target)")
+        for file in files {
+            let data = try #require(FileManager.default.contents(atPath: file), "cannot read \(file)")
+            harness(Array(data))
+        }
+    }
+
+    @Test func jsonCorpus() throws { try replay("json", through: fuzzJSON) }
+    @Test func configCorpus() throws { try replay("config", through: fuzzConfig) }
+    @Test func controlCorpus() throws { try replay("control", through: fuzzControl) }
+    @Test func m3uCorpus() throws { try replay("m3u", through: fuzzM3U) }
+
+    /// The config seeds (`*.json`; other files there are inputs that once crashed) are configs the
+    /// reader accepts, so the fuzzer starts from the valid forms.
+    @Test func configSeedsAreValid() throws {
+        for file in inputFiles([Self.fuzzFolder + "/corpus/config"]) where file.hasSuffix(".json") {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            let folder = NSTemporaryDirectory() + "/marquee-fuzz-seeds-\(getpid())"
+            try FileManager.default.createDirectory(atPath: folder + "/demo", withIntermediateDirectories: true)
+            FileManager.default.createFile(atPath: folder + "/demo/demo.mp4", contents: Data())
+            FileManager.default.createFile(atPath: folder + "/list.m3u", contents: Data("demo/demo.mp4\n".utf8))
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            #expect(throws: Never.self, "\(file)") { try KioskConfig.parse(text, baseDirectory: folder) }
+        }
+    }
+}
+
+@Suite struct ControlSessionTests {
+    @Test func repliesWithoutASocket() throws {
+        let session = ControlSession(clientID: 7, handler: FakeHandler())
+        #expect(session.reply(to: Array("   ".utf8)) == nil, "a blank line gets no reply")
+        #expect(session.reply(to: Array(#"{"command":["client_name"],"request_id":3}"#.utf8))?.encoded
+                == #"{"data":"client7","request_id":3,"error":"success"}"#)
+        #expect(session.reply(to: Array("not json".utf8))?.encoded == #"{"request_id":0,"error":"invalid parameter"}"#)
+        #expect(!session.isObserving)
+        #expect(session.reply(to: Array(#"{"command":["observe_property",1,"pause"]}"#.utf8))?.encoded
+                == #"{"request_id":0,"error":"success"}"#)
+        #expect(session.propertyChanges().map(\.encoded) == [#"{"event":"property-change","id":1,"name":"pause","data":false}"#])
+        #expect(session.propertyChanges().isEmpty, "an unchanged property is not reported again")
+    }
+}
