@@ -5,16 +5,21 @@ import Playback
 /// The control protocol on any bytes, one client's conversation: each line (as the socket splits
 /// them) gets its reply from the kiosk's own handler (`KioskController`, over a status like a
 /// playing session's, with a player that does every command at once), and after each line the
-/// client's observed properties are reported. Every reply is one JSON object that encodes.
+/// client's observed properties are read and reported. Every reply is one line holding one JSON
+/// object with an `error` member.
 public func fuzzControl(_ bytes: [UInt8]) {
-    let session = ControlSession(clientID: 1, handler: controller)
+    let session = ControlSession(clientID: 1, handler: controller, maxObserved: 8)
     for line in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
         if let reply = session.reply(to: Array(line)) {
-            guard case .object = reply, (try? JSONParser.parse(reply.encoded)) != nil else {
-                fatalError("reply \(reply) to \(String(decoding: line, as: UTF8.self)) is not a JSON object")
+            guard reply.last == 0x0A, !reply.dropLast().contains(0x0A),
+                  let value = try? JSONParser.parse(String(decoding: reply.dropLast(), as: UTF8.self)),
+                  value["error"]?.stringValue != nil else {
+                fatalError("reply \(String(decoding: reply, as: UTF8.self)) to \(String(decoding: line, as: UTF8.self)) is not one JSON object with an error")
             }
         }
-        for event in session.propertyChanges() { _ = event.encoded }
+        var values: [String: JSONValue] = [:]
+        for name in session.observedNames { values[name] = (try? controller.property(name)) ?? .null }
+        for event in session.propertyChanges(values) { _ = event.encoded }
     }
 }
 

@@ -84,10 +84,11 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     final class Client {
-        let id: Int
+        /// The protocol: parsing, the protocol's own commands, observed properties.
+        let session: ControlSession
+        var id: Int { session.clientID }
         /// The connecting process (SO_PEERCRED), for the log.
         let pid: Int32?
-        var name = ""
         /// Bytes read; `input[..<inputStart]` is handled, `input[inputStart..<scanned]` holds no newline.
         var input = [UInt8]()
         var inputStart = 0
@@ -99,13 +100,11 @@ public final class ControlServer: @unchecked Sendable {
         var inputClosed = false
         /// The client has gone: what it sent still runs, replies are dropped.
         var peerGone = false
-        /// observe_property: id -> (name, last value sent).
-        var observed: [Int: (name: String, last: JSONValue?)] = [:]
-        init(id: Int, pid: Int32?) {
-            self.id = id
+        init(_ session: ControlSession, pid: Int32?) {
+            self.session = session
             self.pid = pid
         }
-        var label: String { "client\(id)" }
+        var label: String { session.label }
         var unhandledBytes: Int { input.count - inputStart }
         var hasCompleteLine: Bool { input[scanned...].contains(0x0A) }
     }
@@ -369,7 +368,7 @@ public final class ControlServer: @unchecked Sendable {
                 logger.warning("control client refused: too many clients", ["limit": "\(maxClients)", "pid": pid.map { "\($0)" } ?? "-"])
                 continue
             }
-            clients[fd] = Client(id: nextClientID, pid: pid)
+            clients[fd] = Client(ControlSession(clientID: nextClientID, handler: handler, maxObserved: maxObservedPerClient), pid: pid)
             nextClientID += 1
         }
     }
@@ -449,121 +448,28 @@ public final class ControlServer: @unchecked Sendable {
         }
     }
 
-    /// A reply answered on the server thread.
-    private func reply(_ client: Client, _ fd: Int32, _ requestID: JSONValue, _ result: Result<JSONValue?, ControlError>) {
-        guard !client.peerGone else { return }
-        client.output.append(Self.replyLine(requestID, result), isReply: true)
-        flush(fd, client)
-    }
-
-    private static func replyLine(_ requestID: JSONValue, _ result: Result<JSONValue?, ControlError>) -> [UInt8] {
-        var members: [(key: String, value: JSONValue)] = []
-        switch result {
-        case .success(let data):
-            if let data { members.append(("data", data)) }
-            members.append(("request_id", requestID))
-            members.append(("error", "success"))
-        case .failure(let error):
-            members.append(("request_id", requestID))
-            members.append(("error", .string(error.replyText)))
-            if case .commandFailed(let detail) = error { members.append(("detail", .string(detail))) }
-        }
-        return Array(JSONValue.object(members).encoded.utf8) + [0x0A]
-    }
-
+    /// One request line: answered here, or its player's part started on a worker.
     private func handle(_ bytes: [UInt8], from client: Client, fd: Int32) {
-        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespaces)
-        if text.isEmpty { return }
-        guard let request = try? JSONParser.parse(text), case .object = request else {
-            return reply(client, fd, 0, .failure(.invalidParameter))
-        }
-        let requestID = request["request_id"] ?? 0
-        // mpv's request_id is an int64: anything else is refused (and echoed, so the client can tell).
-        guard case .number(let n) = requestID, (try? checkedInteger(n, in: Int64.min...Int64.max, field: "request_id")) != nil else {
-            return reply(client, fd, requestID, .failure(.invalidParameter))
-        }
-        let name: String
-        var arguments: [JSONValue] = []
-        switch request["command"] {
-        case .array(let list)?:
-            guard let first = list.first?.stringValue else { return reply(client, fd, requestID, .failure(.invalidParameter)) }
-            name = first
-            arguments = Array(list.dropFirst())
-        case .object(let members)?:
-            // Named arguments: {"command":{"name":"seek","target":10}}
-            guard let first = members.first(where: { $0.key == "name" })?.value.stringValue else {
-                return reply(client, fd, requestID, .failure(.invalidParameter))
-            }
-            name = first
-            arguments = members.filter { $0.key != "name" }.map(\.value)
-        default:
-            return reply(client, fd, requestID, .failure(.invalidParameter))
-        }
-        if let answered = Result(catching: { () throws(ControlError) -> JSONValue?? in try executeHere(name, arguments, client: client) }).flatMapAnswered {
-            return reply(client, fd, requestID, answered)
-        }
-        // The player's part runs on a worker; the server thread goes on with the other clients.
-        client.busy = true
-        let id = client.id, handler = self.handler, words = arguments
-        let worker = Thread { [self] in
-            let result = Result { () throws(ControlError) -> JSONValue? in try Self.execute(name, words, on: handler) }
-            finish(.reply(clientID: id, line: Self.replyLine(requestID, result)))
-        }
-        worker.name = "marquee-control-request"
-        worker.start()
-    }
-
-    /// An `observe_property` id: a whole number in Int64's range (mpv's), else invalid parameter.
-    private static func observerID(_ value: JSONValue) throws(ControlError) -> Int {
-        guard case .number(let n) = value, let id = try? checkedInteger(n, in: Int.min...Int.max, field: "id") else {
-            throw .invalidParameter
-        }
-        return id
-    }
-
-    /// The protocol's own commands, answered on the server thread; nil for those that go to the player.
-    private func executeHere(_ name: String, _ arguments: [JSONValue], client: Client) throws(ControlError) -> JSONValue?? {
-        switch name {
-        case "observe_property":
-            guard arguments.count == 2, let property = arguments[1].stringValue else { throw .invalidParameter }
-            let id = try Self.observerID(arguments[0])
-            guard handler.propertyNames.contains(property) else { throw .propertyNotFound }
-            guard client.observed.count < maxObservedPerClient || client.observed[id] != nil else {
-                throw .commandFailed("at most \(maxObservedPerClient) observed properties per client")
-            }
-            client.observed[id] = (property, nil)
-            return .some(nil)
-        case "unobserve_property":
-            guard arguments.count == 1 else { throw .invalidParameter }
-            client.observed[try Self.observerID(arguments[0])] = nil
-            return .some(nil)
-        case "client_name":
-            return .some(.string(client.name.isEmpty ? client.label : client.name))
-        case "get_version":
-            return .some(.number(Double(marqueeVersionNumber)))
-        default:
-            return nil
-        }
-    }
-
-    /// The player's commands (on a worker).
-    private static func execute(_ name: String, _ arguments: [JSONValue], on handler: any ControlHandler) throws(ControlError) -> JSONValue? {
-        switch name {
-        case "get_property":
-            guard arguments.count == 1, let property = arguments[0].stringValue else { throw .invalidParameter }
-            return try handler.property(property)
-        case "set_property":
-            guard arguments.count == 2, let property = arguments[0].stringValue else { throw .invalidParameter }
-            try handler.setProperty(property, to: arguments[1])
-            return nil
-        default:
-            return try handler.run(name, arguments)
+        switch client.session.request(bytes) {
+        case nil:
+            return
+        case .answered(let line)?:
+            guard !client.peerGone else { return }
+            client.output.append(line, isReply: true)
+            flush(fd, client)
+        case .player(let work)?:
+            // The player's part runs on a worker; the server thread goes on with the other clients.
+            client.busy = true
+            let id = client.id
+            let worker = Thread { [self] in finish(.reply(clientID: id, line: work())) }
+            worker.name = "marquee-control-request"
+            worker.start()
         }
     }
 
     /// Reads every observed property once, on a worker (a slow property holds up no client).
     private func readObservedProperties() {
-        let names = Set(clients.values.flatMap { $0.observed.values.map(\.name) })
+        let names = clients.values.reduce(into: Set<String>()) { $0.formUnion($1.session.observedNames) }
         guard !names.isEmpty else { return }
         observationRunning = true
         let handler = self.handler
@@ -577,25 +483,11 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func reportObservedChanges(_ values: [String: JSONValue]) {
-        for (fd, client) in clients where !client.observed.isEmpty {
-            for (id, entry) in client.observed.sorted(by: { $0.key < $1.key }) {
-                guard let value = values[entry.name], entry.last != value else { continue }
-                client.observed[id] = (entry.name, value)
-                send(["event": "property-change", "id": .number(Double(id)), "name": .string(entry.name), "data": value],
-                     to: client, fd: fd)
+        for (fd, client) in clients {
+            for event in client.session.propertyChanges(values) {
+                send(event, to: client, fd: fd)
                 if clients[fd] == nil { break }
             }
-        }
-    }
-}
-
-private extension Result where Success == JSONValue??, Failure == ControlError {
-    /// An answer given on the spot (a value or an error); nil when the request goes to the player.
-    var flatMapAnswered: Result<JSONValue?, ControlError>? {
-        switch self {
-        case .success(.some(let value)): .success(value)
-        case .success(.none): nil
-        case .failure(let error): .failure(error)
         }
     }
 }

@@ -237,3 +237,17 @@ public final class KioskStatus: @unchecked Sendable {
         return "playing item \(index + 1) of \(s.items.count): \(name)\(still)" + suffix
     }
 }
+
+extension KioskStatus.Item {
+    /// An item as a player outside this module (a control-protocol fuzzer, a tool) reports it.
+    public init(uri: String, path: String?, state: State, error: String?) {
+        self.init(uri: uri, path: path, state: state, error: error, failedInLoop: nil)
+    }
+}
+
+extension KioskStatus.Output {
+    /// An output as a player outside this module reports it; the other fields start empty.
+    public init(name: String, mode: String, videoRect: [Int]?, connected: Bool) {
+        self.init(name: name, mode: mode, videoRect: videoRect, connected: connected, syncErrorMs: nil)
+    }
+}

@@ -39,16 +39,28 @@ import Testing
 }
 
 @Suite struct ControlSessionTests {
+    func text(_ line: [UInt8]?) -> String? { line.map { String(decoding: $0, as: UTF8.self) } }
+
     @Test func repliesWithoutASocket() throws {
-        let session = ControlSession(clientID: 7, handler: FakeHandler())
+        let handler = FakeHandler()
+        let session = ControlSession(clientID: 7, handler: handler, maxObserved: 1)
         #expect(session.reply(to: Array("   ".utf8)) == nil, "a blank line gets no reply")
-        #expect(session.reply(to: Array(#"{"command":["client_name"],"request_id":3}"#.utf8))?.encoded
-                == #"{"data":"client7","request_id":3,"error":"success"}"#)
-        #expect(session.reply(to: Array("not json".utf8))?.encoded == #"{"request_id":0,"error":"invalid parameter"}"#)
-        #expect(!session.isObserving)
-        #expect(session.reply(to: Array(#"{"command":["observe_property",1,"pause"]}"#.utf8))?.encoded
-                == #"{"request_id":0,"error":"success"}"#)
-        #expect(session.propertyChanges().map(\.encoded) == [#"{"event":"property-change","id":1,"name":"pause","data":false}"#])
-        #expect(session.propertyChanges().isEmpty, "an unchanged property is not reported again")
+        #expect(text(session.reply(to: Array(#"{"command":["client_name"],"request_id":3}"#.utf8)))
+                == #"{"data":"client7","request_id":3,"error":"success"}"# + "\n")
+        #expect(text(session.reply(to: Array("not json".utf8))) == #"{"request_id":0,"error":"invalid parameter"}"# + "\n")
+        // The player's part is handed back as work, run where the caller likes.
+        guard case .player(let work)? = session.request(Array(#"{"command":["playlist-next"],"request_id":4}"#.utf8)) else {
+            Issue.record("playlist-next is the player's")
+            return
+        }
+        #expect(handler.position == 0, "nothing runs before the work does")
+        #expect(text(work()) == #"{"request_id":4,"error":"success"}"# + "\n")
+        #expect(handler.position == 1)
+        #expect(text(session.reply(to: Array(#"{"command":["observe_property",1,"pause"]}"#.utf8))) == #"{"request_id":0,"error":"success"}"# + "\n")
+        #expect(text(session.reply(to: Array(#"{"command":["observe_property",2,"pause"]}"#.utf8)))?.contains("at most 1 observed") == true)
+        #expect(session.observedNames == ["pause"])
+        #expect(session.propertyChanges(["pause": false]).map(\.encoded) == [#"{"event":"property-change","id":1,"name":"pause","data":false}"#])
+        #expect(session.propertyChanges(["pause": false]).isEmpty, "an unchanged property is not reported again")
+        #expect(session.propertyChanges(["pause": true]).count == 1)
     }
 }

@@ -1,0 +1,170 @@
+import Foundation
+import Playback
+
+/// One client's side of the control protocol, without the socket: it parses each request line,
+/// answers the protocol's own commands (observe/unobserve, client_name, get_version) and malformed
+/// lines at once, hands back the player's part (get/set_property, commands) as work for the caller
+/// to run where it likes, and keeps what the client observes. `ControlServer` keeps one per
+/// connection, runs the player's work on a worker and moves the bytes; anything with a
+/// `ControlHandler` (a fuzzer, a test) can drive it directly. Used by one thread at a time.
+public final class ControlSession {
+    public let clientID: Int
+    public let maxObserved: Int
+    private let handler: any ControlHandler
+    /// observe_property: id -> (name, last value sent).
+    private var observed: [Int: (name: String, last: JSONValue?)] = [:]
+
+    public init(clientID: Int, handler: any ControlHandler, maxObserved: Int = 64) {
+        self.clientID = clientID
+        self.handler = handler
+        self.maxObserved = maxObserved
+    }
+
+    /// The client's name in the log and in `client_name`.
+    public var label: String { "client\(clientID)" }
+
+    /// What a request line comes to.
+    public enum Request {
+        /// Answered on the spot: the reply line, newline included.
+        case answered([UInt8])
+        /// The player's part: `work` (which may block, e.g. a screenshot) gives the reply line.
+        case player(work: @Sendable () -> [UInt8])
+    }
+
+    /// The request on one line (its bytes without the newline); nil for a blank line.
+    public func request(_ bytes: [UInt8]) -> Request? {
+        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+        if text.isEmpty { return nil }
+        guard let request = try? JSONParser.parse(text), case .object = request else {
+            return .answered(Self.replyLine(0, .failure(.invalidParameter)))
+        }
+        let requestID = request["request_id"] ?? 0
+        // mpv's request_id is an int64: anything else is refused (and echoed, so the client can tell).
+        guard case .number(let n) = requestID, (try? checkedInteger(n, in: Int64.min...Int64.max, field: "request_id")) != nil else {
+            return .answered(Self.replyLine(requestID, .failure(.invalidParameter)))
+        }
+        let name: String
+        var arguments: [JSONValue] = []
+        switch request["command"] {
+        case .array(let list)?:
+            guard let first = list.first?.stringValue else { return .answered(Self.replyLine(requestID, .failure(.invalidParameter))) }
+            name = first
+            arguments = Array(list.dropFirst())
+        case .object(let members)?:
+            // Named arguments: {"command":{"name":"seek","target":10}}
+            guard let first = members.first(where: { $0.key == "name" })?.value.stringValue else {
+                return .answered(Self.replyLine(requestID, .failure(.invalidParameter)))
+            }
+            name = first
+            arguments = members.filter { $0.key != "name" }.map(\.value)
+        default:
+            return .answered(Self.replyLine(requestID, .failure(.invalidParameter)))
+        }
+        if let answered = Result(catching: { () throws(ControlError) -> JSONValue?? in try executeHere(name, arguments) }).flatMapAnswered {
+            return .answered(Self.replyLine(requestID, answered))
+        }
+        let handler = self.handler, words = arguments
+        return .player {
+            Self.replyLine(requestID, Result { () throws(ControlError) -> JSONValue? in try Self.execute(name, words, on: handler) })
+        }
+    }
+
+    /// The reply line to a request line with the player's part run here, on the caller's thread;
+    /// nil for a blank line.
+    public func reply(to bytes: [UInt8]) -> [UInt8]? {
+        switch request(bytes) {
+        case nil: nil
+        case .answered(let line)?: line
+        case .player(let work)?: work()
+        }
+    }
+
+    /// The names of the properties the client observes.
+    public var observedNames: Set<String> { Set(observed.values.map(\.name)) }
+
+    /// `property-change` events, in id order, for the observed properties whose value in `values`
+    /// differs from the last one sent (all of them the first time); each is then the last sent.
+    public func propertyChanges(_ values: [String: JSONValue]) -> [JSONValue] {
+        var events: [JSONValue] = []
+        for (id, entry) in observed.sorted(by: { $0.key < $1.key }) {
+            guard let value = values[entry.name], entry.last != value else { continue }
+            observed[id] = (entry.name, value)
+            events.append(["event": "property-change", "id": .number(Double(id)), "name": .string(entry.name), "data": value])
+        }
+        return events
+    }
+
+    private static func replyLine(_ requestID: JSONValue, _ result: Result<JSONValue?, ControlError>) -> [UInt8] {
+        var members: [(key: String, value: JSONValue)] = []
+        switch result {
+        case .success(let data):
+            if let data { members.append(("data", data)) }
+            members.append(("request_id", requestID))
+            members.append(("error", "success"))
+        case .failure(let error):
+            members.append(("request_id", requestID))
+            members.append(("error", .string(error.replyText)))
+            if case .commandFailed(let detail) = error { members.append(("detail", .string(detail))) }
+        }
+        return Array(JSONValue.object(members).encoded.utf8) + [0x0A]
+    }
+
+    /// An `observe_property` id: a whole number in Int64's range (mpv's), else invalid parameter.
+    private static func observerID(_ value: JSONValue) throws(ControlError) -> Int {
+        guard case .number(let n) = value, let id = try? checkedInteger(n, in: Int.min...Int.max, field: "id") else {
+            throw .invalidParameter
+        }
+        return id
+    }
+
+    /// The protocol's own commands, answered here; nil for those that go to the player.
+    private func executeHere(_ command: String, _ arguments: [JSONValue]) throws(ControlError) -> JSONValue?? {
+        switch command {
+        case "observe_property":
+            guard arguments.count == 2, let property = arguments[1].stringValue else { throw .invalidParameter }
+            let id = try Self.observerID(arguments[0])
+            guard handler.propertyNames.contains(property) else { throw .propertyNotFound }
+            guard observed.count < maxObserved || observed[id] != nil else {
+                throw .commandFailed("at most \(maxObserved) observed properties per client")
+            }
+            observed[id] = (property, nil)
+            return .some(nil)
+        case "unobserve_property":
+            guard arguments.count == 1 else { throw .invalidParameter }
+            observed[try Self.observerID(arguments[0])] = nil
+            return .some(nil)
+        case "client_name":
+            return .some(.string(label))
+        case "get_version":
+            return .some(.number(Double(marqueeVersionNumber)))
+        default:
+            return nil
+        }
+    }
+
+    /// The player's commands (on a worker, in the server).
+    private static func execute(_ command: String, _ arguments: [JSONValue], on handler: any ControlHandler) throws(ControlError) -> JSONValue? {
+        switch command {
+        case "get_property":
+            guard arguments.count == 1, let property = arguments[0].stringValue else { throw .invalidParameter }
+            return try handler.property(property)
+        case "set_property":
+            guard arguments.count == 2, let property = arguments[0].stringValue else { throw .invalidParameter }
+            try handler.setProperty(property, to: arguments[1])
+            return nil
+        default:
+            return try handler.run(command, arguments)
+        }
+    }
+}
+
+private extension Result where Success == JSONValue??, Failure == ControlError {
+    /// An answer given on the spot (a value or an error); nil when the request goes to the player.
+    var flatMapAnswered: Result<JSONValue?, ControlError>? {
+        switch self {
+        case .success(.some(let value)): .success(value)
+        case .success(.none): nil
+        case .failure(let error): .failure(error)
+        }
+    }
+}
