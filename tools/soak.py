@@ -273,7 +273,7 @@ class Marquee:
 
 
 def write_config(path, uris=None, directory=None):
-    playlist = {"directory": directory} if directory else [{"uri": u} for u in uris]
+    playlist = {"directory": directory} if directory else [u if isinstance(u, dict) else {"uri": u} for u in uris]
     with open(path, "w") as f:
         json.dump({"playlist": playlist, "loop": True, "log": {"level": "info"}}, f)
     return path
@@ -519,7 +519,9 @@ def play_until(m, predicate, limit):
 def torture_one(binary, folder, kind, path, before, after, passes=3):
     """`before`, the hostile file, `after`, looped `passes` times by a process of its own."""
     name = re.sub(r"[^a-z0-9]+", "-", os.path.basename(path).lower())
-    config = write_config(os.path.join(folder, f"t-{name}.json"), [before, path, after])
+    # A picture shows for its item's duration: 0.5 s here, so that the 1 s freeze limit holds.
+    item = {"uri": path, "duration": 0.5} if path.endswith(".png") else path
+    config = write_config(os.path.join(folder, f"t-{name}.json"), [before, item, after])
     m = Marquee(binary, config, folder, f"t-{name}")
     started = time.monotonic()
     play_until(m, lambda m: m.transitions > 3 * passes, 60)
