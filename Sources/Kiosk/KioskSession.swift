@@ -876,6 +876,8 @@ final class TimedReader: FrameReader {
         try inner.seek(to: time)
     }
 
+    var canceller: (@Sendable () -> Void)? { inner.canceller }
+
     private func timed(_ operation: String, since start: ContinuousClock.Instant) {
         let took = (ContinuousClock.now - start).seconds
         if took > slowLimit { onSlow(url, operation, took) }

@@ -78,7 +78,7 @@ final class CodecSession {
     /// Opens `decoder` for `stream` in software.
     init(software decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, threads: Int, uri: String) throws {
         context = try Self.allocate(decoder, stream: stream, uri: uri)
-        context!.pointee.thread_count = Int32(threads)
+        context!.pointee.thread_count = Int32(clamping: max(0, min(threads, 64)))  // 0: FFmpeg sizes them
         context!.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
         hardwareFormat = nil
         path = .software

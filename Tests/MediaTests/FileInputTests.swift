@@ -110,6 +110,24 @@ import TestSupport
         _ = secondWriter.wait(timeout: .now() + 10)
     }
 
+    /// A read waiting on a stalled FIFO ends at once when the decoder is cancelled from another
+    /// thread (the item was skipped or stopped), not at the read limit.
+    @Test func aCancelEndsABlockedReadAtOnce() throws {
+        let clip = try Data(contentsOf: URL(fileURLWithPath: try transportStream()))
+        let fifo = try makeFIFO("cancelled")
+        defer { unlink(fifo) }
+        let writer = writeSlowly(fifo, clip.prefix(clip.count / 2), holdFor: 3)
+        let decoder = try VideoDecoder(path: fifo, threads: 1)
+        let cancel = decoder.canceller
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { cancel() }
+        let started = Date()
+        let error = try #require(throws: MediaError.self) { while try decoder.nextFrame() != nil {} }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(error.reason == "cancelled", "\(error)")
+        #expect(elapsed < 1.5, "the cancelled read ended after \(elapsed) s")
+        _ = writer.wait(timeout: .now() + 10)
+    }
+
     /// A FIFO whose writer sends a whole stream plays it to the end.
     @Test func aFIFOThatIsWrittenPlaysToItsEnd() throws {
         let clip = try Data(contentsOf: URL(fileURLWithPath: try transportStream()))
