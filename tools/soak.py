@@ -561,10 +561,8 @@ def torture_one(binary, folder, kind, path, before, after, passes=3):
         failures.append(f"the hostile item started {len(starts)} times in {seconds:.0f} s (the playlist stalled?)")
     if good_problems:
         failures.append("good clips: " + "; ".join(good_problems[:3]))
-    # A still picture shows for its item's duration (10 s when the config gives none).
-    hold_limit = 10.5 if path.lower().endswith((".png", ".jpg", ".jpeg")) else 1.0
-    if longest_hold[0] > hold_limit:
-        failures.append(f"the picture froze {longest_hold[0]:.1f} s on pts {longest_hold[1]} (a frame held over {hold_limit} s)")
+    if longest_hold[0] > 1.0:
+        failures.append(f"the picture froze {longest_hold[0]:.1f} s on pts {longest_hold[1]} (a frame held over 1 s)")
     if outcome["incomplete_good_passes"]:
         failures.append(f"{outcome['incomplete_good_passes']} passes of a good clip did not show its 10 frames")
     if not shown and alive:
