@@ -3,6 +3,7 @@
 #include <libavutil/avutil.h>
 #include <libavutil/display.h>
 #include <libavformat/avformat.h>
+#include <malloc.h>
 #include <math.h>
 
 int mq_averror(int posix_errno) { return AVERROR(posix_errno); }
@@ -27,3 +28,5 @@ double mq_stream_display_rotation(const struct AVStream *stream) {
     double degrees = av_display_rotation_get(matrix);
     return isnan(degrees) ? 0 : degrees;
 }
+
+int mq_limit_malloc_arenas(int count) { return mallopt(M_ARENA_MAX, count); }

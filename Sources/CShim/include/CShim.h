@@ -21,4 +21,8 @@ struct AVStream;
 /// side-data API that changed in FFmpeg 6.1.
 double mq_stream_display_rotation(const struct AVStream *stream);
 
+/// mallopt(M_ARENA_MAX, count): at most `count` malloc arenas from now on (glibc; malloc.h is not
+/// in Swift's Glibc module). Returns 1 on success, 0 when refused.
+int mq_limit_malloc_arenas(int count);
+
 #endif
