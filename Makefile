@@ -76,12 +76,14 @@ fuzz-short: fuzz-build
 # Leak checking is off: LeakSanitizer cannot follow the pointer to a Swift object's weak-reference
 # side table (kept shifted inside the object's reference count) nor objects held by async task frames
 # when a process exits, so it reports those as leaks; memory growth is the soak's to measure.
+# tools/tsan.supp: what ThreadSanitizer cannot see (Synchronization.Mutex's lock), with the reason.
 SANITIZE_ARGS ?=
 sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=address --build-path .build/asan
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --sanitize=address --build-path .build/asan $(SANITIZE_ARGS)
 	$(SWIFT) build --build-tests --sanitize=thread --build-path .build/tsan
-	$(SWIFT) test --skip-build --sanitize=thread --build-path .build/tsan $(SANITIZE_ARGS)
+	TSAN_OPTIONS="suppressions=$(CURDIR)/tools/tsan.supp" \
+		$(SWIFT) test --skip-build --sanitize=thread --build-path .build/tsan $(SANITIZE_ARGS)
 
 # Zero-copy hardware decode end to end (VAAPI or DRM decoder -> DMA-BUF -> EGL image), on a machine
 # with a render node; elsewhere the test prints what is missing.
