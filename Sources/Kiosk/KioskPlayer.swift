@@ -83,7 +83,8 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
                                   wallOutput: wallOutputs[0], options: options, logger: logger, onVsync: onVsync,
                                   shouldContinue: shouldContinue)
     logger.info("stopped", ["frames": "\(stats.presented)", "dropped": "\(stats.dropped)",
-                            "delayed": "\(stats.delayed)", "vsync": "\(stats.lastVsync)"])
+                            "delayed": "\(stats.delayed)", "decoder-dropped": "\(stats.decoderDropped)",
+                            "stalls": "\(stats.stalls)", "vsync": "\(stats.lastVsync)"])
     return stats
 }
 

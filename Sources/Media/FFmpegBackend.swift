@@ -91,6 +91,9 @@ final class DecoderReader: FrameReader {
     /// Made at the first frame larger than the texture limit.
     private var downscaler: RGBAConverter?
     private var reportedDownscale = false
+    private var frameDrop = DecoderFrameDrop.none
+    /// Decoded frames ending by this item time are discarded unconverted (they are late).
+    private var discardEndingBy: (@Sendable () -> MediaTime?)?
 
     init(decoder: VideoDecoder, onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil,
          onConversion: (@Sendable (String, String, String) -> Void)? = nil, colorConversion: ColorConversionSwitch? = nil) {
@@ -103,6 +106,13 @@ final class DecoderReader: FrameReader {
 
     func nextFrame() throws -> (any PresentableFrame)? {
         var frame = try decoder.nextFrame()
+        // Late frames go unconverted, but every fourth is handed over: the feeder learns from it
+        // how far behind decoding is (and skips more).
+        var discarded = 0
+        while discarded < 3, let late = frame, let limit = discardEndingBy?(), late.pts + late.duration <= limit {
+            frame = try decoder.nextFrame()
+            discarded += 1
+        }
         // The first frame waits (briefly) for the output to choose; later ones follow the switch.
         if let decoded = frame, let colorConversion,
            (first ? colorConversion.waitForChoice(timeout: 0.5) : colorConversion.conversion) == .cpu {
@@ -131,6 +141,7 @@ final class DecoderReader: FrameReader {
         }
         if decoder.decodingPath != path {
             path = decoder.decodingPath
+            if frameDrop != .none { decoder.setFrameDrop(frameDrop) }  // a new session skips nothing
             onChange?(decoder.uri, decoder.info, path)
         }
         return frame
@@ -139,4 +150,9 @@ final class DecoderReader: FrameReader {
     func seek(to time: MediaTime) throws { try decoder.seek(to: time) }
 
     var canceller: (@Sendable () -> Void)? { decoder.canceller }
+    func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?) {
+        if drop != frameDrop { decoder.setFrameDrop(drop) }
+        frameDrop = drop
+        discardEndingBy = clock
+    }
 }

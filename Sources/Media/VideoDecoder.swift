@@ -587,3 +587,17 @@ public final class VideoDecoder {
         return (pts, duration)
     }
 }
+
+extension VideoDecoder {
+    /// Which frames the decoder skips from now on without decoding them (FFmpeg's `skip_frame`):
+    /// none, frames no other frame refers to, or everything but keyframes. A new decoding session
+    /// (a switch to software mid-stream) starts with none; `DecoderReader` applies it again.
+    public func setFrameDrop(_ drop: DecoderFrameDrop) {
+        guard let context = session.context else { return }
+        switch drop {
+        case .none: context.pointee.skip_frame = AVDISCARD_DEFAULT
+        case .nonReference: context.pointee.skip_frame = AVDISCARD_NONREF
+        case .nonKey: context.pointee.skip_frame = AVDISCARD_NONKEY
+        }
+    }
+}

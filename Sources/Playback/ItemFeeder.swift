@@ -8,8 +8,10 @@ enum FeedEvent: @unchecked Sendable {
     /// The asset is probed and playable.
     case ready(AssetDescription)
     case frame(any PresentableFrame)
-    /// The stream (or the item's forward end time) is reached.
-    case end
+    /// The stream (or the item's forward end time) is reached. `skippedTo`: the decoder was
+    /// skipping frames when it reached the end, which is then the stream's duration (the last
+    /// frame handed over ends earlier).
+    case end(skippedTo: MediaTime?)
     case failed(any Error)
 }
 
@@ -33,6 +35,11 @@ final class ItemFeeder: @unchecked Sendable {
     /// once the first is decoded (0 before).
     private let ahead: Mutex<(frames: Int, frameBytes: Int)>
     let name: String
+    /// Where the player's clock is in this item's time (nil: not playing), and the recent share
+    /// of frames presentation dropped for lateness: what the decoder's frame drop follows.
+    private let presentation = Mutex<(clock: MediaTime?, lateDropRate: Double)>((nil, 0))
+    /// Counts the frames the decoder skipped.
+    private let drops: DropCounter
 
     /// At most this much memory of frames waits in the queue: big frames (4K, or RGBA from the
     /// decode thread's conversion) run fewer frames ahead than the player asks, but at least 2
@@ -43,7 +50,10 @@ final class ItemFeeder: @unchecked Sendable {
     ///   - start: the time to seek to first (zero: the start of the file).
     ///   - toleranceBefore: frames ending before `start - toleranceBefore` are skipped.
     ///   - end: frames at or after it are not delivered (invalid: the end of the file).
-    init(asset: Asset, start: MediaTime, toleranceBefore: MediaTime, end: MediaTime, capacity: Int, name: String) {
+    ///   - drops: where the frames the decoder skips are counted.
+    init(asset: Asset, start: MediaTime, toleranceBefore: MediaTime, end: MediaTime, capacity: Int, name: String,
+         drops: DropCounter = DropCounter()) {
+        self.drops = drops
         self.asset = asset
         self.start = start
         self.toleranceBefore = toleranceBefore
@@ -51,6 +61,12 @@ final class ItemFeeder: @unchecked Sendable {
         self.name = name
         queue = FrameQueue(capacity: capacity)
         ahead = Mutex((capacity, 0))
+    }
+
+    /// The player's clock in this item's time at its last vsync (nil while it does not play), and
+    /// the share of recent frames it dropped for lateness (0...1).
+    func report(clock: MediaTime?, lateDropRate: Double) {
+        presentation.withLock { $0 = (clock, lateDropRate) }
     }
 
     /// Lets decoding run up to `frames` frames ahead (fewer for big frames: `aheadBytes`).
@@ -125,6 +141,30 @@ final class ItemFeeder: @unchecked Sendable {
         return false
     }
 
+    /// Counts the frames skipped before `frame` (the gap since the last one, while skipping) and
+    /// tells the reader what to skip next.
+    private func adjustFrameDrop(after frame: any PresentableFrame, expected: inout MediaTime?, policy: inout FrameDropPolicy,
+                                 reader: any FrameReader, logger: Logger) {
+        let duration = frame.duration.seconds
+        if policy.level > .none, let expected, duration > 0 {
+            let gap = ((frame.pts - expected).seconds / duration).rounded()
+            if gap >= 1 && gap < 1e6 { drops.add(Int(gap)) }
+        }
+        let resumedAt = expected.map { min($0, frame.pts) } ?? frame.pts
+        expected = frame.pts + frame.duration
+        let (clock, lateDropRate) = presentation.withLock { $0 }
+        let lead = clock.map { (frame.pts - $0).seconds } ?? .infinity
+        let resumedLead = clock.map { (resumedAt - $0).seconds } ?? .infinity
+        let before = policy.level
+        let level = policy.update(lead: lead, resumedLead: resumedLead, frameDuration: duration, lateDropRate: lateDropRate)
+        guard level != before else { return }
+        // While skipping, frames that are late by the time they are decoded go unconverted too.
+        let presentationClock: @Sendable () -> MediaTime? = { [weak self] in self?.presentation.withLock { $0.clock } }
+        reader.setFrameDrop(level, discardingFramesEndingBy: level == .none ? nil : presentationClock)
+        logger.debug("decoder frame drop", ["uri": asset.url.path, "skip": "\(level)",
+                                            "lead": lead.isFinite ? lead.formatted(decimals: 3) : "none"])
+    }
+
     private func run(logger: Logger) {
         do {
             let description = try asset.loadedDescription(giveUp: { isStopped })
@@ -140,10 +180,13 @@ final class ItemFeeder: @unchecked Sendable {
             if start.isNumeric && start > .zero { try reader?.seek(to: start) }
             let skipBefore = start - toleranceBefore
             var sizedFor = 0
+            var policy = FrameDropPolicy()
+            var expected: MediaTime?
             while !isStopped, let open = reader {
                 let frame = try open.nextFrame()
                 if let frame, !(end.isNumeric && frame.pts >= end) {
                     if start > .zero && frame.pts + frame.duration <= skipBefore { continue }
+                    adjustFrameDrop(after: frame, expected: &expected, policy: &policy, reader: open, logger: logger)
                     let bytes = frame.byteCount
                     if bytes > 0 && bytes != sizedFor {
                         sizedFor = bytes
@@ -156,7 +199,7 @@ final class ItemFeeder: @unchecked Sendable {
                 // already queued are still being shown.
                 reader = nil
                 cancelReader.withLock { $0 = nil }
-                _ = send(.end)
+                _ = send(.end(skippedTo: policy.level > .none ? description.duration : nil))
             }
         } catch {
             if isStopped { return }  // a cancelled read: the item was skipped, nothing failed
@@ -164,5 +207,52 @@ final class ItemFeeder: @unchecked Sendable {
             failed.store(true, ordering: .relaxed)
             _ = send(.failed(error))
         }
+    }
+}
+
+/// Frames skipped by decoders, counted across a player's items (any thread).
+final class DropCounter: Sendable {
+    private let value = Atomic(0)
+    func add(_ frames: Int) { value.add(frames, ordering: .relaxed) }
+    var count: Int { value.load(ordering: .relaxed) }
+}
+
+/// What a decoder skips, from how far the frames it decodes lead the presentation clock (mpv's
+/// decoder framedrop, in steps): frames already due when decoded skip non-reference frames; frames
+/// more than `catchUp` late skip everything to the next keyframe; presentation dropping frames for
+/// lateness (it cannot show them all) also skips non-reference frames. It relaxes one step at a
+/// time, once decoded frames lead the clock again. Every change happens right after a decoded
+/// frame, so a keyframe skip ends on the keyframe it reached.
+struct FrameDropPolicy {
+    private(set) var level = DecoderFrameDrop.none
+    /// Seconds behind past which decoding skips to the next keyframe (at least 4 frames).
+    var catchUp = 0.5
+
+    /// - Parameters:
+    ///   - lead: seconds the frame just decoded is ahead of the clock (negative: late; infinite:
+    ///     no clock, nothing is behind).
+    ///   - resumedLead: the same for where decoding resumed after the previous frame (lower than
+    ///     `lead` when frames between were skipped or discarded as late); `lead` when not given.
+    ///   - frameDuration: that frame's duration in seconds.
+    ///   - lateDropRate: the share of recent frames presentation dropped for lateness.
+    mutating func update(lead: Double, resumedLead: Double? = nil, frameDuration: Double, lateDropRate: Double) -> DecoderFrameDrop {
+        let behind = min(lead, resumedLead ?? lead)
+        let frame = frameDuration.isFinite && frameDuration > 0 ? frameDuration : 1.0 / 30
+        let presentationBehind = lateDropRate > 0.2
+        let presentationKeepsUp = lateDropRate < 0.05
+        switch level {
+        case .nonKey:
+            // Only keyframes come out now: caught up once one is not late.
+            if lead >= 0 { level = .nonReference }
+        case .none, .nonReference:
+            if behind < -max(catchUp, 4 * frame) {
+                level = .nonKey
+            } else if behind < 0 || presentationBehind {
+                level = .nonReference
+            } else if level == .nonReference && lead >= 2 * frame && presentationKeepsUp {
+                level = .none
+            }
+        }
+        return level
     }
 }

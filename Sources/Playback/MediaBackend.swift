@@ -94,10 +94,39 @@ public protocol FrameReader: AnyObject {
     /// Ends any wait of the reader's from another thread (the item was skipped or stopped): a
     /// read blocked on slow storage then fails at once. nil: the reader has no waits to end.
     var canceller: (@Sendable () -> Void)? { get }
+    /// Which frames the decoder may skip from now on, because decoding is behind the presentation
+    /// clock (`ItemFeeder` decides; a reader that cannot skip ignores it). With `clock` (it tells
+    /// the item time presentation has reached, nil while it does not play), decoded frames that
+    /// end by then are late for good: the reader may discard them before any further work on
+    /// them (a conversion).
+    func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?)
 }
 
 extension FrameReader {
     public var canceller: (@Sendable () -> Void)? { nil }
+    public func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?) {}
+}
+
+/// Frames a decoder skips without decoding them when decoding falls behind (as mpv's decoder
+/// framedrop, FFmpeg's `skip_frame`). Skipped frames are never shown; the frames that are decoded
+/// stay correct, because nothing else refers to what is skipped.
+public enum DecoderFrameDrop: Int, Sendable, Comparable, CustomStringConvertible {
+    /// Every frame is decoded.
+    case none
+    /// Frames no other frame refers to (most B-frames) are skipped (`AVDISCARD_NONREF`).
+    case nonReference
+    /// Everything up to the next keyframe is skipped (`AVDISCARD_NONKEY`): catching up when far behind.
+    case nonKey
+
+    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+
+    public var description: String {
+        switch self {
+        case .none: "none"
+        case .nonReference: "nonref"
+        case .nonKey: "nonkey"
+        }
+    }
 }
 
 /// Where assets get their facts and their frames: the FFmpeg backend in `Media`, or a test's

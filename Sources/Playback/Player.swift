@@ -8,6 +8,11 @@ import Foundation
 /// cadence is exact and item changes and loops are gapless. Decoding runs on a thread per item
 /// into a bounded queue; the next item's thread starts while the current item plays.
 ///
+/// The timeline keeps the presentation clock: a frame that cannot be shown on its vsync (a later
+/// frame is due by then) is dropped and counted, and when decoding falls behind the clock the
+/// decoder skips frames (`DecoderFrameDrop`). Only a stall, no frame decoded at all for
+/// `stallTimeout`, holds the timeline until frames come again (`playbackStalled`).
+///
 /// API calls are safe from any thread. Time observer callbacks and seek completions run on the
 /// thread that pulls the vsync (or on the observer's queue when one is given), never with the
 /// player's lock held. A player nobody pulls does not advance.
@@ -71,6 +76,20 @@ public class Player: @unchecked Sendable {
     private var emptyRuns = 0
     private var retryAtVsync: Int64?
     private var stalled = false
+    /// The first vsync the picture was due to change with no frame decoded, and how long pulls
+    /// have waited for one since; nil while frames come.
+    private var starved: (since: Int64, waited: Double)?
+    /// Where the timeline stands while stalled.
+    private var stallPosition = MediaTime.zero
+    private var _stallTimeout = 2.0
+    /// True from the start of playback until its first frame is shown: the timeline waits for it
+    /// (initial loading is not a stall).
+    private var holdingStart = false
+    /// Of the recent frames, the share dropped because they were late (an average over about ten
+    /// frames): what tells the decoder that presentation cannot keep up.
+    private var lateDropRate = 0.0
+    /// Frames skipped by the decoders of this player's items (their feeders count).
+    let decoderDrops = DropCounter()
     private var lastObserved: (run: ObjectIdentifier, time: MediaTime)?
     private var _stats = PresentationStats()
 
@@ -180,7 +199,26 @@ public class Player: @unchecked Sendable {
     public var timeControlStatus: TimeControlStatus { withLock { _timeControl } }
     /// Why the player waits; nil unless `timeControlStatus == .waitingToPlayAtSpecifiedRate`.
     public var reasonForWaitingToPlay: WaitingReason? { withLock { _waitingReason } }
-    public var stats: PresentationStats { withLock { _stats } }
+    public var stats: PresentationStats {
+        withLock {
+            var stats = _stats
+            stats.decoderDropped = decoderDrops.count
+            return stats
+        }
+    }
+
+    /// True while playback is stalled: no frame has been decoded for `stallTimeout` and the
+    /// timeline waits (also `timeControlStatus == .waitingToPlayAtSpecifiedRate`, and the item's
+    /// `playbackStalled` event when it began).
+    public var isStalled: Bool { withLock { stalled } }
+
+    /// Seconds without any decoded frame, while the picture on screen is due to change, after
+    /// which playback counts as stalled and the timeline waits (default 2). Frames that come late
+    /// but come are not a stall: they are dropped, and the timeline keeps the clock.
+    public var stallTimeout: Double {
+        get { withLock { _stallTimeout } }
+        set { withLock { _stallTimeout = newValue.isFinite ? max(0, newValue) : 2 } }
+    }
 
     /// Every change of status, rate, currentItem and timeControlStatus from now on.
     public func changes() -> AsyncStream<Change> { changeBroadcast.stream() }
@@ -275,6 +313,13 @@ public class Player: @unchecked Sendable {
         anchor = nil
         run = nil
         pending = nil
+        endStallLocked()
+    }
+
+    /// Frames come again (or the run they were awaited for is gone).
+    private func endStallLocked() {
+        starved = nil
+        stalled = false
     }
 
     /// After the current item changed by an API call: the new item starts where time is now.
@@ -285,6 +330,7 @@ public class Player: @unchecked Sendable {
             pending = nil
             pausedPosition = currentPositionLocked()
             anchor = nil
+            endStallLocked()
         }
         if queue.first == nil { shown = nil }
         if _status == .unknown && queue.first != nil {
@@ -423,16 +469,22 @@ public class Player: @unchecked Sendable {
         run = newRun
         pausedPosition = position
         anchor = nil
+        endStallLocked()
         lastObserved = nil
         post(.timeJumped, item: item)
     }
+
+    /// Seconds past its end after which a frame that was decoded too late is dropped rather than
+    /// shown (when nothing newer is ready, a frame a little late is better than none).
+    static let lateLimit = 0.25
 
     /// How many frames the next item's decode thread decodes before the item plays.
     static let prerollAhead = 2
 
     private func makeFeeder(_ item: PlayerItem, start: MediaTime, toleranceBefore: MediaTime, capacity: Int? = nil) -> ItemFeeder {
         let feeder = ItemFeeder(asset: item.asset, start: start, toleranceBefore: toleranceBefore,
-                                end: item.forwardPlaybackEndTime, capacity: capacity ?? decodeAhead, name: item.asset.url.lastPathComponent)
+                                end: item.forwardPlaybackEndTime, capacity: capacity ?? decodeAhead, name: item.asset.url.lastPathComponent,
+                                drops: decoderDrops)
         feeder.start(logger: logger)
         return feeder
     }
@@ -537,18 +589,17 @@ public class Player: @unchecked Sendable {
     }
 
     /// The frame to show on vsync `n` (vsyncs only go forward). Waits up to `wait` seconds for a
-    /// frame that is due but not yet decoded; past that the picture freezes (a stall) and the
-    /// timeline moves on when the frame arrives.
+    /// frame that is due but not yet decoded; past that the picture stays as it is, and after
+    /// `stallTimeout` without a frame the timeline waits (a stall) until frames come again.
     func picture(forVsync n: Int64, wait: Double) -> Picture {
         locked { outbox in pullLocked(n, wait: wait, &outbox) }
     }
 
-    /// The output showed the last picture on vsync `actual`, later than asked: the timeline moves with it.
+    /// The output showed the last picture on vsync `actual`, later than asked. The timeline keeps
+    /// the clock: the frames due meanwhile are dropped at the next pull.
     func didShow(onVsync actual: Int64) {
         withLock {
             guard let last = lastVsync, actual > last else { return }
-            let late = actual - last
-            if let a = anchor { anchor = (a.vsync + late, a.position) }
             _stats.delayed += 1
             lastVsync = actual
             _stats.lastVsync = actual
@@ -591,12 +642,21 @@ public class Player: @unchecked Sendable {
             return currentPicture(isNew: false)
         }
         if anchor == nil {
+            // Playback starts (play, seek, a new item by an API call): the timeline starts with
+            // the first frame, unless it was told a host time to start at.
+            holdingStart = hostStartVsync == nil
             anchor = (hostStartVsync ?? n, pausedPosition)
             hostStartVsync = nil
         }
+        if holdingStart, let a = anchor {
+            anchor = (n, a.position)
+            if peekLocked(wait: 0) != nil { holdingStart = false }  // it starts now
+        } else if stalled {
+            // A stall holds the timeline where the missing frame belongs.
+            anchor = (n, stallPosition)
+        }
 
         var selected: (frame: any PresentableFrame, t: MediaTime, vsync: Int64, run: Run)?
-        let lastShownVsync = shown?.vsync ?? (n - 1)
         var steps = 0
         loop: while steps < 100_000, let current = run, !current.ended {
             steps += 1
@@ -607,31 +667,26 @@ public class Player: @unchecked Sendable {
                    s.run === current, vsyncOf(s.t + s.frame.duration) > n { break loop }
                 next = peekLocked(wait: wait)
                 if next == nil {
-                    if !stalled {
-                        stalled = true
-                        post(.playbackStalled, item: current.item)
-                        logger.warning("playback stalled", ["item": "\(current.item.traceIndex)", "vsync": "\(n)"])
-                        updateTimeControlLocked()
-                    }
+                    if selected == nil && !holdingStart { starvingLocked(n, waited: wait, run: current, &outbox) }
                     break loop
                 }
             }
+            starved = nil
             switch next! {
             case .frame(let frame, let t):
                 let due = vsyncOf(t)
                 if due > n { break loop }
                 if let s = selected {
-                    if due <= max(s.vsync, lastShownVsync + 1) {
-                        _stats.dropped += 1  // a later frame owns the same vsync
-                    } else {
-                        break loop  // `s` is late: shown now, the timeline moves, `frame` waits
-                    }
+                    // A later frame is due by now: `s` cannot be shown on a vsync of its own.
+                    _stats.dropped += 1
+                    noteDropLocked(late: s.vsync < due)
                 }
                 pending = nil
                 selected = (frame, t, due, current)
             case .end(let end, let error):
                 if vsyncOf(end) > n { break loop }
                 pending = nil
+                endStallLocked()
                 if !endRunLocked(at: end, error: error, vsync: n, &outbox) {
                     if selected == nil && run == nil {
                         shown = nil
@@ -642,20 +697,68 @@ public class Player: @unchecked Sendable {
             }
         }
 
-        if let s = selected {
-            if s.vsync < n, let a = anchor {
-                // Late (a stall, a skipped vsync): the timeline moves with the picture so that the
-                // next frames keep their cadence.
-                anchor = (a.vsync + (n - s.vsync), a.position)
-                _stats.delayed += 1
-            }
+        if let s = selected, let refresh, shown != nil,
+           Double(n - vsyncOf(s.t + s.frame.duration)) / refresh.hertz > Self.lateLimit {
+            // Decoded so late that its time is long past: dropped rather than shown.
+            _stats.dropped += 1
+            noteDropLocked(late: true)
+            selected = nil
+        } else if let s = selected {
+            // The timeline does not move for a late picture. One shown after its vsync (decoded
+            // late, with nothing newer ready) counts as delayed.
+            if s.vsync < n { _stats.delayed += 1 }
+            noteDropLocked(late: false)
             show(s.frame, t: s.t, vsync: n, run: s.run, &outbox)
         } else if run == nil && queue.isEmpty {
             shown = nil
             return currentPicture(isNew: hadPicture)
         }
+        reportClockLocked(n)
         fireProgressLocked(&outbox)
         return currentPicture(isNew: selected != nil)
+    }
+
+    /// No frame for vsync `n` although the picture on screen has had its time. Past
+    /// `stallTimeout` (counted in vsyncs, or in time waited for a clock that waits for decoding)
+    /// playback is stalled: the timeline waits at the missing frame's place, and it is reported.
+    private func starvingLocked(_ n: Int64, waited: Double, run current: Run, _ outbox: inout Outbox) {
+        let since = starved?.since ?? n
+        let total = (starved?.waited ?? 0) + waited
+        starved = (since, total)
+        guard !stalled, let refresh else { return }
+        let vsyncs = Double(n - since + 1) / refresh.hertz
+        guard max(vsyncs, total) >= _stallTimeout else { return }
+        stalled = true
+        _stats.stalls += 1
+        // The missing frame starts where the one on screen ends (or where the run starts).
+        if let s = shown, s.run === current {
+            stallPosition = s.t + s.frame.duration
+        } else {
+            stallPosition = position(atVsync: since)
+        }
+        anchor = (n, stallPosition)
+        post(.playbackStalled, item: current.item)
+        logger.warning("playback stalled", ["item": "\(current.item.traceIndex)", "vsync": "\(n)",
+                                            "seconds": max(vsyncs, total).formatted(decimals: 3)])
+        updateTimeControlLocked()
+        fireJumpLocked(&outbox)
+    }
+
+    /// Counts a frame taken from the queue into the recent share of late drops.
+    private func noteDropLocked(late: Bool) {
+        lateDropRate = lateDropRate * 0.9 + (late ? 0.1 : 0)
+    }
+
+    /// Tells the current run's decoder where the clock is, so that it skips frames when behind.
+    private func reportClockLocked(_ n: Int64) {
+        guard let run else { return }
+        guard _rate != 0, !stalled, anchor != nil else {
+            run.feeder.report(clock: nil, lateDropRate: 0)
+            return
+        }
+        let base = run.origin ?? run.seek?.target ?? .zero
+        let elapsed = position(atVsync: n) - run.start
+        run.feeder.report(clock: base + elapsed, lateDropRate: lateDropRate)
     }
 
     private func show(_ frame: any PresentableFrame, t: MediaTime, vsync n: Int64, run: Run, _ outbox: inout Outbox) {
@@ -663,7 +766,9 @@ public class Player: @unchecked Sendable {
         run.shownFrames += 1
         _stats.presented += 1
         emptyRuns = 0
-        if stalled { stalled = false }
+        holdingStart = false
+        if stalled { logger.info("playback resumed", ["item": "\(run.item.traceIndex)", "vsync": "\(n)"]) }
+        endStallLocked()
         if _rate != 0 { updateTimeControlLocked() }
         if run.shownFrames == 1 {
             if let seek = run.seek {
@@ -797,8 +902,8 @@ public class Player: @unchecked Sendable {
                 let offset = frame.pts - origin
                 pending = .frame(frame, t: run.start + (offset > .zero ? offset : .zero))
                 return pending
-            case .element(.end):
-                pending = .end(at: endPosition(run), error: nil)
+            case .element(.end(let skippedTo)):
+                pending = .end(at: endPosition(run, streamEnd: skippedTo), error: nil)
                 return pending
             case .element(.failed(let error)):
                 pending = .end(at: endPosition(run), error: error)
@@ -816,10 +921,12 @@ public class Player: @unchecked Sendable {
         return frame.pts >= low && frame.pts <= high ? frame.pts : seek.target
     }
 
-    /// Timeline position where the run ends: its last frame's end, or the forward end time.
-    private func endPosition(_ run: Run) -> MediaTime {
+    /// Timeline position where the run ends: its last frame's end (or `streamEnd`, where the
+    /// decoder skipped the last frames), or the forward end time.
+    private func endPosition(_ run: Run, streamEnd: MediaTime? = nil) -> MediaTime {
         guard run.frames > 0, let origin = run.origin else { return run.start }
         var end = run.lastEnd
+        if let streamEnd, streamEnd.isNumeric, streamEnd > end { end = streamEnd }
         let fpet = run.item.forwardPlaybackEndTime
         if fpet.isNumeric && fpet < end { end = fpet }
         let length = end - origin

@@ -55,10 +55,15 @@ public struct CadenceScheduler: Sendable {
 /// Counters of what a player's presentation did; mpv's names in the comments.
 public struct PresentationStats: Sendable, Equatable {
     public var presented = 0
-    /// Frames never shown because a later frame owned their vsync (`frame-drop-count`).
+    /// Frames never shown because a later frame was due by the time they could be (`frame-drop-count`).
     public var dropped = 0
-    /// Frames shown later than planned (`vo-delayed-frame-count`).
+    /// Frames shown later than planned (`vo-delayed-frame-count`): the output showed them on a
+    /// later vsync than asked, or they were decoded too late and nothing newer was ready.
     public var delayed = 0
+    /// Frames the decoder skipped because decoding was behind the clock (`decoder-frame-drop-count`).
+    public var decoderDropped = 0
+    /// Times playback stalled: no frame decoded for `Player.stallTimeout` (the timeline waited).
+    public var stalls = 0
     public var lastVsync: Int64 = -1
     public init() {}
 }

@@ -22,6 +22,11 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
         var failAt: Int?
         /// The memory each frame says it holds.
         var frameBytes = 0
+        /// Every `nonReferenceEvery`-th frame (counting from 1: odd frames for 2) is one no other
+        /// frame refers to (a B-frame); nil: none is.
+        var nonReferenceEvery: Int?
+        /// Whether readers skip frames when told to (`FrameReader.setFrameDrop`).
+        var honoursFrameDrop = true
         var duration: MediaTime { MediaTime(value: Int64(frames), timescale: fps) }
     }
 
@@ -41,9 +46,67 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
     private var probeHeld = false
     private(set) var probes = 0
     private var decodedFrames = 0
+    /// Paced decoding: readers decode a frame only while fewer than `budget` were decoded (a
+    /// decoder that takes virtual time); nil: as fast as they are asked.
+    private var budget: Int?
+    private var spent = 0
+    /// True while a reader waits for budget, with every frame it decoded handed over.
+    private var parked = false
+    private var finished = false
+    private var skippedFrames = 0
+    private var levels: [DecoderFrameDrop] = []
 
     /// Frames handed out by every reader so far.
     var decodedCount: Int { lock.withLock { decodedFrames } }
+    /// Frames readers skipped because they were told to.
+    var skippedCount: Int { lock.withLock { skippedFrames } }
+    /// Every frame drop level readers were told, in order.
+    var frameDropLevels: [DecoderFrameDrop] { lock.withLock { levels } }
+
+    /// Lets readers decode `frames` frames in all (skipped frames cost nothing), then waits up to
+    /// 5 s until the reader has handed over every frame it may decode and waits for more (or has
+    /// reached the end): what a slow decoder has done by a given vsync, deterministically.
+    func allowDecoding(upTo frames: Int) {
+        lock.withLock {
+            budget = frames
+            lock.broadcast()
+            let deadline = Date(timeIntervalSinceNow: 5)
+            while !(finished || (parked && spent >= frames)) && Date() < deadline {
+                lock.wait(until: Date(timeIntervalSinceNow: 0.05))
+            }
+        }
+    }
+
+    /// Paces decoding from now on: readers decode at most `frames` frames in all until
+    /// `allowDecoding(upTo:)` allows more. Set it before the reader starts.
+    func limitDecoding(to frames: Int) {
+        lock.withLock {
+            budget = frames
+            lock.broadcast()
+        }
+    }
+
+    /// Waits for budget for one decode (paced decoding only).
+    private func spend() {
+        lock.withLock {
+            guard budget != nil else { return }
+            let deadline = Date(timeIntervalSinceNow: 10)
+            while let b = budget, spent >= b, Date() < deadline {
+                parked = true
+                lock.broadcast()
+                lock.wait(until: Date(timeIntervalSinceNow: 0.05))
+            }
+            parked = false
+            spent += 1
+        }
+    }
+
+    private func readerFinished() {
+        lock.withLock {
+            finished = true
+            lock.broadcast()
+        }
+    }
 
     func add(_ name: String, _ clip: Clip) -> URL {
         lock.withLock { clips["/fake/" + name] = clip }
@@ -98,14 +161,39 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
         let path: String
         let backend: FakeBackend
         var next = 0
+        var drop = DecoderFrameDrop.none
+        private var told = DecoderFrameDrop.none
         init(clip: Clip, path: String, backend: FakeBackend) {
             self.clip = clip
             self.path = path
             self.backend = backend
         }
+        func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?) {
+            guard drop != told else { return }
+            told = drop
+            backend.lock.withLock { backend.levels.append(drop) }
+            if clip.honoursFrameDrop { self.drop = drop }
+        }
+
+        private func skips(_ index: Int) -> Bool {
+            switch drop {
+            case .none: false
+            case .nonReference: clip.nonReferenceEvery.map { (index + 1) % $0 == 0 } ?? false
+            case .nonKey: index % clip.keyframeInterval != 0
+            }
+        }
+
         func nextFrame() throws -> (any PresentableFrame)? {
             backend.waitWhileHeld()
-            guard next < clip.frames else { return nil }
+            while next < clip.frames && skips(next) {
+                next += 1
+                backend.lock.withLock { backend.skippedFrames += 1 }
+            }
+            guard next < clip.frames else {
+                backend.readerFinished()
+                return nil
+            }
+            backend.spend()
             if let failAt = clip.failAt, next >= failAt { throw Corrupt(path: path, frame: next) }
             defer { next += 1 }
             backend.lock.withLock { backend.decodedFrames += 1 }

@@ -1,0 +1,125 @@
+#!/bin/bash
+# vm-clock.sh [SECONDS]
+#
+# Plays the same 720p30 H.264 clip at real time for SECONDS (default 10) on the KMS display of the
+# QEMU guest (deploy/vm: TCG, virtio-gpu, llvmpipe), first with marquee, then with `mpv --vo=drm`, in
+# one boot of the VM, and reports for each how far its timeline moved per second of wall time and
+# how many pictures it showed per second. Both are measured from the first picture on.
+#   marquee: from its trace (pts and wall time of every picture shown), and its stop line (drops)
+#   mpv:     from bench/mpv-clock.lua (time-pos against mp.get_time(), frame counters); pictures
+#            shown = frames in the time played - frame-drop-count - decoder-frame-drop-count
+# Writes bench/cache/vm-clock/result.json and prints a summary. CPU heavy: run it with nice.
+#
+# Environment: MARQUEE (default .build/release/marquee, else .build/debug/marquee), KMS_VM_CACHE (as
+# deploy/vm/kms-run).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+seconds=${1:-10}
+[[ $seconds =~ ^[0-9]+$ ]] && [ "$seconds" -ge 2 ] && [ "$seconds" -le 120 ] \
+    || { echo "vm-clock: SECONDS must be a whole number from 2 to 120, not $seconds" >&2; exit 2; }
+marquee=${MARQUEE:-}
+if [ -z "$marquee" ]; then
+    for candidate in "$repo/.build/release/marquee" "$repo/.build/debug/marquee"; do
+        [ -x "$candidate" ] && { marquee=$candidate; break; }
+    done
+fi
+[ -n "$marquee" ] && [ -x "$marquee" ] || { echo "vm-clock: no marquee binary (swift build -c release, or set MARQUEE)" >&2; exit 2; }
+marquee=$(realpath "$marquee")
+for tool in qemu-system-x86_64 ffmpeg mpv python3; do
+    command -v $tool >/dev/null || { echo "vm-clock: $tool is missing (make vm / the Makefile's BENCH_PACKAGES install it)" >&2; exit 125; }
+done
+
+cache="$here/cache/vm-clock"
+mkdir -p "$cache"
+# The clip: long enough that neither player reaches its end; x264's default B-frames (non-reference
+# ones among them), one keyframe a second.
+clip="$cache/h264-720p30-$((seconds + 4))s.mp4"
+if [ ! -f "$clip" ]; then
+    echo "vm-clock: making $clip"
+    ffmpeg -nostdin -y -v error -f lavfi -i "testsrc2=size=1280x720:rate=30" -t $((seconds + 4)) \
+        -c:v libx264 -preset veryfast -g 30 -pix_fmt yuv420p "$clip.part.mp4"
+    mv "$clip.part.mp4" "$clip"
+fi
+printf '{"playlist": [{"uri": "%s"}], "loop": false}\n' "$clip" > "$cache/config.json"
+
+guest=$("$repo/deploy/vm/build-guest") || exit 125
+run=$(mktemp -d "${TMPDIR:-/tmp}/vm-clock.XXXXXX")
+trap 'rm -rf "$run"' EXIT
+q() { printf '%q' "$1"; }
+cat > "$run/job.sh" <<JOB
+# Written by vm-clock.sh; runs inside the guest, chrooted into the host's root.
+cd $(q "$repo")
+echo 0 > /sys/class/graphics/fbcon/cursor_blink 2>/dev/null || true
+start=\$(date +%s.%N)
+$(q "$marquee") --config $(q "$cache/config.json") --output kms --clock real --exit-after $seconds \
+    --trace /run/out/marquee.jsonl --socket none < /dev/null > /run/out/marquee.log 2>&1
+echo \$? > /run/out/marquee.status
+echo "\$start \$(date +%s.%N)" > /run/out/marquee.times
+sleep 1
+start=\$(date +%s.%N)
+mpv --no-config --vo=drm --no-audio --really-quiet --length=$seconds --script=$(q "$here/mpv-clock.lua") \
+    --script-opts=clock-out=/run/out/mpv.json $(q "$clip") < /dev/null > /run/out/mpv.log 2>&1
+echo \$? > /run/out/mpv.status
+echo "\$start \$(date +%s.%N)" > /run/out/mpv.times
+exit 0
+JOB
+
+echo "vm-clock: booting the VM (marquee, then mpv, $seconds s each)"
+timeout $((4 * seconds + 240)) qemu-system-x86_64 -machine q35,accel=tcg -smp 2 -m 2048 \
+    -kernel "$guest/vmlinuz" -initrd "$guest/initrd.cpio.gz" \
+    -append "console=ttyS0 panic=-1 quiet loglevel=4" -no-reboot -display none \
+    -serial "file:$run/serial.log" -monitor none -vga none -device virtio-gpu-pci \
+    -virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap,id=host \
+    -virtfs "local,path=$run,mount_tag=out,security_model=none,id=out" > "$run/qemu.log" 2>&1 || true
+for f in marquee.log mpv.log job.log; do
+    [ -s "$run/$f" ] && { echo "--- $f"; tail -n 15 "$run/$f"; }
+done
+[ -f "$run/marquee.status" ] || { echo "vm-clock: the VM did not run the job" >&2; tail -n 20 "$run/serial.log" >&2; exit 125; }
+python3 - "$run" "$seconds" "$cache/result.json" <<'PY'
+import json, re, sys
+run, seconds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+result = {"seconds": seconds, "clip": "h264-720p30"}
+# marquee: pictures from the trace, from the first on.
+frames = []
+for line in open(f"{run}/marquee.jsonl"):
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        continue
+    if obj.get("type") == "frame":
+        frames.append(obj)
+log = open(f"{run}/marquee.log", errors="replace").read()
+m = {"status": int(open(f"{run}/marquee.status").read().strip() or -1), "pictures": len(frames)}
+if len(frames) >= 2:
+    wall = frames[-1]["wall"] - frames[0]["wall"]
+    m.update(wall_s=round(wall, 3), timeline_s=round(frames[-1]["pts"] - frames[0]["pts"], 3))
+    m["timeline_per_wall"] = round(m["timeline_s"] / wall, 3) if wall > 0 else None
+    m["pictures_per_s"] = round((len(frames) - 1) / wall, 2) if wall > 0 else None
+stop = [l for l in log.splitlines() if 'msg="stopped"' in l or "msg=stopped" in l]
+if stop:
+    for key in ["dropped", "delayed", "decoder-dropped", "stalls"]:
+        found = re.search(rf'\b{key}="?(\d+)', stop[-1])
+        if found:
+            m[key] = int(found.group(1))
+result["marquee"] = m
+# mpv
+p = {"status": int(open(f"{run}/mpv.status").read().strip() or -1)}
+try:
+    stats = json.load(open(f"{run}/mpv.json"))
+    p.update(stats)
+    wall, timeline = stats.get("wall"), stats.get("timeline")
+    if wall and timeline is not None:
+        p["timeline_per_wall"] = round(timeline / wall, 3)
+        dropped = stats.get("frame-drop-count", 0) + stats.get("decoder-frame-drop-count", 0)
+        shown = round(timeline * 30) + 1 - dropped
+        p["pictures"] = shown
+        p["pictures_per_s"] = round(shown / wall, 2)
+except (OSError, ValueError) as error:
+    p["error"] = f"no stats from mpv: {error}"
+result["mpv"] = p
+mp, pp = m.get("pictures_per_s"), p.get("pictures_per_s")
+result["marquee_over_mpv_pictures"] = round(mp / pp, 2) if mp and pp else None
+json.dump(result, open(out, "w"), indent=1)
+print(json.dumps(result, indent=1))
+PY
