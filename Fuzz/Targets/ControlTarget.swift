@@ -17,8 +17,8 @@ public func fuzzControl(_ bytes: [UInt8]) {
                 fatalError("reply \(String(decoding: reply, as: UTF8.self)) to \(String(decoding: line, as: UTF8.self)) is not one JSON object with an error")
             }
         }
-        var values: [String: JSONValue] = [:]
-        for name in session.observedNames { values[name] = (try? controller.property(name)) ?? .null }
+        var values: [String: JSONValue?] = [:]
+        for name in session.observedNames { values.updateValue(try? controller.property(name), forKey: name) }
         for event in session.propertyChanges(values) { _ = event.encoded }
     }
 }

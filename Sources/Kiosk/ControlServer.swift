@@ -6,6 +6,10 @@ public enum ControlError: Error, Equatable, Sendable {
     case propertyUnavailable
     case propertyNotFound
     case invalidParameter
+    /// A property that cannot be set (read-only), or a value it cannot take.
+    case propertyError
+    /// A value of a type the property does not take (`set_property pause "maybe"`).
+    case propertyFormat
     case commandFailed(String)
 
     /// The `error` field of the reply.
@@ -14,6 +18,8 @@ public enum ControlError: Error, Equatable, Sendable {
         case .propertyUnavailable: "property unavailable"
         case .propertyNotFound: "property not found"
         case .invalidParameter: "invalid parameter"
+        case .propertyError: "error accessing property"
+        case .propertyFormat: "unsupported format for accessing property"
         case .commandFailed: "error running command"
         }
     }
@@ -73,6 +79,13 @@ public final class ControlServer: @unchecked Sendable {
     private var clients: [Int32: Client] = [:]
     private var nextClientID = 1
     private var observationRunning = false
+    /// `propertiesMayHaveChanged` was called since the observed properties were last read.
+    private var changeHinted = false
+    /// Some client observes a property (guarded by `lock`: `propertiesMayHaveChanged` reads it).
+    private var anyObserver = false
+    /// Observed properties are read at most this often when the player says they changed (a new
+    /// picture), and every 100 ms otherwise.
+    public static let fastestObservation: Duration = .milliseconds(10)
     private var scratch = [UInt8](repeating: 0, count: 16 * 1024)
 
     /// What a worker hands back to the server thread.
@@ -80,7 +93,7 @@ public final class ControlServer: @unchecked Sendable {
         /// The encoded reply line of a client's request.
         case reply(clientID: Int, line: [UInt8])
         /// The values of the observed properties.
-        case observed([String: JSONValue])
+        case observed([String: JSONValue?])
     }
 
     final class Client {
@@ -264,6 +277,18 @@ public final class ControlServer: @unchecked Sendable {
         while thread?.isFinished == false { Thread.sleep(forTimeInterval: 0.005) }
     }
 
+    /// Says that observed properties may have changed (the player shows a new picture, so
+    /// `time-pos` moved): they are read again soon (at most every `fastestObservation`), not only
+    /// at the next 100 ms tick. Cheap when nobody observes. Any thread.
+    public func propertiesMayHaveChanged() {
+        let wake = lock.withLock { () -> Bool in
+            guard anyObserver, !changeHinted else { return false }
+            changeHinted = true
+            return true
+        }
+        if wake { wakeUp() }
+    }
+
     /// Sends an event (`{"event":"end-file",...}`) to every client.
     public func broadcast(_ event: JSONValue) {
         lock.withLock { pendingEvents.append(event) }
@@ -305,8 +330,9 @@ public final class ControlServer: @unchecked Sendable {
                 let readable = !client.inputClosed && client.unhandledBytes <= maxLineBytes
                 fds.append(pollfd(fd: fd, events: (readable ? Int16(POLLIN) : 0) | (client.output.isEmpty ? 0 : Int16(POLLOUT)), revents: 0))
             }
-            // Wake at least every 100 ms to report observed property changes.
-            _ = poll(&fds, nfds_t(fds.count), 100)
+            // Wake at least every 100 ms to report observed property changes (sooner when a change
+            // was hinted while a read ran).
+            _ = poll(&fds, nfds_t(fds.count), lock.withLock { changeHinted } ? 10 : 100)
             let (stop, events, results) = lock.withLock { () -> (Bool, [JSONValue], [Finished]) in
                 defer {
                     pendingEvents.removeAll()
@@ -347,8 +373,11 @@ public final class ControlServer: @unchecked Sendable {
             for event in events {
                 for (fd, client) in clients { send(event, to: client, fd: fd) }
             }
-            if !observationRunning && ContinuousClock.now - lastObservation >= .milliseconds(100) {
+            let sinceObservation = ContinuousClock.now - lastObservation
+            if !observationRunning
+                && (sinceObservation >= .milliseconds(100) || (sinceObservation >= Self.fastestObservation && lock.withLock({ changeHinted }))) {
                 lastObservation = .now
+                lock.withLock { changeHinted = false }
                 readObservedProperties()
             }
             for (fd, client) in clients { process(fd, client) }
@@ -470,19 +499,21 @@ public final class ControlServer: @unchecked Sendable {
     /// Reads every observed property once, on a worker (a slow property holds up no client).
     private func readObservedProperties() {
         let names = clients.values.reduce(into: Set<String>()) { $0.formUnion($1.session.observedNames) }
+        lock.withLock { anyObserver = !names.isEmpty }
         guard !names.isEmpty else { return }
         observationRunning = true
         let handler = self.handler
         let worker = Thread { [self] in
-            var values: [String: JSONValue] = [:]
-            for name in names { values[name] = (try? handler.property(name)) ?? .null }
+            // nil: unavailable or unknown (the change event then has no data, as mpv's).
+            var values: [String: JSONValue?] = [:]
+            for name in names { values.updateValue(try? handler.property(name), forKey: name) }
             finish(.observed(values))
         }
         worker.name = "marquee-control-observe"
         worker.start()
     }
 
-    private func reportObservedChanges(_ values: [String: JSONValue]) {
+    private func reportObservedChanges(_ values: [String: JSONValue?]) {
         for (fd, client) in clients {
             for event in client.session.propertyChanges(values) {
                 send(event, to: client, fd: fd)
@@ -506,8 +537,12 @@ private func setNonBlockingCloseOnExec(_ fd: Int32) {
     _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
 }
 
-/// The protocol version `get_version` reports: major * 65536 + minor.
+/// Marquee's protocol version: major * 65536 + minor.
 public let marqueeVersionNumber = 0 * 65536 + 1
+
+/// What `get_version` reports: mpv's client API version as mpv 0.35 reports it (2.0 = 2 * 65536),
+/// the version of the protocol Marquee follows.
+public let mpvClientAPIVersion = 2 * 65536 + 0
 
 /// A blocking client of the control socket, for `marqueectl` and tests.
 public final class UnixSocketClient {

@@ -11,8 +11,9 @@ public final class ControlSession {
     public let clientID: Int
     public let maxObserved: Int
     private let handler: any ControlHandler
-    /// observe_property: id -> (name, last value sent).
-    private var observed: [Int: (name: String, last: JSONValue?)] = [:]
+    /// observe_property: id -> (name, last value sent: nil before the first event, .some(nil)
+    /// after an event without data, for an unavailable or unknown property).
+    private var observed: [Int: (name: String, last: JSONValue??)] = [:]
 
     public init(clientID: Int, handler: any ControlHandler, maxObserved: Int = 64) {
         self.clientID = clientID
@@ -31,10 +32,14 @@ public final class ControlSession {
         case player(work: @Sendable () -> [UInt8])
     }
 
-    /// The request on one line (its bytes without the newline); nil for a blank line.
+    /// The request on one line (its bytes without the newline); nil for a blank line, and for a
+    /// line in mpv's plain-text form (`set pause yes`, `seek 1 absolute`), which is run but, as in
+    /// mpv, gets no reply (the work's reply line is then empty).
     public func request(_ bytes: [UInt8]) -> Request? {
         let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespaces)
         if text.isEmpty { return nil }
+        // As mpv: a line that does not start with `{` is a command in input.conf's syntax.
+        if !text.hasPrefix("{") { return plainTextRequest(text) }
         guard let request = try? JSONParser.parse(text), case .object = request else {
             return .answered(Self.replyLine(0, .failure(.invalidParameter)))
         }
@@ -69,14 +74,34 @@ public final class ControlSession {
         }
     }
 
+    /// Commands in mpv's text form: run in order, no reply (mpv logs what it cannot run; so does
+    /// nothing here but the reply: the caller sees only their effect).
+    private func plainTextRequest(_ text: String) -> Request? {
+        guard let commands = try? MPVCommandLine.parse(text), !commands.isEmpty else { return .answered([]) }
+        var work: [@Sendable () -> Void] = []
+        for words in commands {
+            let name = words[0], arguments = words.dropFirst().map { JSONValue.string($0) }
+            if (try? executeHere(name, arguments)) != nil { continue }  // answered (or refused) here
+            let handler = self.handler
+            work.append { _ = try? Self.execute(name, arguments, on: handler) }
+        }
+        if work.isEmpty { return .answered([]) }
+        let steps = work
+        return .player {
+            for step in steps { step() }
+            return []
+        }
+    }
+
     /// The reply line to a request line with the player's part run here, on the caller's thread;
     /// nil for a blank line.
     public func reply(to bytes: [UInt8]) -> [UInt8]? {
-        switch request(bytes) {
+        let line: [UInt8]? = switch request(bytes) {
         case nil: nil
         case .answered(let line)?: line
         case .player(let work)?: work()
         }
+        return line?.isEmpty == true ? nil : line
     }
 
     /// The names of the properties the client observes.
@@ -84,12 +109,17 @@ public final class ControlSession {
 
     /// `property-change` events, in id order, for the observed properties whose value in `values`
     /// differs from the last one sent (all of them the first time); each is then the last sent.
-    public func propertyChanges(_ values: [String: JSONValue]) -> [JSONValue] {
+    /// A value of nil is an unavailable or unknown property: its event has no `data`, as mpv's.
+    /// Names missing from `values` are not reported.
+    public func propertyChanges(_ values: [String: JSONValue?]) -> [JSONValue] {
         var events: [JSONValue] = []
         for (id, entry) in observed.sorted(by: { $0.key < $1.key }) {
-            guard let value = values[entry.name], entry.last != value else { continue }
-            observed[id] = (entry.name, value)
-            events.append(["event": "property-change", "id": .number(Double(id)), "name": .string(entry.name), "data": value])
+            guard let value = values[entry.name] else { continue }
+            if let last = entry.last, last == value { continue }
+            observed[id] = (entry.name, .some(value))
+            var event: [(key: String, value: JSONValue)] = [("event", "property-change"), ("id", .number(Double(id))), ("name", .string(entry.name))]
+            if let value { event.append(("data", value)) }
+            events.append(.object(event))
         }
         return events
     }
@@ -123,7 +153,8 @@ public final class ControlSession {
         case "observe_property":
             guard arguments.count == 2, let property = arguments[1].stringValue else { throw .invalidParameter }
             let id = try Self.observerID(arguments[0])
-            guard handler.propertyNames.contains(property) else { throw .propertyNotFound }
+            // As mpv: any name may be observed; one that is unknown or unavailable is reported
+            // as a change without data.
             guard observed.count < maxObserved || observed[id] != nil else {
                 throw .commandFailed("at most \(maxObserved) observed properties per client")
             }
@@ -136,7 +167,7 @@ public final class ControlSession {
         case "client_name":
             return .some(.string(label))
         case "get_version":
-            return .some(.number(Double(marqueeVersionNumber)))
+            return .some(.number(Double(mpvClientAPIVersion)))
         default:
             return nil
         }
@@ -148,13 +179,62 @@ public final class ControlSession {
         case "get_property":
             guard arguments.count == 1, let property = arguments[0].stringValue else { throw .invalidParameter }
             return try handler.property(property)
-        case "set_property":
+        case "set_property", "set_property_string", "set":
             guard arguments.count == 2, let property = arguments[0].stringValue else { throw .invalidParameter }
             try handler.setProperty(property, to: arguments[1])
-            return nil
+            return command == "set" ? .null : nil
+        case "get_property_string":
+            // As mpv: the value as text; an unknown or unavailable property is null, not an error.
+            guard arguments.count == 1, let property = arguments[0].stringValue else { throw .invalidParameter }
+            return (try? handler.property(property)).map { .string(mpvText(of: $0)) } ?? .null
+        case "cycle":
+            // A flag flips; a number steps by 1 (`down`: -1).
+            guard (1...2).contains(arguments.count), let property = arguments[0].stringValue else { throw .invalidParameter }
+            let direction = arguments.count == 2 ? arguments[1].stringValue : "up"
+            guard direction == "up" || direction == "down" else { throw .invalidParameter }
+            try step(property, by: direction == "down" ? -1 : 1, on: handler, flipFlags: true)
+            return .null
+        case "add":
+            guard (1...2).contains(arguments.count), let property = arguments[0].stringValue else { throw .invalidParameter }
+            let amount = arguments.count == 2 ? try mpvNumber(arguments[1]) : 1
+            try step(property, by: amount, on: handler, flipFlags: false)
+            return .null
         default:
-            return try handler.run(command, arguments)
+            // Commands answer `data: null` unless they return something, as mpv's.
+            return try handler.run(command, arguments) ?? .null
         }
+    }
+
+    /// `cycle`/`add` on a property: a number moves by `amount`; a flag flips (`cycle` only).
+    private static func step(_ property: String, by amount: Double, on handler: any ControlHandler, flipFlags: Bool) throws(ControlError) {
+        switch try handler.property(property) {
+        case .bool(let flag) where flipFlags: try handler.setProperty(property, to: .bool(!flag))
+        case .number(let n): try handler.setProperty(property, to: .number(n + amount))
+        case .float(let n): try handler.setProperty(property, to: .float(n + amount))
+        default: throw .propertyError
+        }
+    }
+}
+
+/// A command argument as a number, converted as mpv converts a string argument (`seek "1"`).
+public func mpvNumber(_ value: JSONValue) throws(ControlError) -> Double {
+    switch value {
+    case .number(let n), .float(let n): return n
+    case .string(let text):
+        guard let n = Double(text.trimmingCharacters(in: .whitespaces)), n.isFinite else { throw .invalidParameter }
+        return n
+    default: throw .invalidParameter
+    }
+}
+
+/// A property value as mpv's `get_property_string` gives it: flags as yes/no, doubles with six
+/// decimals, lists and maps as JSON.
+public func mpvText(of value: JSONValue) -> String {
+    switch value {
+    case .bool(let b): b ? "yes" : "no"
+    case .string(let s): s
+    case .null: ""
+    default: value.encoded
     }
 }
 

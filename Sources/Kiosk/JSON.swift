@@ -6,6 +6,9 @@ public indirect enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
     case number(Double)
+    /// A number that is a double in mpv's protocol (`duration`, `time-pos`): always written with a
+    /// fraction, as mpv writes it (`1.000000`), so that clients read a float. The parser never makes one.
+    case float(Double)
     case string(String)
     case array([JSONValue])
     case object([(key: String, value: JSONValue)])
@@ -14,7 +17,7 @@ public indirect enum JSONValue: Equatable, Sendable {
         switch (a, b) {
         case (.null, .null): true
         case let (.bool(x), .bool(y)): x == y
-        case let (.number(x), .number(y)): x == y
+        case let (.number(x), .number(y)), let (.float(x), .float(y)): x == y
         case let (.string(x), .string(y)): x == y
         case let (.array(x), .array(y)): x == y
         case let (.object(x), .object(y)): x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
@@ -27,7 +30,7 @@ public indirect enum JSONValue: Equatable, Sendable {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
-        case .number: "a number"
+        case .number, .float: "a number"
         case .string: "a string"
         case .array: "an array"
         case .object: "an object"
@@ -276,6 +279,9 @@ extension JSONValue {
             } else {
                 out += "null"
             }
+        case .float(let n):
+            // mpv's "%f": six decimals (finite numbers only, as for .number).
+            out += n.isFinite ? String(format: "%.6f", n) : "null"
         case .string(let s): out += JSONValue.quoted(s)
         case .array(let items):
             out += "["
@@ -298,7 +304,12 @@ extension JSONValue {
     static func quoted(_ s: String) -> String { jsonStringLiteral(s) }
 
     public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
-    public var numberValue: Double? { if case .number(let n) = self { n } else { nil } }
+    public var numberValue: Double? {
+        switch self {
+        case .number(let n), .float(let n): n
+        default: nil
+        }
+    }
     public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
     public var arrayValue: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
 }

@@ -10,6 +10,11 @@ public enum KioskCommand: Sendable, Equatable {
     case pause(Bool)
     /// Seek in the current item: to `seconds`, or by `seconds` when `relative`.
     case seek(seconds: Double, relative: Bool)
+    /// Play the playlist's item at this position now (`playlist-play-index`, `set playlist-pos`).
+    case play(index: Int)
+    /// `loadfile`/`loadlist`: these files (as given: relative to the working folder) become the
+    /// playlist and play now, or join its end (`append`).
+    case load(uris: [String], append: Bool)
     case reload
     /// The picture of an output (nil: the first) as PNG.
     case screenshot(output: String?)
@@ -20,6 +25,8 @@ public enum KioskCommand: Sendable, Equatable {
 public enum KioskCommandResult: Sendable {
     case done
     case screenshot(png: Data, width: Int, height: Int, output: String)
+    /// `load`: the playlist entry id of the first file loaded.
+    case loaded(entryID: Int)
     case failed(String)
 }
 
@@ -54,32 +61,54 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
     }
 
     public let propertyNames = [
-        "pid", "path", "playlist-pos", "playlist-count", "playlist", "time-pos", "duration", "pause",
-        "hwdec-current", "hwdec-interop", "hwdec-fallback", "frame-drop-count", "vo-delayed-frame-count",
-        "display-fps", "vsync-jitter", "outputs", "health", "wall-sync",
+        "pid", "path", "filename", "playlist-pos", "playlist-count", "playlist", "time-pos", "duration", "pause",
+        "idle-active", "eof-reached", "hwdec-current", "hwdec-interop", "hwdec-fallback", "frame-drop-count",
+        "vo-delayed-frame-count", "display-fps", "vsync-jitter", "property-list", "command-list",
+        "outputs", "health", "wall-sync",
+    ]
+
+    /// The commands `run` takes, with their arguments as mpv's `command-list` describes them
+    /// (name, type, optional).
+    static let commands: [(name: String, arguments: [(String, String, Bool)])] = [
+        ("playlist-next", [("flags", "Choice", true)]),
+        ("playlist-prev", [("flags", "Choice", true)]),
+        ("playlist-play-index", [("index", "Choice", false)]),
+        ("loadfile", [("url", "String", false), ("flags", "Choice", true), ("options", "Key/value list", true)]),
+        ("loadlist", [("url", "String", false), ("flags", "Choice", true)]),
+        ("seek", [("target", "Time", false), ("flags", "Flags", true), ("legacy", "Choice", true)]),
+        ("set", [("name", "String", false), ("value", "String", false)]),
+        ("cycle", [("name", "String", false), ("value", "Choice", true)]),
+        ("add", [("name", "String", false), ("value", "Double", true)]),
+        ("screenshot", [("output", "String", true)]),
+        ("reload", []),
+        ("quit", [("code", "Integer", true)]),
     ]
 
     public func property(_ name: String) throws(ControlError) -> JSONValue {
         let s = status.snapshot
         func number(_ v: Double?) throws(ControlError) -> JSONValue {
             guard let v else { throw .propertyUnavailable }
-            return .number(v)
+            return .float(v)
         }
+        /// The item playing, as the playlist gives it (mpv's `path` is what was played, not resolved).
+        var current: KioskStatus.Item? { s.position.flatMap { s.items.indices.contains($0) ? s.items[$0] : nil } }
+        if name.hasPrefix("playlist/") { return try playlistSubProperty(String(name.dropFirst("playlist/".count)), s) }
         switch name {
         case "pid": return .number(Double(getpid()))
         case "path":
-            guard let path = s.currentPath else { throw .propertyUnavailable }
+            guard let path = current?.uri ?? s.currentPath else { throw .propertyUnavailable }
             return .string(path)
+        case "filename":
+            guard let path = current?.uri ?? s.currentPath else { throw .propertyUnavailable }
+            return .string((path as NSString).lastPathComponent)
         case "playlist-pos": return .number(Double(s.position ?? -1))
         case "playlist-count": return .number(Double(s.items.count))
-        case "playlist":
-            return .array(s.items.enumerated().map { index, item in
-                var members: [(key: String, value: JSONValue)] = [("filename", .string(item.uri)), ("status", .string(item.state.rawValue))]
-                if index == s.position { members.append(("current", true)) }
-                if let error = item.error { members.append(("error", .string(error))) }
-                if let conversion = s.conversions[item.path ?? item.uri] { members.append(("conversion", .string(conversion))) }
-                return .object(members)
-            })
+        case "playlist": return .array(s.items.indices.map { playlistEntry($0, s) })
+        case "idle-active": return .bool(s.position == nil)
+        case "eof-reached":
+            // mpv: false while a file plays (Marquee never holds at an item's end), unavailable idle.
+            guard s.position != nil else { throw .propertyUnavailable }
+            return false
         case "time-pos": return try number(s.timePos)
         case "duration": return try number(s.duration)
         case "pause": return .bool(s.paused)
@@ -88,8 +117,15 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
         case "hwdec-fallback": return s.hwdecFallback.map { .string($0) } ?? .null
         case "frame-drop-count": return .number(Double(s.dropped))
         case "vo-delayed-frame-count": return .number(Double(s.delayed))
-        case "display-fps": return .number(s.displayFPS)
-        case "vsync-jitter": return .number(s.vsyncJitter)
+        case "display-fps": return .float(s.displayFPS)
+        case "vsync-jitter": return .float(s.vsyncJitter)
+        case "property-list": return .array(propertyNames.map { .string($0) })
+        case "command-list":
+            return .array(Self.commands.map { command in
+                ["name": .string(command.name),
+                 "args": .array(command.arguments.map { ["name": .string($0.0), "type": .string($0.1), "optional": .bool($0.2)] }),
+                 "vararg": false]
+            })
         case "outputs":
             return .array(s.outputs.map { output in
                 var members: [(key: String, value: JSONValue)] = [("name", .string(output.name)), ("mode", .string(output.mode)),
@@ -122,13 +158,58 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
         }
     }
 
+    /// `playlist/N/filename|id|current|playing` and `playlist/count`, as mpv's.
+    private func playlistSubProperty(_ sub: String, _ s: KioskStatus.Snapshot) throws(ControlError) -> JSONValue {
+        if sub == "count" { return .number(Double(s.items.count)) }
+        let parts = sub.split(separator: "/", omittingEmptySubsequences: false)
+        guard let index = Int(parts[0]), s.items.indices.contains(index) else { throw .propertyNotFound }
+        let entry = playlistEntry(index, s)
+        guard parts.count <= 2 else { throw .propertyNotFound }
+        guard parts.count == 2 else { return entry }
+        if let value = entry[String(parts[1])] { return value }
+        // Fields only the current entry has: unavailable on the others, as mpv's.
+        if parts[1] == "current" || parts[1] == "playing" { throw .propertyUnavailable }
+        throw .propertyNotFound
+    }
+
+    /// An entry of `playlist`: mpv's fields (filename, current, playing, id), then Marquee's
+    /// (status, error, conversion).
+    private func playlistEntry(_ index: Int, _ s: KioskStatus.Snapshot) -> JSONValue {
+        let item = s.items[index]
+        var members: [(key: String, value: JSONValue)] = [("filename", .string(item.uri))]
+        if index == s.position { members += [("current", true), ("playing", true)] }
+        members.append(("id", .number(Double(s.entryID(at: index) ?? index + 1))))
+        members.append(("status", .string(item.state.rawValue)))
+        if let error = item.error { members.append(("error", .string(error))) }
+        if let conversion = s.conversions[item.path ?? item.uri] { members.append(("conversion", .string(conversion))) }
+        return .object(members)
+    }
+
+    /// Sets a property; a string value is converted as mpv converts it (`"yes"` for a flag, `"2"`
+    /// for a number), as the text form's `set pause yes` sends it.
     public func setProperty(_ name: String, to value: JSONValue) throws(ControlError) {
         switch name {
         case "pause":
-            guard let paused = value.boolValue else { throw .invalidParameter }
+            let paused: Bool
+            switch value {
+            case .bool(let b): paused = b
+            case .string("yes"): paused = true
+            case .string("no"): paused = false
+            case .string: throw .propertyFormat
+            default: throw .propertyError
+            }
             _ = try execute(.pause(paused))
-        case _ where propertyNames.contains(name):
-            throw .invalidParameter  // read-only
+        case "playlist-pos":
+            let count = status.snapshot.items.count
+            // mpv takes -1 (stop, go idle) and positions past the end (the same); a kiosk does
+            // not go idle on request: those are refused.
+            guard let n = try? mpvNumber(value), let index = try? checkedInteger(n, in: 0...max(0, count - 1), field: "playlist-pos"),
+                  count > 0 else {
+                throw .propertyError
+            }
+            _ = try execute(.play(index: index))
+        case _ where propertyNames.contains(name) || name.hasPrefix("playlist/"):
+            throw .propertyError  // read-only, as mpv answers for one
         default:
             throw .propertyNotFound
         }
@@ -136,18 +217,67 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
 
     public func run(_ command: String, _ arguments: [JSONValue]) throws(ControlError) -> JSONValue? {
         switch command {
-        case "playlist-next": return navigate(.skip(steps: 1))
-        case "playlist-prev": return navigate(.skip(steps: -1))
+        case "playlist-next", "playlist-prev":
+            guard arguments.count <= 1 else { throw .invalidParameter }
+            if let flag = arguments.first, flag.stringValue != "weak" && flag.stringValue != "force" { throw .invalidParameter }
+            return navigate(.skip(steps: command == "playlist-next" ? 1 : -1))
+        case "playlist-play-index":
+            guard arguments.count == 1 else { throw .invalidParameter }
+            let s = status.snapshot
+            if arguments[0].stringValue == "current" {
+                guard let position = s.position else { throw .commandFailed("nothing is playing") }
+                return try execute(.play(index: position))
+            }
+            guard let n = try? mpvNumber(arguments[0]), let index = try? checkedInteger(n, in: -1...Int(Int32.max), field: "index") else {
+                throw .invalidParameter
+            }
+            // mpv stops (goes idle) for -1, `none` or a position past the end; a kiosk refuses.
+            guard s.items.indices.contains(index) else { throw .commandFailed("no playlist entry \(index) (\(s.items.count) entries)") }
+            return try execute(.play(index: index))
+        case "loadfile", "loadlist":
+            guard (1...3).contains(arguments.count), let url = arguments[0].stringValue, !url.isEmpty else { throw .invalidParameter }
+            let flag = arguments.count > 1 ? arguments[1].stringValue : "replace"
+            guard let flag, ["replace", "append", "append-play"].contains(flag) else { throw .invalidParameter }
+            var uris = [url]
+            if command == "loadlist" {
+                do {
+                    uris = try expandPlaylist(.m3u(url)).map(\.path)
+                } catch {
+                    throw .commandFailed("\(error)")
+                }
+                guard !uris.isEmpty else { throw .commandFailed("\(url): no entries") }
+            }
+            return try execute(.load(uris: uris, append: flag != "replace"))
         case "quit": return try execute(.quit)
         case "reload": return try execute(.reload)
         case "seek":
-            guard let seconds = arguments.first?.numberValue,
-                  (try? checkedNumber(seconds, in: -longestTimeInSeconds...longestTimeInSeconds, field: "seek")) != nil else {
+            guard (1...3).contains(arguments.count) else { throw .invalidParameter }
+            let target = try mpvNumber(arguments[0])
+            // Flags as mpv's: relative (default), absolute, absolute-percent, relative-percent,
+            // joined with exact/keyframes by `+` (Marquee always seeks exactly).
+            var mode = "relative"
+            if arguments.count > 1 {
+                guard let flags = arguments[1].stringValue else { throw .invalidParameter }
+                for flag in flags.split(separator: "+") {
+                    switch flag {
+                    case "relative", "absolute", "absolute-percent", "relative-percent": mode = String(flag)
+                    case "exact", "keyframes": break
+                    default: throw .invalidParameter
+                    }
+                }
+            }
+            if arguments.count > 2 {
+                guard ["exact", "keyframes", "default-precise"].contains(arguments[2].stringValue ?? "") else { throw .invalidParameter }
+            }
+            var seconds = target
+            if mode.hasSuffix("percent") {
+                guard let duration = status.snapshot.duration else { throw .commandFailed("the item's duration is unknown") }
+                seconds = target / 100 * duration
+            }
+            guard (try? checkedNumber(seconds, in: -longestTimeInSeconds...longestTimeInSeconds, field: "seek")) != nil else {
                 throw .invalidParameter
             }
-            let mode = arguments.count > 1 ? arguments[1].stringValue : "relative"
-            guard mode == "relative" || mode == "absolute" else { throw .invalidParameter }
-            return navigate(.seek(seconds: seconds, relative: mode == "relative"))
+            return navigate(.seek(seconds: seconds, relative: mode.hasPrefix("relative")))
         case "screenshot":
             guard arguments.count <= 1 else { throw .invalidParameter }
             if let first = arguments.first, first.stringValue == nil { throw .invalidParameter }
@@ -218,6 +348,7 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
         }
         switch result {
         case .done: return nil
+        case .loaded(let id): return ["playlist_entry_id": .number(Double(id))]
         case .failed(let why): throw .commandFailed(why)
         case .screenshot(let png, let width, let height, let output):
             return ["format": "png", "width": .number(Double(width)), "height": .number(Double(height)),

@@ -37,6 +37,12 @@ public final class KioskSession: @unchecked Sendable {
     public let player: QueuePlayer
     /// Sends control-socket events (`start-file`, `end-file`); set before `run`.
     public var onEvent: (@Sendable (JSONValue) -> Void)?
+    /// Called on the presentation thread for each new picture of this session's output (time-pos
+    /// moved): the control server reads observed properties again. Set before `run`.
+    public var onPicture: (@Sendable () -> Void)?
+    /// The events sent, in mpv's order; guarded by its own lock (also held while `onEvent` runs,
+    /// so that events of the player's two streams leave in order).
+    private let events = EventOrder()
     /// Wall sync's check of each new frame (presentation thread).
     private var clockSyncCheck: ((Int64, Player.Picture) -> Void)?
 
@@ -152,7 +158,7 @@ public final class KioskSession: @unchecked Sendable {
             self?.decoderOpens.add(1, ordering: .relaxed)
         })
         status.update {
-            $0.items = config.playlist.map { .init(uri: $0.uri, path: $0.path) }
+            $0.replaceItems(config.playlist.map { .init(uri: $0.uri, path: $0.path) })
             $0.hwdecRequested = config.hardwareDecoding.rawValue
         }
         if case .directory = config.playlistOrigin {
@@ -280,7 +286,7 @@ public final class KioskSession: @unchecked Sendable {
                 s.items[index].error = nil
             }
             lock.withLock { _ = loggedErrors.removeValue(forKey: event.item.asset.url.path) }
-            onEvent?(["event": "end-file", "reason": "eof", "playlist_entry_id": .number(Double(index))])
+            // end-file is sent when the next item starts (or the playlist ends): mpv's order.
         case .failedToPlayToEndTime(let error):
             let reason = "\(error)"
             status.update { s in
@@ -290,7 +296,8 @@ public final class KioskSession: @unchecked Sendable {
                 s.items[index].failedInLoop = loop
             }
             logFailure(uri: event.item.asset.url.path, reason: reason)
-            onEvent?(["event": "end-file", "reason": "error", "playlist_entry_id": .number(Double(index)), "file_error": .string(reason)])
+            let id = status.snapshot.entryID(at: index) ?? index + 1
+            events.failed(event.item, id: id, reason: reason, send: onEvent)
         default:
             break
         }
@@ -344,9 +351,8 @@ public final class KioskSession: @unchecked Sendable {
             s.loopPass = loop
             if let index, index < s.items.count, s.items[index].state != .failed { s.items[index].state = .playing }
         }
-        if let index {
-            onEvent?(["event": "start-file", "playlist_entry_id": .number(Double(index))])
-        }
+        let id = index.flatMap { status.snapshot.entryID(at: $0) }
+        events.changed(to: item, id: id, send: onEvent)
     }
 
     private func timeObserved(_ time: MediaTime) {
@@ -388,7 +394,7 @@ public final class KioskSession: @unchecked Sendable {
         var changed = current
         changed.playlist = items
         lock.withLock { config = changed }
-        status.update { $0.items = items.map { .init(uri: $0.uri, path: $0.path) } }
+        status.update { $0.replaceItems(items.map { .init(uri: $0.uri, path: $0.path) }) }
         startPlaylist(changed, afterCurrentItem: true)
         logger.info("playlist changed on disk; the new one starts at the next item boundary", ["items": "\(items.count)"])
     }
@@ -411,17 +417,32 @@ public final class KioskSession: @unchecked Sendable {
     public func perform(_ command: KioskCommand) -> KioskCommandResult {
         switch command {
         case .next:
+            events.stopping()
             player.advanceToNextItem()
         case .previous:
+            events.stopping()
             skip(-1)
         case .skip(let steps):
+            events.stopping()
             skip(steps)
+        case .play(let index):
+            let config = lock.withLock { self.config }
+            guard config.playlist.indices.contains(index) else { return .failed("no playlist entry \(index)") }
+            events.stopping()
+            startPlaylist(config, from: index, afterCurrentItem: true)
+            player.advanceToNextItem()
+        case .load(let uris, let append):
+            return load(uris, append: append)
         case .pause(let paused):
             if paused { player.pause() } else { player.play() }
             status.update { $0.paused = paused }
         case .seek(let seconds, let relative):
             let target = relative ? player.currentTime().seconds + seconds : seconds
-            player.seek(to: MediaTime(seconds: max(0, target), preferredTimescale: 90_000)) { _ in }
+            events.send(["event": "seek"], onEvent)
+            player.seek(to: MediaTime(seconds: max(0, target), preferredTimescale: 90_000)) { [weak self] _ in
+                guard let self else { return }
+                events.send(["event": "playback-restart"], onEvent)
+            }
         case .reload:
             return reload()
         case .screenshot(let output):
@@ -475,6 +496,43 @@ public final class KioskSession: @unchecked Sendable {
         }
     }
 
+    /// `loadfile`/`loadlist`: `uris` (relative ones from the working folder, as mpv takes them)
+    /// become the playlist, from now, or join its end. The playlist is then a list (a folder or
+    /// M3U playlist is no longer read again).
+    private func load(_ uris: [String], append: Bool) -> KioskCommandResult {
+        let folder = FileManager.default.currentDirectoryPath
+        let added = uris.map { uri in
+            KioskConfig.Item(uri: uri, path: uri.hasPrefix("/") ? uri : (folder as NSString).appendingPathComponent(uri))
+        }
+        let changed = lock.withLock { () -> KioskConfig in
+            config.playlist = append ? config.playlist + added : added
+            config.playlistOrigin = .list
+            return config
+        }
+        var firstID = 0
+        status.update { s in
+            let items = added.map { KioskStatus.Item(uri: $0.uri, path: $0.path) }
+            if append {
+                firstID = s.appendItems(items)
+            } else {
+                s.replaceItems(items)
+                firstID = s.entryID(at: 0) ?? 0
+            }
+        }
+        let count = changed.playlist.count
+        if append {
+            // The item playing goes on; the list, now longer, follows it.
+            let current = player.currentItem?.playlistIndex ?? -1
+            startPlaylist(changed, from: (current + 1) % count, afterCurrentItem: true)
+        } else {
+            events.stopping()
+            startPlaylist(changed, from: 0, afterCurrentItem: true)
+            player.advanceToNextItem()
+        }
+        logger.info(append ? "files appended to the playlist" : "playlist replaced", ["files": "\(uris.count)", "items": "\(count)"])
+        return .loaded(entryID: firstID)
+    }
+
     /// `steps` items on (back when negative): one step on keeps the next item's preroll; any other
     /// step queues the playlist from the target item, so the skipped items open no decoder.
     private func skip(_ steps: Int) {
@@ -525,7 +583,7 @@ public final class KioskSession: @unchecked Sendable {
         }
         status.update {
             $0.reloadError = nil
-            $0.items = newConfig.playlist.map { .init(uri: $0.uri, path: $0.path) }
+            $0.replaceItems(newConfig.playlist.map { .init(uri: $0.uri, path: $0.path) })
         }
         lock.withLock { loggedErrors.removeAll() }
         for follower in lock.withLock({ followers }) { follower.adopt(loaded, restartAt: restartAt) }
@@ -601,6 +659,11 @@ public final class KioskSession: @unchecked Sendable {
                 o.pictureDuration = lasts.isFinite ? max(0, lasts) : 0
             }
             guard lane == 0 else { return regions[lane - 1].clockSyncCheck?(shown, picture) ?? () }
+            if picture.isNew, picture.itemTime.isNumeric {
+                // time-pos as mpv's: the time of the picture on screen, each new picture.
+                status.update { $0.timePos = picture.itemTime.seconds }
+                onPicture?()
+            }
             shownCount += 1
             clockSyncCheck?(shown, picture)
         }
@@ -905,5 +968,79 @@ extension KioskSession {
         logger.debug("DMA-BUF import", ["import": support.importsDMABufs ? "yes" : "no",
                                         "modifiers": support.importsModifiers ? "yes" : "no",
                                         "external_images": support.samplesExternalImages ? "yes" : "no"])
+    }
+}
+
+/// The control socket's events in mpv's order: `end-file` of an item (reason `eof`, `stop` when a
+/// command moved on, `error`) always before the next `start-file`, which is followed by
+/// `file-loaded`, `video-reconfig` and `playback-restart`; an item that failed before it started
+/// (skipped while the one before played) is reported as its `start-file` and `end-file` between
+/// them; `idle` when the playlist has played out. The player reports item ends and item changes
+/// on two streams: this puts them in order.
+final class EventOrder: @unchecked Sendable {
+    // @unchecked: all state is guarded by `lock`, held while events are handed on.
+    private let lock = NSLock()
+    private weak var started: PlayerItem?
+    private var startedID: Int?
+    private var startedEnded = false
+    private var stopPending = false
+    /// Failures of items that never started, sent at the next change.
+    private var pending: [JSONValue] = []
+    /// The last item whose end-file went out (a late failure report of it is not sent again).
+    private var lastEnded: ObjectIdentifier?
+
+    /// A command moves on (the item playing ends with reason `stop`).
+    func stopping() { lock.withLock { stopPending = true } }
+
+    func send(_ event: JSONValue, _ send: (@Sendable (JSONValue) -> Void)?) {
+        lock.withLock { send?(event) }
+    }
+
+    /// The player's current item is now `item` (nil: nothing plays).
+    func changed(to item: PlayerItem?, id: Int?, send: (@Sendable (JSONValue) -> Void)?) {
+        lock.withLock {
+            if let item, item === started { return }
+            var out: [JSONValue] = []
+            if let startedID, !startedEnded {
+                let failed = started?.status == .failed
+                var end: [(key: String, value: JSONValue)] = [("event", "end-file"),
+                                                             ("reason", .string(stopPending ? "stop" : failed ? "error" : "eof")),
+                                                             ("playlist_entry_id", .number(Double(startedID)))]
+                if failed && !stopPending, let error = started?.error { end.append(("file_error", .string("\(error)"))) }
+                out.append(.object(end))
+                lastEnded = started.map(ObjectIdentifier.init)
+            }
+            out += pending
+            pending = []
+            stopPending = false
+            if let item, let id {
+                started = item
+                startedID = id
+                startedEnded = false
+                out += [["event": "start-file", "playlist_entry_id": .number(Double(id))], ["event": "file-loaded"],
+                        ["event": "video-reconfig"], ["event": "playback-restart"]]
+            } else {
+                started = nil
+                startedID = nil
+                if item == nil { out.append(["event": "idle"]) }
+            }
+            for event in out { send?(event) }
+        }
+    }
+
+    /// `item` could not be played to its end.
+    func failed(_ item: PlayerItem, id: Int, reason: String, send: (@Sendable (JSONValue) -> Void)?) {
+        lock.withLock {
+            let end: JSONValue = ["event": "end-file", "reason": "error", "playlist_entry_id": .number(Double(id)), "file_error": .string(reason)]
+            if item === started {
+                guard !startedEnded else { return }
+                startedEnded = true
+                lastEnded = ObjectIdentifier(item)
+                send?(end)
+            } else if lastEnded != ObjectIdentifier(item) {
+                lastEnded = ObjectIdentifier(item)
+                pending += [["event": "start-file", "playlist_entry_id": .number(Double(id))], end]
+            }
+        }
     }
 }

@@ -15,6 +15,9 @@ public final class KioskStatus: @unchecked Sendable {
         public var error: String?
         /// The loop pass in which it last failed.
         public var failedInLoop: Int?
+        /// mpv's `playlist_entry_id`: given when the entry joins the playlist, from 1 up, never
+        /// reused (0: none given; `Snapshot.entryID` then counts from the position).
+        public var id = 0
     }
 
     public struct Output: Sendable, Equatable {
@@ -90,6 +93,32 @@ public final class KioskStatus: @unchecked Sendable {
         public var started = ContinuousClock.now
         /// Slow storage: file -> its slow probes, opens and reads (`KioskStatus.slowStorageWindow`).
         public var slowStorage: [String: SlowRead] = [:]
+        /// The id the next playlist entry gets.
+        public var nextEntryID = 1
+
+        /// The playlist becomes `items`, each with a new entry id (as mpv gives entries loaded anew).
+        public mutating func replaceItems(_ items: [Item]) {
+            self.items = []
+            appendItems(items)
+        }
+
+        /// `items` join the end of the playlist with new entry ids; returns the first one's.
+        @discardableResult
+        public mutating func appendItems(_ items: [Item]) -> Int {
+            let first = nextEntryID
+            for var item in items {
+                item.id = nextEntryID
+                nextEntryID += 1
+                self.items.append(item)
+            }
+            return first
+        }
+
+        /// The entry id of the item at `index` (mpv's `playlist_entry_id`); nil out of range.
+        public func entryID(at index: Int) -> Int? {
+            guard items.indices.contains(index) else { return nil }
+            return items[index].id > 0 ? items[index].id : index + 1
+        }
     }
 
     /// What supervision concludes: health (`ok`, `degraded`, `stalled`, `failed`) with its reasons,

@@ -187,6 +187,7 @@ let controlServer: ControlServer? = {
     }
 }()
 session.onEvent = { [controlServer] event in controlServer?.broadcast(event) }
+session.onPicture = { [controlServer] in controlServer?.propertiesMayHaveChanged() }
 
 // The service is up: config loaded, control socket open, the output being set up. READY=1 now,
 // not at the first frame: a display that is off at boot must not hold the start up until

@@ -1,0 +1,122 @@
+import Foundation
+import Kiosk
+import Testing
+import TestSupport
+
+/// A playing `marquee` driven by what drives mpv: python-mpv-jsonipc (from PyPI, into a venv made
+/// here, as `make bench` makes bench/.venv), and the same requests sent to mpv itself.
+@Suite(.serialized) struct MPVClientTests {
+    /// The venv with python-mpv-jsonipc (made once, in the build folder); cancels the test when
+    /// PyPI cannot be reached.
+    static func clientPython() throws -> String {
+        let venv = Command.repository + "/.build/mpv-client-venv"
+        let python = venv + "/bin/python"
+        if (try? Command.run(python, ["-c", "import python_mpv_jsonipc"]))?.status == 0 { return python }
+        let made = try Command.run("python3", ["-m", "venv", venv], mergeErrors: true)
+        try #require(made.status == 0, "python3 -m venv (Debian's python3-venv) failed: \(made.text)")
+        let pip = try Command.run(venv + "/bin/pip", ["install", "--quiet", "--disable-pip-version-check", "--timeout", "20",
+                                                      "python-mpv-jsonipc"], mergeErrors: true)
+        if pip.status != 0 {
+            let unreachable = ["Network is unreachable", "Temporary failure in name resolution", "Failed to establish a new connection",
+                               "Could not find a version", "No matching distribution", "timed out", "ProxyError"]
+            if unreachable.contains(where: pip.text.contains) {
+                try Test.cancel("PyPI is unreachable, so python-mpv-jsonipc cannot be installed: \(pip.text.suffix(300))")
+            }
+            Issue.record("pip install python-mpv-jsonipc failed: \(pip.text)")
+            throw MarqueeProcessTests.NotBuilt(description: "no python-mpv-jsonipc")
+        }
+        return python
+    }
+
+    /// Three clips of `seconds`, 30 fps, each a colour of its own (so items differ).
+    func clips(seconds: Int) throws -> [String] {
+        try ["red", "green", "blue"].map { colour in
+            try TestMedia.make("mpv-\(colour)-\(seconds)s.mp4", ["-f", "lavfi", "-i", "color=c=\(colour):size=160x90:rate=30:duration=\(seconds)",
+                                                                 "-pix_fmt", "yuv420p", "-c:v", "libx264", "-preset", "ultrafast"])
+        }
+    }
+
+    func config(_ clips: [String]) throws -> String {
+        let path = TestMedia.folder + "/mpv-config-\(UUID().uuidString).json"
+        let playlist = clips.map { #"{"uri": "\#($0)"}"# }.joined(separator: ", ")
+        try #"{"playlist": [\#(playlist)], "loop": true}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func pythonMPVJSONIPCAttachesReadsSetsObservesAndSeesEventsInOrder() throws {
+        let python = try Self.clientPython()
+        let clips = try clips(seconds: 20)
+        let running = try MarqueeProcessTests.Running(config: try config(clips), exitAfter: 90)
+        _ = try running.connect()
+        let result = try Command.run(python, [Command.repository + "/tools/mpv-client-check.py", running.socket])
+        try #require(result.status == 0, "the client failed: \(result.errorText)\nmarquee's log:\n\(running.log)")
+        let report = try #require(try JSONSerialization.jsonObject(with: result.output) as? [String: Any], "\(result.text)")
+
+        // Attached: the client read property-list and command-list.
+        let properties = report["properties"] as? [String] ?? []
+        #expect(properties.contains("playlist_pos") && properties.contains("time_pos"), "\(properties)")
+        #expect(report["has_playlist_next"] as? Bool == true)
+        // Properties read as mpv gives them.
+        #expect(report["playlist_count"] as? Int == 3)
+        #expect(report["path"] as? String == clips[0], "the path as the playlist gives it")
+        #expect(report["filename"] as? String == (clips[0] as NSString).lastPathComponent)
+        #expect(report["idle_active"] as? Bool == false)
+        #expect(report["version"] as? Int == 131072)
+        #expect(report["unknown_property_error"] as? String == "property not found")
+        let duration = try #require(report["duration"] as? Double)
+        #expect(abs(duration - 20) < 0.1)
+        let playlist = report["playlist"] as? [[String: Any]] ?? []
+        #expect(playlist.map { $0["id"] as? Int } == [1, 2, 3], "\(playlist)")
+        // Set and read back.
+        #expect(report["pause_before"] as? Bool == false)
+        #expect(report["pause_after_true"] as? Bool == true)
+        #expect(report["pause_after_no"] as? Bool == false)
+        // time-pos observers hear of every new picture (30 fps: about 60 in 2 s; mpv sends one a
+        // frame too). At least half of them, on a busy machine.
+        let timeEvents = report["time_pos_events_2s"] as? Int ?? 0
+        #expect(timeEvents >= 30, "time-pos changes in 2 s: \(timeEvents)")
+        #expect(report["time_pos_increasing"] as? Bool == true)
+
+        // playlist-next: playlist-pos observed moving on, and mpv's events in mpv's order.
+        let before = try #require(report["position_before_next"] as? Int)
+        let positions = report["positions"] as? [Int] ?? []
+        #expect(positions.last == (before + 1) % 3, "\(positions)")
+        #expect(report["playlist_pos_after_next"] as? Int == (before + 1) % 3)
+        let events = (report["events_after_next"] as? [[String: Any]] ?? []).map { event -> String in
+            let name = event["event"] as? String ?? "?"
+            let id = (event["playlist_entry_id"] as? Int).map { " \($0)" } ?? ""
+            let reason = (event["reason"] as? String).map { " \($0)" } ?? ""
+            return name + id + reason
+        }
+        let endID: Int = before + 1, startID: Int = (before + 1) % 3 + 1
+        let expected: [String] = ["end-file \(endID) stop", "start-file \(startID)", "file-loaded", "video-reconfig", "playback-restart"]
+        #expect(events == expected, "\(events)")
+        _ = running.wait(timeout: 0)
+    }
+
+    @Test func repliesAgreeWithMPVsForEveryRequestInTheReadmeTable() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/mpv") else {
+            try Test.cancel("needs mpv (Debian's mpv package, which make test installs)")
+        }
+        let clips = try clips(seconds: 20)
+        let running = try MarqueeProcessTests.Running(config: try config(clips), exitAfter: 120)
+        _ = try running.connect()
+        let result = try Command.run("python3", [Command.repository + "/tools/mpv-compare.py", "--marquee", running.socket,
+                                                 "--readme", Command.repository + "/README.md"] + clips)
+        let report = try #require(try JSONSerialization.jsonObject(with: result.output) as? [String: Any],
+                                  "\(result.text)\n\(result.errorText)")
+        let rows = report["rows"] as? [[String: Any]] ?? []
+        // Every row marked `same` was sent to both (the table has over 40 of them).
+        let readme = try String(contentsOfFile: Command.repository + "/README.md", encoding: .utf8)
+        let same = readme.split(separator: "\n").filter { line in
+            line.hasPrefix("| `") && line.split(separator: "|").last?.trimmingCharacters(in: .whitespaces).hasPrefix("same") == true
+        }.count
+        #expect(rows.count == same && same > 40, "\(rows.count) compared of \(same)")
+        let problems = report["problems"] as? [String] ?? ["no report"]
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+        #expect(result.status == 0)
+        let events = report["events_after_next"] as? [String: [String]] ?? [:]
+        #expect(events["marquee"]?.first == "end-file(stop)", "\(events)")
+        _ = running.wait(timeout: 0)
+    }
+}
