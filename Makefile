@@ -15,6 +15,9 @@ BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv
 VM_PACKAGES := qemu-system-x86 busybox-static netpbm python3 systemd udev kmod
 # `make soak` runs tools/soak.py (Python's standard library only) and makes its media with ffmpeg.
 SOAK_PACKAGES := python3
+# `make test` also compares the control socket with mpv's (MPVClientTests: mpv itself, and
+# python-mpv-jsonipc from PyPI in a venv the test makes under .build).
+TEST_PACKAGES := mpv python3 python3-venv
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: all deps build release run test hw-test vm-test bench soak vm clean fuzz-build fuzz fuzz-short sanitize
@@ -46,7 +49,7 @@ vm: DEBIAN_PACKAGES += $(VM_PACKAGES)
 vm: deps
 	deploy/vm/build-guest
 
-test: DEBIAN_PACKAGES += $(VM_PACKAGES)
+test: DEBIAN_PACKAGES += $(VM_PACKAGES) $(TEST_PACKAGES)
 test: vm
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build

@@ -23,6 +23,11 @@ def main():
     report["properties"] = sorted(mpv.properties)
     report["has_playlist_next"] = callable(getattr(mpv, "playlist_next", None))
 
+    # Until the first item plays (mpv too answers `property unavailable` for its duration before).
+    deadline = time.monotonic() + 20
+    while mpv.time_pos is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+
     # Properties as attributes, as the client's users read them.
     report["playlist_count"] = mpv.playlist_count
     report["playlist_pos"] = mpv.playlist_pos

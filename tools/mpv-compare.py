@@ -95,6 +95,10 @@ def shape(value):
 def merge(a, b):
     if a is None:
         return b
+    if isinstance(a, list) and isinstance(b, list) and a[:1] == b[:1] == ["list"]:
+        return ["list", merge(a[1], b[1])]
+    if b is None:
+        return a
     if isinstance(a, dict) and isinstance(b, dict):
         out = dict(a)
         for key, value in b.items():
@@ -164,14 +168,18 @@ def main():
             time.sleep(0.05)
         theirs = Connection(mpv_socket)
         ours = Connection(args.marquee)
-        # Both playing their first item.
-        for connection in (theirs, ours):
+        def settle(connection):
+            # Until an item plays: requests right after a change of item (mpv refuses a seek
+            # while it opens the file) are not compared mid-change.
             for _ in range(100):
                 reply = connection.request(["get_property", "time-pos"])
                 if reply and reply.get("error") == "success":
-                    break
-                time.sleep(0.1)
+                    return
+                time.sleep(0.05)
+
         for text, is_json in rows:
+            settle(theirs)
+            settle(ours)
             request = json.loads(text.replace("CLIP", json.dumps(args.clips[0])[1:-1])) if is_json else text
             if is_json:
                 mine, mpvs = ours.request(request), theirs.request(request)
@@ -219,8 +227,13 @@ def main():
             if not reply or reply.get("error") != "success" or not seen or "data" in seen[0]:
                 report["problems"].append(f"{name}: observing an unknown property: {reply} then {seen}")
     finally:
-        mpv.terminate()
-        mpv.wait(10)
+        # Asked to quit, then ended (a signal the caller ignores is ignored by mpv too).
+        try:
+            Connection(mpv_socket).sock.sendall(b'{"command":["quit"]}\n')
+            mpv.wait(5)
+        except (OSError, subprocess.TimeoutExpired):
+            mpv.kill()
+            mpv.wait(5)
     report["compared"] = len(report["rows"])
     report["problems"] += [f"{row['request']}: {row['why']}" for row in report["rows"] if not row["ok"]]
     print(json.dumps(report))

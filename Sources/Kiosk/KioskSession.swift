@@ -661,7 +661,11 @@ public final class KioskSession: @unchecked Sendable {
             guard lane == 0 else { return regions[lane - 1].clockSyncCheck?(shown, picture) ?? () }
             if picture.isNew, picture.itemTime.isNumeric {
                 // time-pos as mpv's: the time of the picture on screen, each new picture.
-                status.update { $0.timePos = picture.itemTime.seconds }
+                let duration = picture.item.map { $0.duration.isNumeric ? $0.duration.seconds : nil } ?? nil
+                status.update {
+                    $0.timePos = picture.itemTime.seconds
+                    if let duration { $0.duration = duration }
+                }
                 onPicture?()
             }
             shownCount += 1
