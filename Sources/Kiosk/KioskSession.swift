@@ -263,16 +263,20 @@ public final class KioskSession: @unchecked Sendable {
             $0.hwdecFallback = path.fallbackReason
             $0.hwdecDegraded = path.degraded
         }
-        let key = "\(uri)|\(path.hwdecCurrent)|\(path.fallbackReason ?? "")|\(path.interop)|\(path.interopFellBack)"
+        // Why hardware decoding or DMA-BUF import is not used: logged once per reason, not with
+        // every file (the same long reason applies to every item). A named hardware path not in use
+        // is a warning, and so is a failed DMA-BUF import; auto finding none is not.
+        for (what, reason, serious) in [("hardware decoding not in use", path.fallbackReason, path.degraded),
+                                        ("DMA-BUF import not in use", path.interopReason, path.interopFellBack)] {
+            guard let reason, lock.withLock({ loggedOpens.insert("reason|\(what)|\(reason)").inserted }) else { continue }
+            logger.log(serious ? .warning : .info, what, ["hwdec_current": path.hwdecCurrent, "hwdec_interop": path.interop, "reason": reason])
+        }
+        let key = "\(uri)|\(path.hwdecCurrent)|\(path.interop)"
         guard lock.withLock({ loggedOpens.insert(key).inserted }) else { return }
-        // A named hardware path not in use is a warning, and so is a failed DMA-BUF import; auto
-        // finding none is not.
-        logger.log(path.degraded || path.interopFellBack ? .warning : .info, "opened",
-                   ["uri": uri, "codec": info.codec, "size": "\(info.width)x\(info.height)",
-                    "fps": info.frameRate.formatted(decimals: 3), "pixel_format": info.pixelFormat,
-                    "threads": "\(info.threads)", "hwdec_current": path.hwdecCurrent, "hwdec_interop": path.interop,
-                    "interop_reason": path.interopReason ?? "-",
-                    "fallback": path.fallbackReason ?? "-"])
+        // The item change itself is the info line ("playing"); how a file decodes is detail.
+        logger.debug("opened", ["uri": uri, "codec": info.codec, "size": "\(info.width)x\(info.height)",
+                                "fps": info.frameRate.formatted(decimals: 3), "pixel_format": info.pixelFormat,
+                                "threads": "\(info.threads)", "hwdec_current": path.hwdecCurrent, "hwdec_interop": path.interop])
     }
 
     private func itemEvent(_ event: Player.Event) {
@@ -308,7 +312,7 @@ public final class KioskSession: @unchecked Sendable {
     /// for failures mid-stream when the player reports them.
     private func logFailure(uri: String, reason: String) {
         guard lock.withLock({ loggedErrors.updateValue(reason, forKey: uri) != reason }) else { return }
-        let items = lock.withLock { config.playlist.enumerated().filter { $0.element.path == uri }.map { "\($0.offset)" } }
+        let items = lock.withLock { config.playlist.enumerated().filter { $0.element.path == uri }.map { "\($0.offset + 1)" } }
         logger.error("cannot play item; skipped", ["item": items.joined(separator: ","), "uri": uri, "error": reason])
     }
 
@@ -351,8 +355,14 @@ public final class KioskSession: @unchecked Sendable {
             s.loopPass = loop
             if let index, index < s.items.count, s.items[index].state != .failed { s.items[index].state = .playing }
         }
-        let id = index.flatMap { status.snapshot.entryID(at: $0) }
+        let snapshot = status.snapshot
+        let id = index.flatMap { snapshot.entryID(at: $0) }
         events.changed(to: item, id: id, send: onEvent)
+        // One info line per item change, items counted from 1 as STATUS= and marqueectl count them.
+        if let index, let item {
+            logger.info("playing", ["item": "\(index + 1)", "of": "\(snapshot.items.count)", "uri": snapshot.items.indices.contains(index)
+                                        ? snapshot.items[index].uri : item.asset.url.path, "entry_id": id.map { "\($0)" } ?? "-"])
+        }
     }
 
     private func timeObserved(_ time: MediaTime) {

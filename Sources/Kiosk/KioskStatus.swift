@@ -217,7 +217,8 @@ public final class KioskStatus: @unchecked Sendable {
         }
         reasons += stalls
         for (index, item) in failed where (item.failedInLoop ?? -10) >= s.loopPass - 1 {
-            reasons.append("item \(index) (\(item.uri)) failed: \(item.error ?? "unknown error")")
+            // Items count from 1, as STATUS=, the log and marqueectl count them.
+            reasons.append("item \(index + 1) (\(item.uri)) failed: \(item.error ?? "unknown error")")
         }
         if s.hwdecDegraded {
             reasons.append("hardware decode \(s.hwdecRequested) not in use: \(s.hwdecFallback ?? "unknown reason")")

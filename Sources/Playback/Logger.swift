@@ -5,6 +5,10 @@ import Foundation
 /// Lines are logfmt (`level=info msg="..." item=0 uri=demo.mp4`) so that journald, grep and log
 /// shippers read them alike. A `Logger` is a value: `with(_:)` returns a copy that adds fields to
 /// every line (the output's name, the item's URI) without touching the parent.
+///
+/// Under systemd, when standard error is the journal (`standardErrorIsJournal`), each line starts
+/// with its syslog priority (`<3>` error, `<4>` warning, `<6>` info, `<7>` debug), which journald
+/// takes as the line's PRIORITY (so `journalctl -p err` finds errors).
 public struct Logger: Sendable {
     public enum Level: Int, Sendable, Comparable, CaseIterable {
         case debug, info, warning, error
@@ -14,19 +18,36 @@ public struct Logger: Sendable {
             self = level
         }
         public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        /// The syslog priority: 3 err, 4 warning, 6 info, 7 debug.
+        public var syslogPriority: Int { [7, 6, 4, 3][rawValue] }
     }
 
     /// Where finished lines go; standard error unless a test captures them.
     public typealias Sink = @Sendable (String) -> Void
 
     public var level: Level
+    /// Lines start with `<priority>` (for the journal).
+    public let priorityPrefix: Bool
     private let sink: Sink
     private var fields: [(String, String)]
 
-    public init(level: Level = .info, sink: @escaping Sink = Logger.standardError) {
+    public init(level: Level = .info, priorityPrefix: Bool = false, sink: @escaping Sink = Logger.standardError) {
         self.level = level
+        self.priorityPrefix = priorityPrefix
         self.sink = sink
         self.fields = []
+    }
+
+    /// True when standard error is the journal's stream: systemd sets `JOURNAL_STREAM` to its
+    /// `device:inode` (decimal), which must be those of file descriptor 2 (a child whose standard
+    /// error was redirected keeps the variable but not the stream).
+    public static func standardErrorIsJournal(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        guard let value = environment["JOURNAL_STREAM"] else { return false }
+        let parts = value.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }
+        var info = stat()
+        guard fstat(2, &info) == 0 else { return false }
+        return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode
     }
 
     public static let standardError: Sink = { line in
@@ -43,7 +64,7 @@ public struct Logger: Sendable {
 
     public func log(_ level: Level, _ message: String, _ extra: KeyValuePairs<String, String> = [:]) {
         guard level >= self.level else { return }
-        var line = "level=\(level.name) msg=\(Self.quote(message))"
+        var line = (priorityPrefix ? "<\(level.syslogPriority)>" : "") + "level=\(level.name) msg=\(Self.quote(message))"
         // A field given with the message replaces the logger's own of that name.
         for (key, value) in fields.filter({ field in !extra.contains { $0.key == field.0 } }) + extra.map({ ($0.key, $0.value) }) {
             line += " \(key)=\(Self.quote(value))"

@@ -40,8 +40,11 @@ let usage = """
 
     """
 
+/// `<3>` (err) before an error line when standard error is the journal, as the logger writes.
+let errorPriority = Logger.standardErrorIsJournal() ? "<3>" : ""
+
 func fail(_ message: String, status: Int32 = 2) -> Never {
-    FileHandle.standardError.write(Data("marquee: \(escapingControlCharacters(message))\n".utf8))
+    FileHandle.standardError.write(Data("\(errorPriority)marquee: \(escapingControlCharacters(message))\n".utf8))
     exit(status)
 }
 
@@ -142,7 +145,7 @@ do {
         config = KioskConfig.embeddedDefault(dataDirectory: data)
     }
 } catch {
-    FileHandle.standardError.write(Data("\(error)\n".utf8))
+    FileHandle.standardError.write(Data("\(errorPriority)\(error)\n".utf8))
     exit(2)
 }
 if arguments.checkOnly {
@@ -156,7 +159,7 @@ let overrides: @Sendable (inout KioskConfig) -> Void = { [arguments] config in
 }
 overrides(&config)
 
-let logger = Logger(level: arguments.logLevel ?? config.logLevel)
+let logger = Logger(level: arguments.logLevel ?? config.logLevel, priorityPrefix: Logger.standardErrorIsJournal())
 setFFmpegLogLevel(logger.level)
 
 // MARK: Run

@@ -3,13 +3,14 @@ import Kiosk
 import Playback
 
 let usage = """
-    Usage: marqueectl [--socket PATH] COMMAND [ARGS]
+    Usage: marqueectl [--socket PATH | --socket=PATH] COMMAND [ARGS]
+           marqueectl --version | --help
 
     Talks to a running marquee over its control socket.
 
     Commands:
       status                     a summary: what plays, health, decoder, outputs
-      health                     prints the health; exit status 0 ok, 1 degraded, 2 failed or stalled (3: no answer)
+      health                     prints the health (exit status 0 ok, 1 degraded, 2 failed or stalled)
       get PROPERTY               prints a property as JSON (e.g. time-pos, playlist, outputs)
       set PROPERTY VALUE         sets a property (VALUE is JSON, e.g. set pause true)
       next | prev                the next or previous playlist item
@@ -20,47 +21,78 @@ let usage = """
                                  the picture of an output as PNG
       watch                      print events as they come (Ctrl-C to stop)
 
+    Exit status: 0 done (health: ok); 1 health degraded; 2 health failed or stalled, a usage error
+    or a local failure (writing the screenshot); 3 marquee unreachable (no socket, no reply);
+    4 the request was refused (the reply's error is printed).
+
     """
 
-func fail(_ message: String, status: Int32 = 3) -> Never {
+/// The exit statuses, as the usage lists them.
+enum ExitStatus {
+    static let ok: Int32 = 0
+    static let degraded: Int32 = 1
+    static let failed: Int32 = 2
+    static let unreachable: Int32 = 3
+    static let refused: Int32 = 4
+}
+
+func fail(_ message: String, status: Int32) -> Never {
     FileHandle.standardError.write(Data("marqueectl: \(escapingControlCharacters(message))\n".utf8))
     exit(status)
 }
 
-var args = Array(CommandLine.arguments.dropFirst())
+// Options come before the command: `--socket PATH`, `--socket=PATH`, `--version`, `--help`.
+var args = Array(CommandLine.arguments.dropFirst())[...]
 var socketPath = defaultControlSocketPath()
-if let i = args.firstIndex(of: "--socket") {
-    guard i + 1 < args.count else { fail("--socket needs a path", status: 2) }
-    socketPath = args[i + 1]
-    args.removeSubrange(i...(i + 1))
+while let option = args.first, option.hasPrefix("-") {
+    args.removeFirst()
+    switch option {
+    case "--socket":
+        guard let path = args.popFirst(), !path.isEmpty else { fail("--socket needs a path", status: ExitStatus.failed) }
+        socketPath = path
+    case _ where option.hasPrefix("--socket="):
+        let path = String(option.dropFirst("--socket=".count))
+        guard !path.isEmpty else { fail("--socket= needs a path", status: ExitStatus.failed) }
+        socketPath = path
+    case "--version":
+        print("marqueectl \(marqueeVersionNumber >> 16).\(marqueeVersionNumber & 0xFFFF) (mpv JSON IPC, client API \(mpvClientAPIVersion >> 16).\(mpvClientAPIVersion & 0xFFFF))")
+        exit(ExitStatus.ok)
+    case "-h", "--help":
+        print(usage, terminator: "")
+        exit(ExitStatus.ok)
+    default:
+        fail("unknown option \(option) (see --help)", status: ExitStatus.failed)
+    }
 }
 guard let command = args.first else {
-    print(usage, terminator: "")
-    exit(2)
-}
-if command == "-h" || command == "--help" {
-    print(usage, terminator: "")
-    exit(0)
+    FileHandle.standardError.write(Data(usage.utf8))
+    exit(ExitStatus.failed)
 }
 let rest = Array(args.dropFirst())
+/// Each command's number of arguments: checked before connecting, so a usage error is one whether
+/// or not marquee runs.
+let arity: [String: ClosedRange<Int>] = ["status": 0...0, "health": 0...0, "get": 1...1, "set": 2...2, "next": 0...0, "prev": 0...0,
+                                         "pause": 0...0, "resume": 0...0, "seek": 1...2, "reload": 0...0, "screenshot": 1...3, "watch": 0...0]
+guard let expected = arity[command] else { fail("unknown command \(command) (see --help)", status: ExitStatus.failed) }
+guard expected.contains(rest.count) else { fail("\(command): wrong number of arguments (see --help)", status: ExitStatus.failed) }
 
 guard let client = UnixSocketClient.connect(path: socketPath, timeout: command == "screenshot" ? 40 : 5) else {
-    fail("cannot connect to \(socketPath): is marquee running? (--socket PATH)")
+    fail("cannot connect to \(socketPath): is marquee running? (--socket PATH)", status: ExitStatus.unreachable)
 }
 
 /// Sends a request; returns `data` on success, exits with the error otherwise. Requests go one at a
 /// time, so one request id serves.
 @MainActor func request(_ words: [JSONValue]) -> JSONValue? {
-    guard let reply = client.request(words, id: 1) else { fail("no reply from \(socketPath)") }
+    guard let reply = client.request(words, id: 1) else { fail("no reply from \(socketPath)", status: ExitStatus.unreachable) }
     guard reply["error"]?.stringValue == "success" else {
         let detail = reply["detail"]?.stringValue.map { ": \($0)" } ?? ""
-        fail("\(words.first?.stringValue ?? "") failed: \(reply["error"]?.stringValue ?? "unknown error")\(detail)", status: 1)
+        fail("\(words.first?.stringValue ?? "") failed: \(reply["error"]?.stringValue ?? "unknown error")\(detail)", status: ExitStatus.refused)
     }
     return reply["data"]
 }
 
 @MainActor func expectArguments(_ count: ClosedRange<Int>) {
-    guard count.contains(rest.count) else { fail("\(command): wrong number of arguments (see --help)", status: 2) }
+    guard count.contains(rest.count) else { fail("\(command): wrong number of arguments (see --help)", status: ExitStatus.failed) }
 }
 
 switch command {
@@ -89,19 +121,19 @@ case "status":
     }
 case "health":
     expectArguments(0...0)
-    guard let health = request(["get_property", "health"]) else { fail("no health in the reply") }
+    guard let health = request(["get_property", "health"]) else { fail("no health in the reply", status: ExitStatus.refused) }
     print(health.encoded)
     switch health["status"]?.stringValue {
-    case "ok": exit(0)
-    case "degraded": exit(1)
-    default: exit(2)
+    case "ok": exit(ExitStatus.ok)
+    case "degraded": exit(ExitStatus.degraded)
+    default: exit(ExitStatus.failed)
     }
 case "get":
     expectArguments(1...1)
     print(request(["get_property", .string(rest[0])])?.encoded ?? "null")
 case "set":
     expectArguments(2...2)
-    guard let value = try? JSONParser.parse(rest[1]) else { fail("set: \(rest[1]) is not JSON (strings need quotes)", status: 2) }
+    guard let value = try? JSONParser.parse(rest[1]) else { fail("set: \(rest[1]) is not JSON (strings need quotes)", status: ExitStatus.failed) }
     _ = request(["set_property", .string(rest[0]), value])
 case "next": expectArguments(0...0); _ = request(["playlist-next"])
 case "prev": expectArguments(0...0); _ = request(["playlist-prev"])
@@ -110,22 +142,22 @@ case "resume": expectArguments(0...0); _ = request(["set_property", "pause", fal
 case "reload": expectArguments(0...0); _ = request(["reload"])
 case "seek":
     expectArguments(1...2)
-    guard let seconds = Double(rest[0]), seconds.isFinite else { fail("seek: \(rest[0]) is not a number of seconds", status: 2) }
+    guard let seconds = Double(rest[0]), seconds.isFinite else { fail("seek: \(rest[0]) is not a number of seconds", status: ExitStatus.failed) }
     _ = request(["seek", .number(seconds), .string(rest.count == 2 ? rest[1] : "relative")])
 case "screenshot":
     expectArguments(1...3)
     var words: [JSONValue] = ["screenshot"]
     if rest.count == 3 {
-        guard rest[1] == "--output" else { fail("screenshot FILE.png [--output NAME]", status: 2) }
+        guard rest[1] == "--output" else { fail("screenshot FILE.png [--output NAME]", status: ExitStatus.failed) }
         words.append(.string(rest[2]))
     }
     guard let shot = request(words), let base64 = shot["data"]?.stringValue, let png = Data(base64Encoded: base64) else {
-        fail("screenshot: the reply has no picture", status: 1)
+        fail("screenshot: the reply has no picture", status: ExitStatus.refused)
     }
     do {
         try png.write(to: URL(fileURLWithPath: rest[0]))
     } catch {
-        fail("screenshot: cannot write \(rest[0]): \(error.localizedDescription)", status: 1)
+        fail("screenshot: cannot write \(rest[0]): \(error.localizedDescription)", status: ExitStatus.failed)
     }
     print("\(rest[0]): \(shownNumber(shot["width"]?.numberValue ?? 0))x\(shownNumber(shot["height"]?.numberValue ?? 0)) from \(shot["output"]?.stringValue ?? "?")")
 case "watch":
@@ -136,11 +168,11 @@ case "watch":
     while true {
         guard let line = client.readLine() else {
             // Quiet periods time out the read; a closed socket ends the watch.
-            if UnixSocketClient.connect(path: socketPath, timeout: 1) == nil { exit(0) }
+            if UnixSocketClient.connect(path: socketPath, timeout: 1) == nil { exit(ExitStatus.ok) }
             continue
         }
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 default:
-    fail("unknown command \(command) (see --help)", status: 2)
+    fail("unknown command \(command) (see --help)", status: ExitStatus.failed)
 }

@@ -387,7 +387,7 @@ final class LogLines: @unchecked Sendable {
             $0.items[1].failedInLoop = 3
         }
         #expect(status.health().status == "degraded")
-        #expect(status.health().reasons == ["item 1 (b.mp4) failed: b.mp4: avformat_open_input failed: No such file or directory"])
+        #expect(status.health().reasons == ["item 2 (b.mp4) failed: b.mp4: avformat_open_input failed: No such file or directory"])
         status.update {
             $0.items[0].state = .failed
             $0.items[0].error = "bad"
