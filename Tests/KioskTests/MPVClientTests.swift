@@ -95,6 +95,50 @@ import TestSupport
         _ = running.wait(timeout: 0)
     }
 
+    /// Items that end by themselves: every end-file (eof) comes before the next start-file, with
+    /// mpv's entry ids; loadfile appends an entry with the next id, and set playlist-pos plays it.
+    @Test func itemChangesAreReportedInMPVsOrderAndLoadfileAppends() throws {
+        let clips = try clips(seconds: 1)
+        let running = try MarqueeProcessTests.Running(config: try config(clips), exitAfter: 60)
+        let client = try running.connect()
+        var events: [String] = []
+        let deadline = Date(timeIntervalSinceNow: 20)
+        while events.filter({ $0.hasPrefix("start-file") }).count < 7 && Date() < deadline {
+            guard let line = client.readLine(), let event = try? JSONParser.parse(line), let name = event["event"]?.stringValue else { continue }
+            guard name == "start-file" || name == "end-file" else { continue }
+            let id = event["playlist_entry_id"]?.numberValue.map { " \(Int($0))" } ?? ""
+            events.append(name + id + (event["reason"]?.stringValue.map { " \($0)" } ?? ""))
+        }
+        // From the first start-file on: start, end (eof) of the same entry, start of the next.
+        let from = try #require(events.firstIndex { $0.hasPrefix("start-file") }, "\(events)")
+        let seen = Array(events[from...])
+        #expect(seen.count >= 13, "\(seen)")
+        for (i, event) in seen.enumerated() {
+            let words = event.split(separator: " ")
+            let id = Int(words.count > 1 ? words[1] : "") ?? 0
+            if i % 2 == 0 {
+                #expect(words.first == "start-file", "\(i): \(seen)")
+                if i > 0 { #expect(id == (Int(seen[i - 1].split(separator: " ")[1]) ?? 0) % 3 + 1, "entry ids 1, 2, 3, 1...: \(seen)") }
+            } else {
+                #expect(event == "end-file \(Int(seen[i - 1].split(separator: " ")[1]) ?? -1) eof", "\(i): \(seen)")
+            }
+        }
+        // loadfile append: a fourth entry with id 4, which set playlist-pos then plays.
+        let loaded = client.request(["loadfile", .string(clips[0]), "append"], id: 1)
+        #expect(loaded?["data"]?["playlist_entry_id"]?.numberValue == 4, "\(String(describing: loaded))")
+        #expect(client.request(["get_property", "playlist-count"], id: 2)?["data"]?.numberValue == 4)
+        #expect(client.request(["get_property", "playlist/3/id"], id: 3)?["data"]?.numberValue == 4)
+        #expect(client.request(["set_property", "playlist-pos", 3], id: 4)?["error"]?.stringValue == "success")
+        var started: Double?
+        let until = Date(timeIntervalSinceNow: 10)
+        while started != 4 && Date() < until {
+            guard let line = client.readLine(), let event = try? JSONParser.parse(line) else { continue }
+            if event["event"]?.stringValue == "start-file" { started = event["playlist_entry_id"]?.numberValue }
+        }
+        #expect(started == 4, "the appended entry played")
+        _ = running.wait(timeout: 0)
+    }
+
     @Test func repliesAgreeWithMPVsForEveryRequestInTheReadmeTable() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/mpv") else {
             try Test.cancel("needs mpv (Debian's mpv package, which make test installs)")
