@@ -194,10 +194,14 @@ struct ConfigReader {
 
     mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
         var config = KioskConfig()
-        guard let top = members(json, at: "", allowed: ["playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall"]) else { return config }
+        // `$schema`: the schema the file follows, as editors attach one; a string, otherwise unread.
+        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall"])
+        else { return config }
         if json["playlist"] == nil && !Self.wallHasOwnPlaylists(json["wall"]) { problem("playlist", "missing: the list of items to play") }
         for (key, value) in top {
             switch key {
+            case "$schema":
+                _ = string(value, at: "$schema")
             case "playlist":
                 if let (items, origin) = readPlaylist(value, at: "playlist", emptyHint: "give at least one item", baseDirectory: baseDirectory) {
                     config.playlist = items

@@ -375,7 +375,8 @@ public final class KioskSession: @unchecked Sendable {
                 s.currentPath = item?.asset.url.path
                 if index < s.items.count, s.items[index].state != .failed { s.items[index].state = .playing }
             }
-            s.timePos = time.isNumeric ? time.seconds : nil
+            // As mpv: no time-pos (nor duration) before the item is loaded.
+            s.timePos = time.isNumeric && item?.status == .readyToPlay ? time.seconds : nil
             s.duration = item.map { $0.duration.isNumeric ? $0.duration.seconds : nil } ?? nil
             s.paused = paused
             let now = ContinuousClock.now

@@ -6,24 +6,26 @@ import TestSupport
 /// A playing `marquee` driven by what drives mpv: python-mpv-jsonipc (from PyPI, into a venv made
 /// here, as `make bench` makes bench/.venv), and the same requests sent to mpv itself.
 @Suite(.serialized) struct MPVClientTests {
-    /// The venv with python-mpv-jsonipc (made once, in the build folder); cancels the test when
-    /// PyPI cannot be reached.
-    static func clientPython() throws -> String {
-        let venv = Command.repository + "/.build/mpv-client-venv"
+    /// The test venv's python with `package` (from PyPI; `module` is its import name) installed:
+    /// the venv is made once, in the build folder. Cancels the test when PyPI cannot be reached.
+    static func venvPython(package: String = "python-mpv-jsonipc", module: String = "python_mpv_jsonipc") throws -> String {
+        let venv = Command.repository + "/.build/test-venv"
         let python = venv + "/bin/python"
-        if (try? Command.run(python, ["-c", "import python_mpv_jsonipc"]))?.status == 0 { return python }
-        let made = try Command.run("python3", ["-m", "venv", venv], mergeErrors: true)
-        try #require(made.status == 0, "python3 -m venv (Debian's python3-venv) failed: \(made.text)")
+        if (try? Command.run(python, ["-c", "import \(module)"]))?.status == 0 { return python }
+        if !FileManager.default.isExecutableFile(atPath: python) {
+            let made = try Command.run("python3", ["-m", "venv", venv], mergeErrors: true)
+            try #require(made.status == 0, "python3 -m venv (Debian's python3-venv) failed: \(made.text)")
+        }
         let pip = try Command.run(venv + "/bin/pip", ["install", "--quiet", "--disable-pip-version-check", "--timeout", "20",
-                                                      "python-mpv-jsonipc"], mergeErrors: true)
+                                                      package], mergeErrors: true)
         if pip.status != 0 {
             let unreachable = ["Network is unreachable", "Temporary failure in name resolution", "Failed to establish a new connection",
                                "Could not find a version", "No matching distribution", "timed out", "ProxyError"]
             if unreachable.contains(where: pip.text.contains) {
-                try Test.cancel("PyPI is unreachable, so python-mpv-jsonipc cannot be installed: \(pip.text.suffix(300))")
+                try Test.cancel("PyPI is unreachable, so \(package) cannot be installed: \(pip.text.suffix(300))")
             }
-            Issue.record("pip install python-mpv-jsonipc failed: \(pip.text)")
-            throw MarqueeProcessTests.NotBuilt(description: "no python-mpv-jsonipc")
+            Issue.record("pip install \(package) failed: \(pip.text)")
+            throw MarqueeProcessTests.NotBuilt(description: "no \(package)")
         }
         return python
     }
@@ -44,7 +46,7 @@ import TestSupport
     }
 
     @Test func pythonMPVJSONIPCAttachesReadsSetsObservesAndSeesEventsInOrder() throws {
-        let python = try Self.clientPython()
+        let python = try Self.venvPython()
         let clips = try clips(seconds: 20)
         let running = try MarqueeProcessTests.Running(config: try config(clips), exitAfter: 90)
         _ = try running.connect()

@@ -1,0 +1,120 @@
+import Foundation
+import Kiosk
+import Testing
+import TestSupport
+
+/// configs/marquee.schema.json against the config reader (`marquee --check-config`): what one
+/// accepts the other accepts, and the same bad configs are refused by both. The schema is checked
+/// with the jsonschema package (PyPI, in the test venv).
+@Suite(.serialized) struct SchemaTests {
+    static let schema = Command.repository + "/configs/marquee.schema.json"
+
+    /// Each file's schema problems (empty: valid).
+    func schemaProblems(_ files: [String]) throws -> [String: [String]] {
+        let python = try MPVClientTests.venvPython(package: "jsonschema", module: "jsonschema")
+        let result = try Command.run(python, [Command.repository + "/tools/schema-check.py", Self.schema] + files)
+        try #require(result.status == 0, "\(result.errorText)")
+        return try #require((try? JSONSerialization.jsonObject(with: result.output)) as? [String: [String]], "\(result.text)")
+    }
+
+    func checkConfig(_ path: String) throws -> CommandResult {
+        try Command.run(MarqueeProcessTests.binary.path, ["--config", path, "--check-config"])
+    }
+
+    /// The config examples of the docs (README, deploy/WALL.md): each ```json block that is a whole config.
+    func documentedConfigs() throws -> [String] {
+        var files: [String] = []
+        for doc in ["README.md", "deploy/WALL.md"] {
+            let text = try String(contentsOfFile: Command.repository + "/" + doc, encoding: .utf8)
+            for (i, block) in text.components(separatedBy: "```json\n").dropFirst().enumerated() {
+                let body = block.components(separatedBy: "```").first ?? ""
+                guard body.hasPrefix("{"), let value = try? JSONParser.parse(body), value["playlist"] != nil || value["wall"] != nil else { continue }
+                let path = TestMedia.folder + "/doc-\(doc.replacingOccurrences(of: "/", with: "-"))-\(i).json"
+                try body.write(toFile: path, atomically: true, encoding: .utf8)
+                files.append(path)
+            }
+        }
+        return files
+    }
+
+    /// Configs as the tests and the shipped folder write them, a `$schema` key and a full wall.
+    static let goodConfigs = [
+        #"{"$schema": "marquee.schema.json", "playlist": [{"uri": "a.mp4"}], "loop": true}"#,
+        #"{"playlist": [{"uri": "a.mp4", "start": 1, "end": 2, "gravity": "resize"}, {"uri": "b.png", "duration": 0.5}], "shuffle": true}"#,
+        #"{"playlist": {"directory": "media"}, "display": {"output": "headless", "mode": "1920x1080@59.94"}}"#,
+        #"{"playlist": {"m3u": "list.m3u"}, "display": {"mode": "preferred"}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"mode": "16384x1@1000"}}"#,
+        #"{"wall": {"canvas": {"width": 3840, "height": 1080}, "regions": [{"x": 0, "y": 0, "width": 1920, "height": 1080, "playlist": [{"uri": "l.mp4"}]}, {"x": 1920, "y": 0, "width": 1920, "height": 1080, "playlist": [{"uri": "r.mp4"}], "gravity": "resizeAspectFill"}], "outputs": [{"name": "left", "x": 0, "y": 0, "width": 1920, "height": 1080, "rotation": 90, "connector": "HDMI-A-1", "node": "pi-1"}, {"name": "right", "x": 1920, "y": 0, "width": 1920, "height": 1080, "connector": "HDMI-A-1", "node": "pi-2"}], "sync": {"mode": "clock", "epoch": "2026-01-01T00:00:00Z"}}}"#,
+    ]
+
+    /// Bad configs: each refused by the schema and by --check-config.
+    static let badConfigs = [
+        #"{"playlist": []}"#,
+        #"{"loop": true}"#,
+        #"{"playlist": [{"uri": 5}]}"#,
+        #"{"playlist": [{"uri": ""}]}"#,
+        #"{"playlist": [{"uri": "a.mp4", "start": -1}]}"#,
+        #"{"playlist": [{"uri": "a.mp4", "duration": 0}]}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "speed": 2}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "loop": "yes"}"#,
+        #"{"$schema": 5, "playlist": [{"uri": "a.mp4"}]}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"mode": "0x0@0"}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"mode": "1920x1080@1001"}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"mode": "16385x100"}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"output": "screen-7"}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "wall": {"outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10}]}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": []}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 0, "height": 10}, "outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10}]}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10, "rotation": 45}]}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": [{"x": 0, "y": 0, "width": 10, "height": 10}]}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": [{"name": "a", "x": -1, "y": 0, "width": 10, "height": 10}]}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10, "screen": 1}]}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "regions": [{"x": 0, "y": 0, "width": 0, "height": 10}], "outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10}]}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10}], "sync": {"mode": "gps"}}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10}], "sync": {"mode": "clock", "epoch": "2400-01-01T00:00:00Z"}}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10}], "sync": {"mode": "clock", "epoch": "yesterday"}}}"#,
+    ]
+
+    func write(_ texts: [String], _ prefix: String) throws -> [String] {
+        try texts.enumerated().map { i, text in
+            let path = TestMedia.folder + "/\(prefix)-\(i).json"
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+    }
+
+    @Test func everyShippedDocumentedAndTestConfigValidatesAndChecks() throws {
+        let shipped = try FileManager.default.contentsOfDirectory(atPath: Command.repository + "/configs")
+            .filter { $0.hasSuffix(".json") && $0 != "marquee.schema.json" }.map { Command.repository + "/configs/" + $0 }
+        #expect(shipped.count >= 3)
+        let documented = try documentedConfigs()
+        #expect(documented.count >= 2, "config examples found in the docs: \(documented)")
+        // What the folder and M3U playlists of the good configs name (the reader reads them).
+        try FileManager.default.createDirectory(atPath: TestMedia.folder + "/media", withIntermediateDirectories: true)
+        try "a.mp4\n".write(toFile: TestMedia.folder + "/list.m3u", atomically: true, encoding: .utf8)
+        try "".write(toFile: TestMedia.folder + "/media/a.mp4", atomically: true, encoding: .utf8)
+        let files = shipped + documented + (try write(Self.goodConfigs, "schema-good"))
+        let problems = try schemaProblems(files)
+        for file in files {
+            #expect(problems[file] == [], "\(file): \(problems[file] ?? ["not checked"])")
+            let checked = try checkConfig(file)
+            #expect(checked.status == 0, "\(file): \(checked.errorText)")
+        }
+        print("schema: \(files.count) good configs valid for both (\(shipped.count) shipped, \(documented.count) from the docs)")
+    }
+
+    @Test func badConfigsAreRefusedByTheSchemaAndByCheckConfig() throws {
+        let files = try write(Self.badConfigs, "schema-bad")
+        let problems = try schemaProblems(files)
+        for (file, text) in zip(files, Self.badConfigs) {
+            #expect(problems[file]?.isEmpty == false, "the schema accepts \(text)")
+            let checked = try checkConfig(file)
+            #expect(checked.status == 2, "--check-config accepts \(text): \(checked.text)")
+        }
+        // The one rule JSON Schema cannot state (it compares two fields): the reader alone has it.
+        let backwards = try write([#"{"playlist": [{"uri": "a.mp4", "start": 5, "end": 1}]}"#], "schema-backwards")[0]
+        #expect(try checkConfig(backwards).status == 2)
+        print("schema: \(files.count) bad configs refused by both")
+    }
+}
