@@ -90,16 +90,22 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
             guard let v else { throw .propertyUnavailable }
             return .float(v)
         }
-        /// The item playing, as the playlist gives it (mpv's `path` is what was played, not resolved).
-        var current: KioskStatus.Item? { s.position.flatMap { s.items.indices.contains($0) ? s.items[$0] : nil } }
+        /// The file playing, as the playlist gives it (mpv's `path` is what was played, not
+        /// resolved); the resolved path while a reloaded playlist waits for the item boundary (the
+        /// entry at the position is then another file).
+        var currentURI: String? {
+            guard let path = s.currentPath else { return nil }
+            guard let position = s.position, s.items.indices.contains(position), s.items[position].path == path else { return path }
+            return s.items[position].uri
+        }
         if name.hasPrefix("playlist/") { return try playlistSubProperty(String(name.dropFirst("playlist/".count)), s) }
         switch name {
         case "pid": return .number(Double(getpid()))
         case "path":
-            guard let path = current?.uri ?? s.currentPath else { throw .propertyUnavailable }
+            guard let path = currentURI else { throw .propertyUnavailable }
             return .string(path)
         case "filename":
-            guard let path = current?.uri ?? s.currentPath else { throw .propertyUnavailable }
+            guard let path = currentURI else { throw .propertyUnavailable }
             return .string((path as NSString).lastPathComponent)
         case "playlist-pos": return .number(Double(s.position ?? -1))
         case "playlist-count": return .number(Double(s.items.count))
@@ -177,7 +183,7 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
     private func playlistEntry(_ index: Int, _ s: KioskStatus.Snapshot) -> JSONValue {
         let item = s.items[index]
         var members: [(key: String, value: JSONValue)] = [("filename", .string(item.uri))]
-        if index == s.position { members += [("current", true), ("playing", true)] }
+        if index == s.position && (s.currentPath == nil || item.path == s.currentPath) { members += [("current", true), ("playing", true)] }
         members.append(("id", .number(Double(s.entryID(at: index) ?? index + 1))))
         members.append(("status", .string(item.state.rawValue)))
         if let error = item.error { members.append(("error", .string(error))) }

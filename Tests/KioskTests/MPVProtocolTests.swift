@@ -131,6 +131,17 @@ import Testing
         #expect(session.propertyChanges(["pause": true]).map(\.encoded) == [#"{"event":"property-change","id":2,"name":"pause","data":true}"#])
     }
 
+    /// After a reload the new list is in the status while the old item plays on to its end: `path`
+    /// names the file playing, not the new entry at its position.
+    @Test func pathIsTheFilePlayingWhileAReloadWaitsForTheItemBoundary() throws {
+        let (session, status, _) = make()
+        #expect(reply(session, #"{"command":["get_property","path"]}"#)?.contains(#""data":"b.png""#) == true)
+        status.update { $0.replaceItems([.init(uri: "x.mp4", path: "/media/x.mp4"), .init(uri: "y.mp4", path: "/media/y.mp4")]) }
+        #expect(reply(session, #"{"command":["get_property","path"]}"#)?.contains(#""data":"/media/b.png""#) == true)
+        let playlist = try #require(reply(session, #"{"command":["get_property","playlist"]}"#))
+        #expect(!playlist.contains("current"), "no new entry is current yet: \(playlist)")
+    }
+
     @Test func entryIDsAreNeverReused() {
         var s = KioskStatus.Snapshot()
         s.replaceItems([.init(uri: "a"), .init(uri: "b")])
