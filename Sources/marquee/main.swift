@@ -32,7 +32,8 @@ let usage = """
                            $XDG_RUNTIME_DIR/marquee.sock); --socket none turns it off
       --node NAME          the wall node this machine is: it drives the wall outputs of that
                            node (default: the host name)
-      --check-config       validate the config, print every problem, exit 0 if valid, 2 if not
+      --check-config       validate the config and probe its files, print every problem; exit 0 if
+                           valid, 2 if not or if no file can be played
 
     Signals: SIGTERM and SIGINT stop (the display is restored); SIGHUP reloads the config (a broken
     one is refused and the old one keeps playing).
@@ -149,7 +150,28 @@ do {
     exit(2)
 }
 if arguments.checkOnly {
-    print("\(arguments.configPath ?? "embedded default config"): valid (\(config.playlist.count) items)")
+    // The files too: each one that cannot be opened and probed is listed; with none playable the
+    // config is refused (it would show only the background).
+    var items: [KioskConfig.Item] = []
+    for entry in config.playlist + (config.wall?.regions.flatMap { $0.playlist ?? [] } ?? []) where !items.contains(where: { $0.path == entry.path }) {
+        items.append(entry)
+    }
+    let probe = FFmpegBackend()
+    var unplayable = 0
+    for item in items {
+        do {
+            _ = try probe.probe(URL(fileURLWithPath: item.path))
+        } catch {
+            unplayable += 1
+            FileHandle.standardError.write(Data("\(errorPriority)\(escapingControlCharacters(item.uri)): cannot be played: \(escapingControlCharacters("\(error)"))\n".utf8))
+        }
+    }
+    if !items.isEmpty && unplayable == items.count {
+        FileHandle.standardError.write(Data("\(errorPriority)\(arguments.configPath ?? "embedded default config"): nothing in the playlist can be played\n".utf8))
+        exit(2)
+    }
+    print("\(arguments.configPath ?? "embedded default config"): valid (\(config.playlist.count) items"
+          + (unplayable > 0 ? ", \(unplayable) of \(items.count) files cannot be played" : "") + ")")
     exit(0)
 }
 /// What the command line says over the config; applied again on every reload.

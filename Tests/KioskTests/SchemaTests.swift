@@ -76,6 +76,26 @@ import TestSupport
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10}], "sync": {"mode": "clock", "epoch": "yesterday"}}}"#,
     ]
 
+    /// Makes every file a config names by a relative path (a clip, or a picture for .png), next to
+    /// the config, so that --check-config finds something playable.
+    func makeMedia(namedBy files: [String]) throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30, width: 160, height: 90)
+        let picture = try TestMedia.make("schema-picture.png", ["-f", "lavfi", "-i", "color=c=red:size=16x16", "-frames:v", "1"])
+        for file in files {
+            guard let config = try? JSONParser.parse(String(contentsOfFile: file, encoding: .utf8)) else { continue }
+            var lists: [JSONValue] = [config["playlist"] ?? .null]
+            if case .array(let regions)? = config["wall"]?["regions"] { lists += regions.map { $0["playlist"] ?? .null } }
+            for case .array(let items) in lists {
+                for uri in items.compactMap({ $0["uri"]?.stringValue }) where !uri.hasPrefix("/") {
+                    let target = ((file as NSString).deletingLastPathComponent as NSString).appendingPathComponent(uri)
+                    guard !FileManager.default.fileExists(atPath: target) else { continue }
+                    try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                    try FileManager.default.copyItem(atPath: uri.hasSuffix(".png") ? picture : clip, toPath: target)
+                }
+            }
+        }
+    }
+
     func write(_ texts: [String], _ prefix: String) throws -> [String] {
         try texts.enumerated().map { i, text in
             let path = TestMedia.folder + "/\(prefix)-\(i).json"
@@ -93,8 +113,11 @@ import TestSupport
         // What the folder and M3U playlists of the good configs name (the reader reads them).
         try FileManager.default.createDirectory(atPath: TestMedia.folder + "/media", withIntermediateDirectories: true)
         try "a.mp4\n".write(toFile: TestMedia.folder + "/list.m3u", atomically: true, encoding: .utf8)
-        try "".write(toFile: TestMedia.folder + "/media/a.mp4", atomically: true, encoding: .utf8)
         let files = shipped + documented + (try write(Self.goodConfigs, "schema-good"))
+        try makeMedia(namedBy: documented + files.suffix(Self.goodConfigs.count))
+        if !FileManager.default.fileExists(atPath: TestMedia.folder + "/media/a.mp4") {
+            try FileManager.default.copyItem(atPath: TestMedia.folder + "/a.mp4", toPath: TestMedia.folder + "/media/a.mp4")
+        }
         let problems = try schemaProblems(files)
         for file in files {
             #expect(problems[file] == [], "\(file): \(problems[file] ?? ["not checked"])")
@@ -116,5 +139,29 @@ import TestSupport
         let backwards = try write([#"{"playlist": [{"uri": "a.mp4", "start": 5, "end": 1}]}"#], "schema-backwards")[0]
         #expect(try checkConfig(backwards).status == 2)
         print("schema: \(files.count) bad configs refused by both")
+    }
+
+    /// --check-config probes the files: it lists each one that cannot be played, and refuses a
+    /// config with nothing playable.
+    @Test func checkConfigListsFilesThatCannotBePlayed() throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30, width: 160, height: 90)
+        let garbage = try TestMedia.garbage()
+        let configs = try write([
+            #"{"playlist": [{"uri": "/nonexistent/missing.mp4"}]}"#,
+            #"{"playlist": [{"uri": "\#(garbage)"}]}"#,
+            #"{"playlist": [{"uri": "/nonexistent/missing.mp4"}, {"uri": "\#(clip)"}]}"#,
+        ], "check-files")
+        let (onlyMissing, onlyGarbage, oneGood) = (configs[0], configs[1], configs[2])
+        let missing = try checkConfig(onlyMissing)
+        #expect(missing.status == 2)
+        #expect(missing.errorText.contains("/nonexistent/missing.mp4: cannot be played:") && missing.errorText.contains("No such file or directory"),
+                "\(missing.errorText)")
+        #expect(missing.errorText.contains("nothing in the playlist can be played"))
+        let unreadable = try checkConfig(onlyGarbage)
+        #expect(unreadable.status == 2 && unreadable.errorText.contains("cannot be played"), "\(unreadable.errorText)")
+        let partly = try checkConfig(oneGood)
+        #expect(partly.status == 0, "\(partly.errorText)")
+        #expect(partly.errorText.contains("missing.mp4: cannot be played") && !partly.errorText.contains(clip), "\(partly.errorText)")
+        #expect(partly.text.contains("valid (2 items, 1 of 2 files cannot be played)"), "\(partly.text)")
     }
 }
