@@ -263,6 +263,10 @@ public final class KioskStatus: @unchecked Sendable {
         }
         guard let index = s.position else { return "presenting" + suffix }
         let name = s.currentPath.map { ($0 as NSString).lastPathComponent } ?? "?"
+        // An item that failed is skipped, not played.
+        if s.items.indices.contains(index), s.items[index].state == .failed, s.items[index].path == s.currentPath {
+            return "skipping item \(index + 1) of \(s.items.count): \(name) cannot be played" + suffix
+        }
         let still = s.outputs.first.map { $0.pictureDuration >= 1 ? " (a still picture, \($0.pictureDuration.formatted(decimals: 1)) s)" : "" } ?? ""
         return "playing item \(index + 1) of \(s.items.count): \(name)\(still)" + suffix
     }

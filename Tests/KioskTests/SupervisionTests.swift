@@ -34,6 +34,19 @@ import TestSupport
         status.update { $0.outputs[0].lastBeat = at(seconds); $0.outputs[0].idle = idle }
     }
 
+    /// STATUS= does not say an item plays when it failed and is being skipped.
+    @Test func aFailedItemIsSaidToBeSkippedNotPlayed() {
+        let status = presenting(lasts: 1.0 / 30)
+        status.update {
+            $0.items[0].state = .failed
+            $0.items[0].error = "corrupt"
+            $0.items.append(.init(uri: "b.mp4", path: "/media/b.mp4"))
+        }
+        beat(status, at: 0.5)
+        let summary = status.supervision(now: at(0.5)).summary
+        #expect(summary.hasPrefix("skipping item 1 of 2: a.mp4 cannot be played"), "\(summary)")
+    }
+
     @Test func videoWithoutANewPictureForTwoSecondsIsStalledAndStopsTheWatchdog() {
         let status = presenting(lasts: 1.0 / 30)
         beat(status, at: 1.9)
