@@ -158,7 +158,7 @@ public final class KioskSession: @unchecked Sendable {
             self?.decoderOpens.add(1, ordering: .relaxed)
         })
         status.update {
-            $0.replaceItems(config.playlist.map { .init(uri: $0.uri, path: $0.path) })
+            $0.replaceItems(Self.statusItems(config))
             $0.hwdecRequested = config.hardwareDecoding.rawValue
         }
         if case .directory = config.playlistOrigin {
@@ -405,9 +405,16 @@ public final class KioskSession: @unchecked Sendable {
         var changed = current
         changed.playlist = items
         lock.withLock { config = changed }
-        status.update { $0.replaceItems(items.map { .init(uri: $0.uri, path: $0.path) }) }
+        status.update { $0.replaceItems(Self.statusItems(changed)) }
         startPlaylist(changed, afterCurrentItem: true)
         logger.info("playlist changed on disk; the new one starts at the next item boundary", ["items": "\(items.count)"])
+    }
+
+    /// The playlist as the status (and so the control socket) gives it: entries listed in the
+    /// config as written; entries of a folder or an M3U file by their path, as mpv gives the
+    /// entries of a folder or a playlist file it was handed.
+    static func statusItems(_ config: KioskConfig) -> [KioskStatus.Item] {
+        config.playlist.map { .init(uri: config.playlistOrigin == .list ? $0.uri : $0.path, path: $0.path) }
     }
 
     /// Logs the entries of a playlist folder that are not played (not regular files), each time
@@ -594,7 +601,7 @@ public final class KioskSession: @unchecked Sendable {
         }
         status.update {
             $0.reloadError = nil
-            $0.replaceItems(newConfig.playlist.map { .init(uri: $0.uri, path: $0.path) })
+            $0.replaceItems(Self.statusItems(newConfig))
         }
         lock.withLock { loggedErrors.removeAll() }
         for follower in lock.withLock({ followers }) { follower.adopt(loaded, restartAt: restartAt) }
