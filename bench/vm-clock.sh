@@ -8,7 +8,9 @@
 #   marquee: from its trace (pts and wall time of every picture shown), and its stop line (drops)
 #   mpv:     from bench/mpv-clock.lua (time-pos against mp.get_time(), frame counters); pictures
 #            shown = frames in the time played - frame-drop-count - decoder-frame-drop-count
-# Writes bench/cache/vm-clock/result.json and prints a summary. CPU heavy: run it with nice.
+# Writes bench/cache/vm-clock/result.json (and the run's trace and logs in last-run/) and prints a
+# summary. CPU heavy: run it with nice. The VM runs under TCG, so the figures depend on how busy the
+# host is: compare the two players within one run only.
 #
 # Environment: MARQUEE (default .build/release/marquee, else .build/debug/marquee), KMS_VM_CACHE (as
 # deploy/vm/kms-run).
@@ -76,6 +78,9 @@ for f in marquee.log mpv.log job.log; do
     [ -s "$run/$f" ] && { echo "--- $f"; tail -n 15 "$run/$f"; }
 done
 [ -f "$run/marquee.status" ] || { echo "vm-clock: the VM did not run the job" >&2; tail -n 20 "$run/serial.log" >&2; exit 125; }
+# The last run's trace, logs and mpv's figures stay in the cache for a closer look.
+rm -rf "$cache/last-run" && mkdir -p "$cache/last-run"
+cp "$run"/*.log "$run"/*.jsonl "$run"/*.json "$run"/*.times "$cache/last-run/" 2>/dev/null || true
 python3 - "$run" "$seconds" "$cache/result.json" <<'PY'
 import json, re, sys
 run, seconds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]

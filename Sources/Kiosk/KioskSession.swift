@@ -963,6 +963,10 @@ final class TimedReader: FrameReader {
 
     var canceller: (@Sendable () -> Void)? { inner.canceller }
 
+    func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?) {
+        inner.setFrameDrop(drop, discardingFramesEndingBy: clock)
+    }
+
     private func timed(_ operation: String, since start: ContinuousClock.Instant) {
         let took = (ContinuousClock.now - start).seconds
         if took > slowLimit { onSlow(url, operation, took) }

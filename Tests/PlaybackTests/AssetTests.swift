@@ -178,7 +178,7 @@ import Testing
         player.seek(to: tm(5, 1)) { _ in }
         display.step(2)
         backend.holdDecoding(true)
-        for _ in 0..<130 {  // past the player's stall timeout of 2 s (120 vsyncs)
+        for _ in 0..<200 {  // past the frames already decoded and the player's stall timeout of 2 s (120 vsyncs)
             display.vsyncStepNoWait()
         }
         backend.holdDecoding(false)
