@@ -135,8 +135,7 @@ import Testing
         player.play()
         display.step(40)
         #expect(display.shown.compactMap(\.frame) == Array(0..<10))
-        var iterator = events.makeAsyncIterator()
-        let first = await iterator.next()
+        let first = await firstValues(1, of: events).first
         guard case .didPlayToEndTime? = first else { Issue.record("expected didPlayToEndTime, got \(String(describing: first))"); return }
         #expect(player.rate == 0 && player.timeControlStatus == .paused)  // a plain player pauses at the end
     }
@@ -160,8 +159,7 @@ import Testing
         let display = try VirtualDisplay(player)
         player.play()
         display.step(20)
-        var iterator = events.makeAsyncIterator()
-        guard case .failedToPlayToEndTime(let error)? = await iterator.next() else { Issue.record("expected failedToPlayToEndTime"); return }
+        guard case .failedToPlayToEndTime(let error)? = await firstValues(1, of: events).first else { Issue.record("expected failedToPlayToEndTime"); return }
         #expect("\(error)".contains("Invalid data"))
         #expect(item.status == .failed && item.error != nil)
     }
@@ -182,9 +180,7 @@ import Testing
             display.vsyncStepNoWait()
         }
         backend.holdDecoding(false)
-        var seen: [String] = []
-        var iterator = events.makeAsyncIterator()
-        while seen.count < 2, let event = await iterator.next() { seen.append("\(event)") }
+        let seen = await firstValues(2, of: events).map { "\($0)" }
         #expect(seen == ["timeJumped", "playbackStalled"])
     }
 

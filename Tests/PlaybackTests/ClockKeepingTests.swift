@@ -187,9 +187,7 @@ struct ClockKeepingTests {
         #expect(stats.stalls == 1 && stats.dropped == 0, "\(stats)")
         let after = player.currentTime().seconds - held.seconds
         #expect(after > 0.9 && after < 1.05, "\(after) s of timeline in about 1 s after the stall")
-        var seen: [String] = []
-        var iterator = events.makeAsyncIterator()
-        while seen.count < 1, let event = await iterator.next() { seen.append("\(event)") }
+        let seen = await firstValues(1, of: events).map { "\($0)" }
         #expect(seen == ["playbackStalled"])
     }
 

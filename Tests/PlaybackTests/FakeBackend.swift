@@ -246,6 +246,32 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
     return condition()
 }
 
+/// The first `count` values of `stream`, or those that came within `seconds` (a stream is cancelled,
+/// and so ends, when the time is up): an event that never comes fails the test instead of hanging it.
+func firstValues<T: Sendable>(_ count: Int, of stream: AsyncStream<T>, within seconds: Double = 10) async -> [T] {
+    await withTaskGroup(of: [T]?.self) { group in
+        group.addTask {
+            var values: [T] = []
+            for await value in stream {
+                values.append(value)
+                if values.count == count { break }
+            }
+            return values
+        }
+        group.addTask {
+            try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+            return nil
+        }
+        var result: [T] = []
+        for await values in group {
+            if let values { result = values; break }
+            break
+        }
+        group.cancelAll()
+        return result
+    }
+}
+
 /// A thread-safe list for callbacks to record into.
 final class Recorder<T>: @unchecked Sendable {
     private let lock = NSLock()

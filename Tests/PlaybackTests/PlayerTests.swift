@@ -172,14 +172,12 @@ import Testing
         let changes = player.changes()
         try player.replaceCurrentItem(with: item("a.mp4"))
         player.play()
-        var seen: [String] = []
-        var iterator = changes.makeAsyncIterator()
-        while seen.count < 4, let change = await iterator.next() {
+        let seen = await firstValues(4, of: changes).map { change in
             switch change {
-            case .status(let s): seen.append("status \(s)")
-            case .rate(let r): seen.append("rate \(r)")
-            case .currentItem(let i): seen.append("item \(i != nil)")
-            case .timeControlStatus(let s, _): seen.append("tcs \(s)")
+            case .status(let s): "status \(s)"
+            case .rate(let r): "rate \(r)"
+            case .currentItem(let i): "item \(i != nil)"
+            case .timeControlStatus(let s, _): "tcs \(s)"
             }
         }
         #expect(seen.contains("status readyToPlay") && seen.contains("item true") && seen.contains("rate 1.0"))
