@@ -5,15 +5,6 @@ import Testing
 
 /// Hostile values from a config: each is reported with its JSON path, none stops the process.
 @Suite struct HostileConfigTests {
-    func problems(_ text: String) -> [String] {
-        do {
-            _ = try KioskConfig.parse(text, baseDirectory: "/media")
-            return []
-        } catch {
-            return error.problems.map(\.description)
-        }
-    }
-
     static let hugeString = "\"" + String(repeating: "9", count: 100_000) + "\""
     /// Numbers at and past every edge a conversion has: Double's, Int64's, UInt64's, zero's.
     static let hostileNumbers = ["1e300", "-1e300", "1e-300", "0", "-0", "9223372036854775807", "9223372036854775808",

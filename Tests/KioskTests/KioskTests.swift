@@ -6,16 +6,18 @@ import Playback
 import Testing
 import TestSupport
 
-@Suite struct ConfigTests {
-    func problems(_ text: String) -> [String] {
-        do {
-            _ = try KioskConfig.parse(text, baseDirectory: "/media")
-            return []
-        } catch {
-            return error.problems.map(\.description)
-        }
+/// The problems a config's text has, as `--check-config` prints them (none for a good config);
+/// relative paths in it are taken from `base`.
+func problems(_ text: String, base: String = "/media") -> [String] {
+    do {
+        _ = try KioskConfig.parse(text, baseDirectory: base)
+        return []
+    } catch {
+        return error.problems.map(\.description)
     }
+}
 
+@Suite struct ConfigTests {
     @Test func validConfigResolvesRelativeURIs() throws {
         let config = try KioskConfig.parse("""
             {"playlist": [{"uri": "a.mp4"}, {"uri": "/abs/b.mp4"}, {"uri": "file:///c%20d.mp4"}], "loop": false,

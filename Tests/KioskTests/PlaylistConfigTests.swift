@@ -4,15 +4,6 @@ import Testing
 import TestSupport
 
 @Suite struct PlaylistConfigTests {
-    func problems(_ text: String, base: String = "/media") -> [String] {
-        do {
-            _ = try KioskConfig.parse(text, baseDirectory: base)
-            return []
-        } catch {
-            return error.problems.map(\.description)
-        }
-    }
-
     @Test func itemTrimsGravityAndStillDuration() throws {
         let config = try KioskConfig.parse("""
             {"playlist": [{"uri": "a.mp4", "start": 2.0, "end": 12.5, "gravity": "resizeAspectFill"},

@@ -6,15 +6,6 @@ import Render
 import Testing
 
 @Suite struct WallConfigTests {
-    func problems(_ text: String) -> [String] {
-        do {
-            _ = try KioskConfig.parse(text, baseDirectory: "/media")
-            return []
-        } catch {
-            return error.problems.map(\.description)
-        }
-    }
-
     static let twoNodes = """
         {"playlist": [{"uri": "a.mp4"}],
          "wall": {"canvas": {"width": 3840, "height": 1080},
