@@ -6,7 +6,7 @@
 # one boot of the VM, and reports for each how far its timeline moved per second of wall time and
 # how many pictures it showed per second. Both are measured from the first picture on.
 #   marquee: from its trace (pts and wall time of every picture shown), and its stop line (drops)
-#   mpv:     from bench/mpv-clock.lua (time-pos against mp.get_time(), frame counters); pictures
+#   mpv:     from bench/mpv-stats.lua (time-pos against mp.get_time(), frame counters); pictures
 #            shown = frames in the time played - frame-drop-count - decoder-frame-drop-count
 # Writes bench/cache/vm-clock/result.json (and the run's trace and logs in last-run/) and prints a
 # summary. CPU heavy: run it with nice. The VM runs under TCG, so the figures depend on how busy the
@@ -60,8 +60,8 @@ echo \$? > /run/out/marquee.status
 echo "\$start \$(date +%s.%N)" > /run/out/marquee.times
 sleep 1
 start=\$(date +%s.%N)
-mpv --no-config --vo=drm --no-audio --really-quiet --length=$seconds --script=$(q "$here/mpv-clock.lua") \
-    --script-opts=clock-out=/run/out/mpv.json $(q "$clip") < /dev/null > /run/out/mpv.log 2>&1
+mpv --no-config --vo=drm --no-audio --really-quiet --length=$seconds --script=$(q "$here/mpv-stats.lua") \
+    --script-opts=benchstats-out=/run/out/mpv.json $(q "$clip") < /dev/null > /run/out/mpv.log 2>&1
 echo \$? > /run/out/mpv.status
 echo "\$start \$(date +%s.%N)" > /run/out/mpv.times
 exit 0
