@@ -3,6 +3,7 @@ import Foundation
 import Playback
 import Synchronization
 import Testing
+import TestSupport
 
 /// A player stand-in: a counter property that commands change.
 final class FakeHandler: ControlHandler, @unchecked Sendable {
@@ -90,14 +91,6 @@ final class GatedHandler: ControlHandler, @unchecked Sendable {
         default: throw .invalidParameter
         }
     }
-}
-
-/// Log lines, collected from any thread.
-final class LogLines: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [String] = []
-    func append(_ line: String) { lock.withLock { lines.append(line) } }
-    var all: [String] { lock.withLock { lines } }
 }
 
 @Suite struct ControlServerTests {

@@ -82,29 +82,41 @@ func problems(_ text: String, base: String = "/media") -> [String] {
     }
 }
 
-/// Whole runs on the headless output with the virtual clock, through the same entry point as
-/// `marquee` itself.
-@Suite(.serialized) struct KioskRunTests {
-    final class Lines: @unchecked Sendable {
-        private let lock = NSLock()
-        private var lines: [String] = []
-        func append(_ line: String) { lock.withLock { lines.append(line) } }
-        var all: [String] { lock.withLock { lines } }
-    }
+/// A whole run of `config` on a headless output at 60 Hz with the virtual clock, through the same
+/// entry point as `marquee`: its trace lines, where the trace is, and the wall time it took.
+struct HeadlessRun {
+    let trace: [[String: Any]]
+    let tracePath: String
+    let wallSeconds: Double
 
-    func play(_ items: [String], seconds: Double, lines: Lines = Lines()) throws -> [[String: Any]] {
-        var config = KioskConfig()
-        config.playlist = items.map { .init(uri: $0, path: $0) }
+    init(_ config: KioskConfig, width: Int, height: Int, seconds: Double, lines: LogLines) throws {
+        var config = config
         config.display.output = .headless
-        config.display.mode = DisplayMode(width: 640, height: 360, refresh: RefreshRate(numerator: 60))
+        config.display.mode = DisplayMode(width: width, height: height, refresh: RefreshRate(numerator: 60))
         var options = RunOptions()
         options.clock = .virtual
         options.exitAfter = seconds
-        options.tracePath = TestMedia.folder + "/trace-\(UUID().uuidString).jsonl"
+        let tracePath = TestMedia.folder + "/trace-\(UUID().uuidString).jsonl"
+        options.tracePath = tracePath
+        let started = Date()
         _ = try runKiosk(config: config, options: options, logger: Logger(level: .info, sink: lines.append)) { true }
-        return try String(contentsOfFile: options.tracePath!, encoding: .utf8).split(separator: "\n").map {
+        wallSeconds = Date().timeIntervalSince(started)
+        trace = try String(contentsOfFile: tracePath, encoding: .utf8).split(separator: "\n").map {
             try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
         }
+        self.tracePath = tracePath
+    }
+
+    var frames: [[String: Any]] { trace.filter { $0["type"] as? String == "frame" } }
+}
+
+/// Whole runs on the headless output with the virtual clock, through the same entry point as
+/// `marquee` itself.
+@Suite(.serialized) struct KioskRunTests {
+    func play(_ items: [String], seconds: Double, lines: LogLines = LogLines()) throws -> [[String: Any]] {
+        var config = KioskConfig()
+        config.playlist = items.map { .init(uri: $0, path: $0) }
+        return try HeadlessRun(config, width: 640, height: 360, seconds: seconds, lines: lines).trace
     }
 
     @Test func tenSecondsOf30FPSGive300FramesTwoVsyncsApart() throws {
@@ -127,7 +139,7 @@ func problems(_ text: String, base: String = "/media") -> [String] {
         let clip = try TestMedia.clip(seconds: 1, fps: 30)
         let missing = TestMedia.folder + "/missing.mp4"
         let garbage = try TestMedia.garbage()
-        let lines = Lines()
+        let lines = LogLines()
         let trace = try play([missing, clip, garbage], seconds: 3, lines: lines)
         let frames = trace.filter { $0["type"] as? String == "frame" }
         #expect(frames.count == 90)

@@ -8,39 +8,8 @@ import TestSupport
 /// Whole runs (headless output, virtual clock) with storage that misbehaves: FIFOs in a playlist,
 /// files that appear late, streams whose timestamps jump.
 @Suite(.serialized) struct MediaStorageRunTests {
-    final class Lines: @unchecked Sendable {
-        private let lock = NSLock()
-        private var lines: [String] = []
-        private let onLine: @Sendable (String) -> Void
-        init(onLine: @escaping @Sendable (String) -> Void = { _ in }) { self.onLine = onLine }
-        func append(_ line: String) {
-            lock.withLock { lines.append(line) }
-            onLine(line)
-        }
-        var all: [String] { lock.withLock { lines } }
-    }
-
-    struct Run {
-        let frames: [[String: Any]]
-        let tracePath: String
-        let wallSeconds: Double
-    }
-
-    func run(_ config: KioskConfig, seconds: Double, lines: Lines) throws -> Run {
-        var config = config
-        config.display.output = .headless
-        config.display.mode = DisplayMode(width: 320, height: 180, refresh: RefreshRate(numerator: 60))
-        var options = RunOptions()
-        options.clock = .virtual
-        options.exitAfter = seconds
-        options.tracePath = TestMedia.folder + "/trace-\(UUID().uuidString).jsonl"
-        let started = Date()
-        _ = try runKiosk(config: config, options: options, logger: Logger(level: .info, sink: lines.append)) { true }
-        let wall = Date().timeIntervalSince(started)
-        let trace = try String(contentsOfFile: options.tracePath!, encoding: .utf8).split(separator: "\n").map {
-            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
-        }
-        return Run(frames: trace.filter { $0["type"] as? String == "frame" }, tracePath: options.tracePath!, wallSeconds: wall)
+    func run(_ config: KioskConfig, seconds: Double, lines: LogLines) throws -> HeadlessRun {
+        try HeadlessRun(config, width: 320, height: 180, seconds: seconds, lines: lines)
     }
 
     func listConfig(_ paths: [String]) -> KioskConfig {
@@ -66,7 +35,7 @@ import TestSupport
         defer { unlink(dir + "/b.mp4") }
         let config = try KioskConfig.parse(#"{"playlist": {"directory": "\#(dir)"}}"#, baseDirectory: "/")
         #expect(config.playlist.map(\.uri) == ["a.mp4", "c.mp4"])
-        let lines = Lines()
+        let lines = LogLines()
         let result = try run(config, seconds: 4, lines: lines)
         #expect(result.frames.count == 120)
         #expect(result.frames.map { $0["vsync"] as! Int } == (0..<120).map { $0 * 2 })
@@ -83,7 +52,7 @@ import TestSupport
         let fifo = TestMedia.folder + "/listed-\(UUID().uuidString).mp4"
         #expect(mkfifo(fifo, 0o600) == 0)
         defer { unlink(fifo) }
-        let lines = Lines()
+        let lines = LogLines()
         let result = try run(listConfig([clip, fifo, clip]), seconds: 3, lines: lines)
         let errors = lines.all.filter { $0.hasPrefix("level=error") && $0.contains(fifo) }
         #expect(errors.count == 1, "\(lines.all)")
@@ -111,7 +80,7 @@ import TestSupport
         let late = TestMedia.folder + "/late-\(UUID().uuidString).mp4"
         let copied = Copied()
         // The file arrives once its first probe has failed and been reported.
-        let lines = Lines { line in
+        let lines = LogLines { line in
             guard line.hasPrefix("level=error"), line.contains(late), copied.claim() else { return }
             try? FileManager.default.copyItem(atPath: clip, toPath: late + ".part")
             rename(late + ".part", late)
@@ -129,7 +98,7 @@ import TestSupport
     @Test(arguments: [10, -19]) func aTimestampJumpPlaysOnWithoutAGap(secondAt offset: Int) throws {
         let joined = try TestMedia.joinedRecordings(secondAt: offset)
         let clip = try TestMedia.clip(seconds: 1, fps: 30)
-        let result = try run(listConfig([joined, clip]), seconds: 6, lines: Lines())
+        let result = try run(listConfig([joined, clip]), seconds: 6, lines: LogLines())
         let (status, report) = try Command.checkTrace(result.tracePath, ["--refresh", "60"])
         let figures = try #require(report["headless-0"])
         for name in ["gaps", "drops", "repeats", "cadence_errors"] {
@@ -150,7 +119,7 @@ import TestSupport
         let partial = dir + "/f.mp4"
         try whole.prefix(whole.count / 3).write(to: URL(fileURLWithPath: partial))
         let copied = Copied()
-        let lines = Lines { line in
+        let lines = LogLines { line in
             guard line.hasPrefix("level=error"), line.contains(partial), copied.claim() else { return }
             try? whole.write(to: URL(fileURLWithPath: partial + ".part"))
             rename(partial + ".part", partial)

@@ -1,17 +1,14 @@
 import Playback
 import Testing
+import TestSupport
 
 /// Control characters from file names or any other outside string never reach a log line raw.
 @Suite struct LoggerEscapeTests {
-    final class Lines: @unchecked Sendable {
-        var lines: [String] = []
-    }
-
     func logged(_ message: String, _ value: String) -> String {
-        let sink = Lines()
-        let logger = Logger(level: .debug, sink: { sink.lines.append($0) }).with(["uri": value])
+        let sink = LogLines()
+        let logger = Logger(level: .debug, sink: sink.append).with(["uri": value])
         logger.info(message, ["other": value])
-        return sink.lines.joined(separator: "\n")
+        return sink.all.joined(separator: "\n")
     }
 
     @Test func everyControlCharacterIsEscaped() {
