@@ -938,8 +938,12 @@ public class Player: @unchecked Sendable {
     private func vsyncOf(_ t: MediaTime) -> Int64 {
         guard let anchor, let scheduler else { return .max }
         let offset = t - anchor.position
-        if _rate == 1 { return anchor.vsync + scheduler.vsyncOffset(for: offset) }
-        return anchor.vsync + Int64((offset.seconds * scheduler.refresh.hertz / Double(_rate)).rounded())
+        // A container's timestamps can put t anywhere: out of range is never due, and sums saturate.
+        guard offset.isNumeric else { return .max }
+        let steps = _rate == 1 ? scheduler.vsyncOffset(for: offset)
+            : Int64(saturating: (offset.seconds * scheduler.refresh.hertz / Double(_rate)).rounded())
+        let (sum, overflow) = anchor.vsync.addingReportingOverflow(steps)
+        return overflow ? (steps > 0 ? .max : .min) : sum
     }
 
     private func position(atVsync n: Int64) -> MediaTime {

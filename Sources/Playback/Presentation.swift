@@ -48,7 +48,7 @@ public struct CadenceScheduler: Sendable {
         let x = n + d / 2
         var q = x / d
         if x % d != 0 && x < 0 { q -= 1 }
-        return Int64(q)
+        return Int64(clamping: q)
     }
 }
 

@@ -86,3 +86,13 @@ import Testing
         #expect(Transform2D(rotationDegrees: Int.min).rotationDegrees == Transform2D(rotationDegrees: Int.min % 360 + 360).rotationDegrees)
     }
 }
+
+/// A container's timestamps reach the cadence arithmetic: the furthest ones saturate, never trap.
+@Suite struct HostileCadenceTests {
+    @Test func theFurthestTimesGiveTheFurthestVsyncs() {
+        let scheduler = CadenceScheduler(refresh: RefreshRate(numerator: 1000))
+        #expect(scheduler.vsyncOffset(for: MediaTime(value: .max, timescale: 1)) == .max)
+        #expect(scheduler.vsyncOffset(for: MediaTime(value: .min + 1, timescale: 1)) == .min)
+        #expect(scheduler.vsyncOffset(for: MediaTime(value: 3, timescale: 2)) == 1500)
+    }
+}
