@@ -146,17 +146,8 @@ public struct JSONParser {
 
     /// Four hex digits (exactly: no sign, no spaces), the value of a `\u` escape.
     private mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {
-        guard index + 4 <= bytes.count else { throw error("invalid \\u escape") }
-        var value: UInt32 = 0
-        for b in bytes[index..<index + 4] {
-            let digit: UInt8
-            switch b {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = b - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = b - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = b - UInt8(ascii: "A") + 10
-            default: throw error("invalid \\u escape")
-            }
-            value = value << 4 | UInt32(digit)
+        guard index + 4 <= bytes.count, let value = hexValue(bytes[index..<index + 4].map(UInt32.init)) else {
+            throw error("invalid \\u escape")
         }
         index += 4
         return value
@@ -323,4 +314,21 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
     public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(elements.map { (key: $0.0, value: $0.1) }) }
     public init(nilLiteral: ()) { self = .null }
+}
+
+/// The value of hexadecimal digits given as character codes (at most 8), or nil if any is not
+/// 0-9, a-f or A-F: no sign, no prefix, no space, as `UInt32(_:radix:)` would accept.
+func hexValue(_ codes: some Sequence<UInt32>) -> UInt32? {
+    var value: UInt32 = 0
+    for code in codes {
+        let digit: UInt32
+        switch code {
+        case 0x30...0x39: digit = code - 0x30
+        case 0x61...0x66: digit = code - 0x61 + 10
+        case 0x41...0x46: digit = code - 0x41 + 10
+        default: return nil
+        }
+        value = value << 4 | digit
+    }
+    return value
 }

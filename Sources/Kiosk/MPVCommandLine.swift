@@ -90,8 +90,8 @@ public enum MPVCommandLine {
         case "e": return "\u{1B}"
         case "x", "u":
             let length = c == "x" ? 2 : 4
-            let digits = String(String.UnicodeScalarView(chars.prefix(length)))
-            guard digits.count == length, let code = UInt32(digits, radix: 16), let scalar = Unicode.Scalar(code) else {
+            let digits = chars.prefix(length)
+            guard digits.count == length, let code = hexValue(digits.map(\.value)), let scalar = Unicode.Scalar(code) else {
                 throw SyntaxError(description: "bad \\\(c) escape")
             }
             chars.removeFirst(length)

@@ -46,6 +46,11 @@ import Testing
         #expect(throws: MPVCommandLine.SyntaxError.self) { try MPVCommandLine.parse(#"set title "unterminated"#) }
         #expect(throws: MPVCommandLine.SyntaxError.self) { try MPVCommandLine.parse(#"set title "\q""#) }
         #expect(throws: MPVCommandLine.SyntaxError.self) { try MPVCommandLine.parse("loadfile `!a") }
+        // Hex escapes take exactly their digits: no sign (UInt32(_:radix:) would take "+f").
+        for bad in [#""\x+f""#, #""\u-000""#, #""\x4""#, #""\ug000""#] {
+            #expect(throws: MPVCommandLine.SyntaxError.self, "\(bad)") { try MPVCommandLine.parse("set title " + bad) }
+        }
+        #expect(try MPVCommandLine.parse(#"set title "\u00e9\x5A""#) == [["set", "title", "éZ"]])
     }
 
     @Test func textFormCommandsRunWithoutAReply() throws {
