@@ -81,7 +81,11 @@ public final class ControlSession {
         var work: [@Sendable () -> Void] = []
         for words in commands {
             let name = words[0], arguments = words.dropFirst().map { JSONValue.string($0) }
-            if (try? executeHere(name, arguments)) != nil { continue }  // answered (or refused) here
+            do {
+                if try executeHere(name, arguments) != nil { continue }  // answered here
+            } catch {
+                continue  // refused here: it is the protocol's own command, not the player's
+            }
             let handler = self.handler
             work.append { _ = try? Self.execute(name, arguments, on: handler) }
         }

@@ -52,14 +52,10 @@ public final class ServiceNotifier: @unchecked Sendable {
         return sent == bytes.count
     }
 
-    public func ready(status: String) { notify("READY=1\nSTATUS=\(Self.oneLine(status))") }
-    public func status(_ text: String) { notify("STATUS=\(Self.oneLine(text))") }
-
-    /// `text` as one line of printable characters: a file name with a newline must not add
-    /// `KEY=value` lines (`READY=1`, `MAINPID=`) to a notification.
-    static func oneLine(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || ($0.value >= 0x7f && $0.value < 0xa0) ? "?" : $0 }))
-    }
+    // A status is one line with control characters escaped: a file name with a newline must not
+    // add `KEY=value` lines (`READY=1`, `MAINPID=`) to a notification.
+    public func ready(status: String) { notify("READY=1\nSTATUS=\(escapingControlCharacters(status))") }
+    public func status(_ text: String) { notify("STATUS=\(escapingControlCharacters(text))") }
     public func stopping() { notify("STOPPING=1") }
     public func reloading() { notify("RELOADING=1") }
 

@@ -388,9 +388,10 @@ final class BlockingBackend: MediaBackend, @unchecked Sendable {
     }
 
     @Test func aFileNameCannotAddLinesToANotification() throws {
-        #expect(ServiceNotifier.oneLine("playing item 1: a\nREADY=1\rMAINPID=1\u{1b}[2J.mp4") == "playing item 1: a?READY=1?MAINPID=1?[2J.mp4")
+        #expect(escapingControlCharacters("playing item 1: a\nREADY=1\rMAINPID=1\u{1b}[2J.mp4")
+                == #"playing item 1: a\u000aREADY=1\u000dMAINPID=1\u001b[2J.mp4"#)
         let socket = try NotifySocket()
         ServiceNotifier(environment: ["NOTIFY_SOCKET": socket.path]).status("x\nWATCHDOG=trigger")
-        #expect(socket.collect(for: 0.2) == ["STATUS=x?WATCHDOG=trigger"])
+        #expect(socket.collect(for: 0.2) == [#"STATUS=x\u000aWATCHDOG=trigger"#])
     }
 }
