@@ -6,7 +6,8 @@ import Synchronization
 
 /// How long opening and reading a media file may block. A file that stalls longer fails its item
 /// (naming the file and the wait) and its decode thread ends: a FIFO nobody writes to, a device
-/// node, a stalled USB stick or network mount.
+/// node, a stalled pipe or socket. A read of a regular file that the kernel itself blocks in (a hard
+/// NFS mount, a dying USB stick) cannot be interrupted from here: only that item's thread waits.
 public struct MediaIOLimits: Sendable {
     /// Opening a file: reading its header and its streams' parameters, all told (seconds).
     public var open: Double
@@ -221,9 +222,6 @@ final class FileInput {
         state.readTimedOut.load(ordering: .relaxed) || state.openTimedOut.load(ordering: .relaxed)
             || state.cancelled.load(ordering: .relaxed)
     }
-
-    /// Makes every wait of this input end now (from any thread).
-    func cancel() { state.cancelled.store(true, ordering: .relaxed) }
 
     deinit {
         var context: UnsafeMutablePointer<AVFormatContext>? = format

@@ -86,9 +86,7 @@ public final class GLContext {
             throw error
         }
         renderer = String(cString: glGetString(GLenum(GL_RENDERER)))
-        var maxSide: GLint = 0
-        glGetIntegerv(GLenum(GL_MAX_TEXTURE_SIZE), &maxSide)
-        maxTextureSize = maxSide > 0 ? Int(maxSide) : 2048  // 2048: the least GLES 3 promises
+        maxTextureSize = currentMaxTextureSize()
         glExtensions = Set(String(cString: glGetString(GLenum(GL_EXTENSIONS))).split(separator: " ").map(String.init))
     }
 
@@ -134,3 +132,10 @@ func releaseDisplay(_ display: EGLDisplay) {
 public func glFlushRenderer() { glFlush() }
 /// Waits until all GL work has finished.
 public func glFinishRenderer() { glFinish() }
+
+/// `GL_MAX_TEXTURE_SIZE` of the current context (2048, the least GLES 3 promises, if it says less).
+func currentMaxTextureSize() -> Int {
+    var side: GLint = 0
+    glGetIntegerv(GLenum(GL_MAX_TEXTURE_SIZE), &side)
+    return side > 2048 ? Int(side) : 2048
+}

@@ -51,11 +51,7 @@ public final class PlayerLayer {
     /// Of `framesNotDrawn`, those larger than `GL_MAX_TEXTURE_SIZE`.
     public private(set) var framesTooLarge = 0
     /// `GL_MAX_TEXTURE_SIZE` of the context the layer draws with (asked at the first draw).
-    private lazy var maxTextureSize: Int = {
-        var side: GLint = 0
-        glGetIntegerv(GLenum(GL_MAX_TEXTURE_SIZE), &side)
-        return side > 0 ? Int(side) : 2048
-    }()
+    private lazy var maxTextureSize = currentMaxTextureSize()
     /// The EGL images of the DMA-BUF frames drawn by the last draw call, each with the frame it
     /// shows (kept alive with it): reused when the same frame is drawn again, released (the image
     /// destroyed, on this thread) when the next draw call no longer draws it. The one owner.
