@@ -193,7 +193,13 @@ import TestSupport
         ])
         let running = try Running(config: try writeConfig([noisy]), extra: ["--mode", "\(width)x\(height)@30"])
         let client = try running.connect()
-        while (data(client.request(["get_property", "time-pos"], id: 1))?.numberValue ?? 0) < 0.3 { Thread.sleep(forTimeInterval: 0.1) }
+        let deadline = Date(timeIntervalSinceNow: 20)
+        var position = 0.0
+        while position < 0.3 && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.1)
+            position = data(client.request(["get_property", "time-pos"], id: 1))?.numberValue ?? 0
+        }
+        try #require(position >= 0.3, "not playing after 20 s:\n\(running.log)")
         let reply = client.request(["screenshot"], id: 2)
         let shot = try #require(data(reply), "no screenshot reply (\(String(describing: reply?["error"])))")
         #expect(shot["width"]?.numberValue == Double(width) && shot["height"]?.numberValue == Double(height))

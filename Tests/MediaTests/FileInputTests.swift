@@ -216,7 +216,7 @@ import TestSupport
 /// Device nodes named as items fail within the open limit, with a reason.
 @Suite struct DeviceNodeTests {
     @Test(arguments: ["/dev/null", "/dev/zero", "/dev/urandom"]) func aDeviceNodeFailsWithinTheOpenLimit(device: String) throws {
-        guard FileManager.default.isReadableFile(atPath: device) else { return }
+        guard FileManager.default.isReadableFile(atPath: device) else { try Test.cancel("\(device) cannot be read here") }
         let started = Date()
         let error = try #require(throws: MediaError.self) { try VideoDecoder.describe(path: device) }
         let elapsed = Date().timeIntervalSince(started)
