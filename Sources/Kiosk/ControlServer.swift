@@ -79,6 +79,9 @@ public final class ControlServer: @unchecked Sendable {
     private var clients: [Int32: Client] = [:]
     private var nextClientID = 1
     private var observationRunning = false
+    /// Reads of the observed properties, run in turn by one **marquee-control-observe** thread
+    /// (they come as often as new pictures: a thread each would be one thread a frame).
+    private let observations = FrameQueue<@Sendable () -> Void>(capacity: 2)
     /// `propertiesMayHaveChanged` was called since the observed properties were last read.
     private var changeHinted = false
     /// Some client observes a property (guarded by `lock`: `propertiesMayHaveChanged` reads it).
@@ -259,6 +262,17 @@ public final class ControlServer: @unchecked Sendable {
         thread.name = "marquee-control"
         self.thread = thread
         thread.start()
+        let observer = Thread { [observations] in
+            while true {
+                switch observations.pop(timeout: 1) {  // an idle wait for work; 1 s to see a close
+                case .element(let read): read()
+                case .timedOut: continue
+                case .closed: return
+                }
+            }
+        }
+        observer.name = "marquee-control-observe"
+        observer.start()
     }
 
     /// True when `path` is a socket nobody accepts on.
@@ -275,6 +289,7 @@ public final class ControlServer: @unchecked Sendable {
         lock.withLock { stopping = true }
         wakeUp()
         while thread?.isFinished == false { Thread.sleep(forTimeInterval: 0.005) }
+        observations.close()
     }
 
     /// Says that observed properties may have changed (the player shows a new picture, so
@@ -496,21 +511,19 @@ public final class ControlServer: @unchecked Sendable {
         }
     }
 
-    /// Reads every observed property once, on a worker (a slow property holds up no client).
+    /// Reads every observed property once, on the observe thread (a slow property holds up no client).
     private func readObservedProperties() {
         let names = clients.values.reduce(into: Set<String>()) { $0.formUnion($1.session.observedNames) }
         lock.withLock { anyObserver = !names.isEmpty }
         guard !names.isEmpty else { return }
-        observationRunning = true
         let handler = self.handler
-        let worker = Thread { [self] in
+        // One read at a time (observationRunning), so the queue always has room.
+        observationRunning = observations.push({ [self] in
             // nil: unavailable or unknown (the change event then has no data, as mpv's).
             var values: [String: JSONValue?] = [:]
             for name in names { values.updateValue(try? handler.property(name), forKey: name) }
             finish(.observed(values))
-        }
-        worker.name = "marquee-control-observe"
-        worker.start()
+        }, timeout: 0.5) == .pushed
     }
 
     private func reportObservedChanges(_ values: [String: JSONValue?]) {
