@@ -215,7 +215,9 @@ def main():
                         names.append(label)
             sequences[name] = names
         report["events_after_next"] = sequences
-        if sequences["mpv"] != sequences["marquee"]:
+        if not sequences["mpv"]:
+            report["problems"].append("no events from mpv after playlist-next: nothing to compare with")
+        elif sequences["mpv"] != sequences["marquee"]:
             report["problems"].append(f"events after playlist-next: Marquee {sequences['marquee']}, mpv {sequences['mpv']}")
 
         # An observed unknown property: success, then a change event without data.
@@ -235,6 +237,8 @@ def main():
             mpv.kill()
             mpv.wait(5)
     report["compared"] = len(report["rows"])
+    if not report["rows"]:
+        report["problems"].append("no rows marked `same` found in README's table: nothing was compared")
     report["problems"] += [f"{row['request']}: {row['why']}" for row in report["rows"] if not row["ok"]]
     print(json.dumps(report))
     sys.exit(0 if not report["problems"] else 1)

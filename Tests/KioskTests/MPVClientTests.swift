@@ -38,17 +38,10 @@ import TestSupport
         }
     }
 
-    func config(_ clips: [String]) throws -> String {
-        let path = TestMedia.folder + "/mpv-config-\(UUID().uuidString).json"
-        let playlist = clips.map { #"{"uri": "\#($0)"}"# }.joined(separator: ", ")
-        try #"{"playlist": [\#(playlist)], "loop": true}"#.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
-
     @Test func pythonMPVJSONIPCAttachesReadsSetsObservesAndSeesEventsInOrder() throws {
         let python = try Self.venvPython()
         let clips = try clips(seconds: 20)
-        let running = try MarqueeProcessTests.Running(config: try config(clips), exitAfter: 90)
+        let running = try MarqueeProcessTests.Running(config: try MarqueeProcessTests().writeConfig(clips), exitAfter: 90)
         _ = try running.connect()
         let result = try Command.run(python, [Command.repository + "/tools/mpv-client-check.py", running.socket])
         try #require(result.status == 0, "the client failed: \(result.errorText)\nmarquee's log:\n\(running.log)")
@@ -101,7 +94,7 @@ import TestSupport
     /// mpv's entry ids; loadfile appends an entry with the next id, and set playlist-pos plays it.
     @Test func itemChangesAreReportedInMPVsOrderAndLoadfileAppends() throws {
         let clips = try clips(seconds: 1)
-        let running = try MarqueeProcessTests.Running(config: try config(clips), exitAfter: 60)
+        let running = try MarqueeProcessTests.Running(config: try MarqueeProcessTests().writeConfig(clips), exitAfter: 60)
         let client = try running.connect()
         var events: [String] = []
         let deadline = Date(timeIntervalSinceNow: 20)
@@ -146,7 +139,7 @@ import TestSupport
             try Test.cancel("needs mpv (Debian's mpv package, which make test installs)")
         }
         let clips = try clips(seconds: 20)
-        let running = try MarqueeProcessTests.Running(config: try config(clips), exitAfter: 120)
+        let running = try MarqueeProcessTests.Running(config: try MarqueeProcessTests().writeConfig(clips), exitAfter: 120)
         _ = try running.connect()
         let result = try Command.run("python3", [Command.repository + "/tools/mpv-compare.py", "--marquee", running.socket,
                                                  "--readme", Command.repository + "/README.md"] + clips)
