@@ -80,6 +80,16 @@ import TestSupport
 
     func data(_ reply: JSONValue?) -> JSONValue? { reply?["data"] }
 
+    /// Whether `health` is good: "ok", or "degraded" only because a loaded test machine dropped
+    /// frames (a real reason, but not what these tests are about).
+    func healthy(_ health: JSONValue?) -> Bool {
+        switch health?["status"]?.stringValue {
+        case "ok": true
+        case "degraded": health?["reasons"]?.arrayValue?.allSatisfy { $0.stringValue?.hasSuffix("frames dropped in the last minute") == true } == true
+        default: false
+        }
+    }
+
     /// The PNG of a `screenshot` command's answer.
     func png(_ reply: JSONValue?) throws -> Data {
         try #require(Data(base64Encoded: data(reply)?["data"]?.stringValue ?? ""), "no screenshot in \(String(describing: reply))")
@@ -131,7 +141,8 @@ import TestSupport
 
         #expect(data(client.request(["get_property", "pid"], id: 1))?.numberValue == Double(running.process.processIdentifier))
         #expect(data(client.request(["get_property", "playlist-count"], id: 2))?.numberValue == 2)
-        #expect(data(client.request(["get_property", "health"], id: 3))?["status"]?.stringValue == "ok")
+        let health3 = data(client.request(["get_property", "health"], id: 3))
+        #expect(healthy(health3), "\(String(describing: health3))")
         #expect(client.request(["get_property", "no-such-thing"], id: 4)?["error"]?.stringValue == "property not found")
         #expect(client.request(["frobnicate"], id: 5)?["error"]?.stringValue == "invalid parameter")
         #expect(client.request(["set_property", "playlist-pos", 3], id: 6)?["error"]?.stringValue == "error accessing property")
@@ -229,7 +240,8 @@ import TestSupport
 
         _ = try writeConfig([b], name: (config as NSString).lastPathComponent)
         #expect(client.request(["reload"], id: 4)?["error"]?.stringValue == "success")
-        #expect(data(client.request(["get_property", "health"], id: 5))?["status"]?.stringValue == "ok")
+        let health5 = data(client.request(["get_property", "health"], id: 5))
+        #expect(healthy(health5), "\(String(describing: health5))")
         // Wait for the new playlist on screen, then stop.
         var switched = false
         for _ in 0..<200 where !switched {

@@ -323,7 +323,7 @@ final class BlockingBackend: MediaBackend, @unchecked Sendable {
         // Frames come: the watchdog is fed (every 100 ms: a quarter of WATCHDOG_USEC).
         let playing = try #require(tick(supervisor, socket, until: 20) { $0.summary.hasPrefix("playing item 1 of 1") },
                                    "never playing: \(session.status.supervision())")
-        #expect(playing.status == "ok" && playing.progressing)
+        #expect(playing.status != "stalled" && playing.progressing, "\(playing)")
         // The decoder blocks after 40 frames (1.3 s): stalled within 2 s of the last picture.
         // (Waiting for the 40th frame too: a machine under heavy load may stall briefly before.)
         let stalled = try #require(tick(supervisor, socket, until: 20) { $0.status == "stalled" && blocking?.isBlocking == true },
@@ -335,8 +335,11 @@ final class BlockingBackend: MediaBackend, @unchecked Sendable {
 
         // Paused by command: rightly idle, the watchdog is fed again and STATUS= says so.
         _ = session.perform(.pause(true))
-        let paused = try #require(tick(supervisor, socket, until: 3) { $0.summary == "paused by command" }, "\(session.status.supervision())")
-        #expect(paused.progressing && paused.status == "ok")
+        // (A loaded machine may have dropped frames before the stall: "degraded", never "stalled".)
+        let paused = try #require(tick(supervisor, socket, until: 3) { $0.summary.hasPrefix("paused by command") },
+                                  "\(session.status.supervision())")
+        #expect(paused.progressing && paused.status != "stalled", "\(paused)")
+        #expect(paused.reasons.allSatisfy { !$0.contains("stalled") }, "\(paused.reasons)")
         let whilePaused = tickAndCollect(supervisor, socket, for: 0.6)
         #expect(whilePaused.filter { $0 == "WATCHDOG=1" }.count >= 3, "\(whilePaused)")
     }
