@@ -477,8 +477,13 @@ import TestSupport
             """#.write(toFile: config, atomically: true, encoding: .utf8)
         let running = try Running(config: config, clock: "real", exitAfter: 6)
         let client = try running.connect()
-        Thread.sleep(forTimeInterval: 1)
-        let outputs = data(client.request(["get_property", "outputs"], id: 1))?.arrayValue ?? []
+        // Each output has a sync error once it has shown a picture (seconds on a loaded machine).
+        var outputs: [JSONValue] = []
+        let deadline = Date(timeIntervalSinceNow: 5)
+        repeat {
+            Thread.sleep(forTimeInterval: 0.25)
+            outputs = data(client.request(["get_property", "outputs"], id: 1))?.arrayValue ?? []
+        } while outputs.contains(where: { $0["syncErrorMs"]?.numberValue == nil }) && Date() < deadline
         #expect(outputs.compactMap { $0["name"]?.stringValue } == ["headless-left", "headless-right"], "\(outputs)")
         for output in outputs {
             let error = try #require(output["syncErrorMs"]?.numberValue, "\(output)")
