@@ -29,7 +29,7 @@ let package = Package(
         .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Control", "Playback"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
-        .executableTarget(name: "layerbench", dependencies: ["Display", "Render", "Media", "Playback"]),
+        .executableTarget(name: "layerbench", dependencies: ["Display", "Render", "Media", "Playback"], path: "bench/layerbench"),
         // The examples of issue 3: AV Foundation Programming Guide playback with this API (run by ExamplesTests).
         .target(name: "ExampleSupport", dependencies: ["Playback", "Display", "TestSupport"], path: "Examples/Support"),
         .executableTarget(name: "PlayFileExample", dependencies: ["Playback", "Media", "Display", "ExampleSupport"], path: "Examples/PlayFile"),
