@@ -31,7 +31,7 @@ let package = Package(
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
         .executableTarget(name: "layerbench", dependencies: ["Display", "Render", "Media", "Playback"], path: "bench/layerbench"),
         // The examples of issue 3: AV Foundation Programming Guide playback with this API (run by ExamplesTests).
-        .target(name: "ExampleSupport", dependencies: ["Playback", "Display", "TestSupport"], path: "Examples/Support"),
+        .target(name: "ExampleSupport", dependencies: ["Playback", "Display"], path: "Examples/Support"),
         .executableTarget(name: "PlayFileExample", dependencies: ["Playback", "Media", "Display", "ExampleSupport"], path: "Examples/PlayFile"),
         .executableTarget(name: "QueuePlayerExample", dependencies: ["Playback", "Media", "Display", "ExampleSupport"], path: "Examples/QueuePlayer"),
 
