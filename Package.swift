@@ -23,13 +23,15 @@ let package = Package(
         .target(name: "Media", dependencies: ["Playback", "CFFmpeg", "CShim"]),
         .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES", "CGBM"]),
         .target(name: "Display", dependencies: ["Playback", "Render", "CDRM"]),
-        .target(name: "Kiosk", dependencies: ["Playback", "Media", "Render", "Display"]),
+        // The control socket's protocol and client: JSON, the socket path, a blocking client (no C libraries).
+        .target(name: "Control", dependencies: ["Playback"]),
+        .target(name: "Kiosk", dependencies: ["Control", "Playback", "Media", "Render", "Display"]),
         .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
-        .executableTarget(name: "marqueectl", dependencies: ["Kiosk"]),
+        .executableTarget(name: "marqueectl", dependencies: ["Control", "Playback"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
-        .executableTarget(name: "layerbench", dependencies: ["Display", "Render", "Media", "Playback"]),
+        .executableTarget(name: "layerbench", dependencies: ["Display", "Render", "Media", "Playback"], path: "bench/layerbench"),
         // The examples of issue 3: AV Foundation Programming Guide playback with this API (run by ExamplesTests).
-        .target(name: "ExampleSupport", dependencies: ["Playback", "Display", "TestSupport"], path: "Examples/Support"),
+        .target(name: "ExampleSupport", dependencies: ["Playback", "Display"], path: "Examples/Support"),
         .executableTarget(name: "PlayFileExample", dependencies: ["Playback", "Media", "Display", "ExampleSupport"], path: "Examples/PlayFile"),
         .executableTarget(name: "QueuePlayerExample", dependencies: ["Playback", "Media", "Display", "ExampleSupport"], path: "Examples/QueuePlayer"),
 

@@ -3,10 +3,10 @@
 // status before attaching it to the player, play when the item is ready, and loop by seeking back
 // to zero when the item has played to its end.
 //
-//     PlayFileExample [FILE] [SECONDS]
+//     PlayFileExample FILE [SECONDS]
 //
-// Plays FILE (without one: a 1 s test pattern made with the ffmpeg command) for SECONDS (default
-// 3) of display time on a headless output whose virtual clock runs as fast as frames are ready,
+// Plays FILE (any clip; `ffmpeg -f lavfi -i testsrc2=size=320x180:rate=30 -t 1 clip.mp4` makes
+// one) for SECONDS (default 3) of display time on a headless output whose virtual clock runs as fast as frames are ready,
 // then stops and exits.
 //
 // The notification loop is the guide's: between the end and the seek the last frame stays up, for
@@ -26,12 +26,9 @@ func output(_ line: String) {
     FileHandle.standardOutput.write(Data(("PlayFileExample: " + line + "\n").utf8))
 }
 
-let path: String
-do {
-    path = try arguments.first ?? ExampleMedia.testPattern(seconds: 1, fps: 30)
-} catch {
-    output("cannot make a test clip: \(error)")
-    exit(1)
+guard let path = arguments.first else {
+    FileHandle.standardError.write(Data("usage: PlayFileExample FILE [SECONDS]\n".utf8))
+    exit(2)
 }
 output("playing \(path) for \(seconds) s on a headless output with the virtual clock")
 

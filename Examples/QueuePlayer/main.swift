@@ -3,10 +3,10 @@
 // when playback crosses one and two thirds of the first item's duration, and an item that cannot
 // be played reports its failed status with the error.
 //
-//     QueuePlayerExample [FILE]
+//     QueuePlayerExample FILE
 //
-// Queues FILE (without one: a 1.5 s test pattern made with the ffmpeg command), then a file that
-// does not exist, then FILE again; plays the queue to its end on a headless output whose virtual
+// Queues FILE (any clip; `ffmpeg -f lavfi -i testsrc2=size=320x180:rate=30 -t 1.5 clip.mp4` makes
+// one), then a file that does not exist, then FILE again; plays the queue to its end on a headless output whose virtual
 // clock runs as fast as frames are ready, and exits.
 import Display
 import ExampleSupport
@@ -21,12 +21,9 @@ func output(_ line: String) {
     FileHandle.standardOutput.write(Data(("QueuePlayerExample: " + line + "\n").utf8))
 }
 
-let path: String
-do {
-    path = try arguments.first ?? ExampleMedia.testPattern(seconds: 1.5, fps: 30)
-} catch {
-    output("cannot make a test clip: \(error)")
-    exit(1)
+guard let path = arguments.first else {
+    FileHandle.standardError.write(Data("usage: QueuePlayerExample FILE\n".utf8))
+    exit(2)
 }
 let backend = FFmpegBackend()
 let missing = NSTemporaryDirectory() + "marquee-example-missing-\(getpid()).mp4"

@@ -1,9 +1,8 @@
 // What both examples need around the AV Foundation-style code they show: a display to drive the
-// player, and a test clip when no file is given.
+// player.
 import Display
 import Foundation
 import Playback
-import TestSupport
 
 /// A headless output (EGL surfaceless, virtual 60 Hz clock) driving a player from a thread of its
 /// own, as a display link would.
@@ -28,12 +27,5 @@ public enum ExampleDisplay {
             thread.name = "example-present"
             thread.start()
         }
-    }
-}
-
-public enum ExampleMedia {
-    /// An H.264 test pattern of `seconds` at `fps`, made with the ffmpeg command (once per process).
-    public static func testPattern(seconds: Double, fps: Int) throws -> String {
-        try TestMedia.clip(seconds: seconds, fps: fps)
     }
 }

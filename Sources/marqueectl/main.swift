@@ -1,5 +1,5 @@
 import Foundation
-import Kiosk
+import Control
 import Playback
 
 let usage = """

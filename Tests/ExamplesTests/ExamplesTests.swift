@@ -42,6 +42,13 @@ import TestSupport
         return Run(status: process.terminationStatus, lines: lines)
     }
 
+    @Test func theExamplesNeedAFileAndSaySo() throws {
+        for name in ["PlayFileExample", "QueuePlayerExample"] {
+            let run = try run(name, [])
+            #expect(run.status == 2 && run.text.hasPrefix("usage: \(name) FILE"), "\(name): \(run.status) \(run.text)")
+        }
+    }
+
     @Test func playFileExampleLoadsPlaysWhenReadyAndLoopsBySeekingToZero() throws {
         let clip = try TestMedia.clip(seconds: 1, fps: 30)
         let run = try run("PlayFileExample", [clip, "3"])

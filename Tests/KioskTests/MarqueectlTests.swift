@@ -70,4 +70,21 @@ import TestSupport
         let unreachable = try ctl(["--socket=/tmp/marqueectl-nothing-\(UUID().uuidString.prefix(8)).sock", "status"])
         #expect(unreachable.status == 3 && unreachable.errorText.contains("cannot connect"), "\(unreachable.errorText)")
     }
+
+    /// marqueectl is a client of the socket: it links none of the media, GL or display libraries
+    /// (issue 14). `ldd` lists what the dynamic loader would load for it.
+    @Test func linksNoMediaGLOrDisplayLibrary() throws {
+        let ldd = ["/usr/bin/ldd", "/bin/ldd"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let ldd else { try Test.cancel("no ldd on this machine to list marqueectl's libraries") }
+        let result = try Command.run(ldd, [Self.binary])
+        #expect(result.status == 0, "\(result.text) \(result.errorText)")
+        // Something was listed (the C library at least), so an empty answer cannot pass.
+        #expect(result.text.contains("libc.so"), "\(result.text)")
+        let libraries = result.text.split(separator: "\n").compactMap {
+            $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).first.map(String.init)
+        }
+        for forbidden in ["libavcodec", "libavformat", "libavutil", "libswscale", "libEGL", "libGLES", "libdrm", "libgbm"] {
+            #expect(!libraries.contains { $0.hasPrefix(forbidden) }, "marqueectl links \(forbidden): \(result.text)")
+        }
+    }
 }

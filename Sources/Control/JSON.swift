@@ -318,7 +318,7 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 
 /// The value of hexadecimal digits given as character codes (at most 8), or nil if any is not
 /// 0-9, a-f or A-F: no sign, no prefix, no space, as `UInt32(_:radix:)` would accept.
-func hexValue(_ codes: some Sequence<UInt32>) -> UInt32? {
+package func hexValue(_ codes: some Sequence<UInt32>) -> UInt32? {
     var value: UInt32 = 0
     for code in codes {
         let digit: UInt32

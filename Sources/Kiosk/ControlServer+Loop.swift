@@ -1,0 +1,124 @@
+import Foundation
+import Playback
+
+// The socket I/O loop of the **marquee-control** thread: `poll` over the listener, the wake pipe
+// and the clients; reads, writes, and sends events.
+
+extension ControlServer {
+    func serve() {
+        defer {
+            for fd in clients.keys { close(fd) }
+            clients.removeAll()
+            close(listener)
+            lock.withLock {
+                wakeClosed = true
+                close(wake.read)
+                close(wake.write)
+            }
+            unlink(path)
+        }
+        var lastObservation = ContinuousClock.now
+        while true {
+            var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+            for (fd, client) in clients where !client.peerGone {
+                // Input is read while what waits unhandled is under a line's limit; POLLHUP and
+                // POLLERR are reported whatever is asked.
+                let readable = !client.inputClosed && client.unhandledBytes <= maxLineBytes
+                fds.append(pollfd(fd: fd, events: (readable ? Int16(POLLIN) : 0) | (client.output.isEmpty ? 0 : Int16(POLLOUT)), revents: 0))
+            }
+            // Wake at least every 100 ms to report observed property changes (sooner when a change
+            // was hinted while a read ran).
+            _ = poll(&fds, nfds_t(fds.count), lock.withLock { changeHinted } ? 10 : 100)
+            let (stop, events, results) = lock.withLock { () -> (Bool, [JSONValue], [Finished]) in
+                defer {
+                    pendingEvents.removeAll()
+                    finished.removeAll()
+                }
+                return (stopping, pendingEvents, finished)
+            }
+            if stop { return }
+            if fds[1].revents != 0 {
+                var sink = [UInt8](repeating: 0, count: 256)
+                while read(wake.read, &sink, sink.count) > 0 {}
+            }
+            if fds[0].revents & Int16(POLLIN) != 0 { acceptClients() }
+            for entry in fds.dropFirst(2) where entry.revents != 0 {
+                guard let client = clients[entry.fd] else { continue }
+                if entry.revents & Int16(POLLIN) != 0 {
+                    readFrom(entry.fd, client)
+                } else if entry.revents & Int16(POLLHUP | POLLERR) != 0 {
+                    client.peerGone = true
+                    client.inputClosed = true
+                }
+                if clients[entry.fd] != nil && entry.revents & Int16(POLLOUT) != 0 { flush(entry.fd, client) }
+            }
+            for result in results {
+                switch result {
+                case .reply(let id, let line):
+                    guard let (fd, client) = clients.first(where: { $0.value.id == id }) else { continue }  // gone meanwhile
+                    client.busy = false
+                    if !client.peerGone {
+                        client.output.append(line, isReply: true)
+                        flush(fd, client)
+                    }
+                case .observed(let values):
+                    observationRunning = false
+                    reportObservedChanges(values)
+                }
+            }
+            for event in events {
+                for (fd, client) in clients { send(event, to: client, fd: fd) }
+            }
+            let sinceObservation = ContinuousClock.now - lastObservation
+            if !observationRunning
+                && (sinceObservation >= .milliseconds(100) || (sinceObservation >= Self.fastestObservation && lock.withLock({ changeHinted }))) {
+                lastObservation = .now
+                lock.withLock { changeHinted = false }
+                readObservedProperties()
+            }
+            for (fd, client) in clients { process(fd, client) }
+        }
+    }
+
+    /// Reads one chunk (poll comes back for the rest): a client cannot hold the thread.
+    func readFrom(_ fd: Int32, _ client: Client) {
+        let n = read(fd, &scratch, scratch.count)
+        if n == 0 {
+            client.inputClosed = true
+        } else if n < 0 {
+            if errno == EAGAIN || errno == EINTR { return }
+            disconnect(fd, "read failed: \(String(cString: strerror(errno)))")
+        } else {
+            client.input.append(contentsOf: scratch[0..<n])
+        }
+    }
+
+    func flush(_ fd: Int32, _ client: Client) {
+        if let error = client.output.send(to: fd) {
+            if error == EPIPE || error == ECONNRESET {
+                // Gone: what it sent still runs (a command sent before closing), nothing more is sent.
+                client.peerGone = true
+                client.inputClosed = true
+            } else {
+                disconnect(fd, "write failed: \(String(cString: strerror(error)))")
+            }
+        }
+    }
+
+    /// An event: unsolicited, so it counts against the client's unread limit.
+    func send(_ value: JSONValue, to client: Client, fd: Int32) {
+        guard !client.peerGone else { return }
+        let line = Array(value.encoded.utf8) + [0x0A]
+        if client.output.unsentEventBytes + line.count > maxPendingBytes {
+            disconnect(fd, "more than \(maxPendingBytes) bytes of events unread")
+        } else {
+            client.output.append(line, isReply: false)
+            flush(fd, client)
+        }
+    }
+}
+
+func setNonBlockingCloseOnExec(_ fd: Int32) {
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+}
