@@ -15,8 +15,8 @@ struct BroadcastOverflow: Sendable, CustomStringConvertible {
 /// every one of them, in the order they were sent.
 ///
 /// Nothing is dropped silently. A subscriber's stream holds at most `limit` values it has not read
-/// yet (what a subscriber that stops reading costs: `limit` values, e.g. 4096 player events of 48
-/// bytes, under 200 KB, and the stream's own bookkeeping). One that falls further behind is ended:
+/// yet (what a subscriber that stops reading costs: `limit` values, e.g. 4096 player events of 32
+/// bytes, 128 KiB, plus the text of errors they carry). One that falls further behind is ended:
 /// its stream gives the `limit` values it holds, in order and without a gap, and then ends; the
 /// broadcast counts it (`overflowedSubscribers`) and tells the handler set with `reportLosses`
 /// (the owner logs it).

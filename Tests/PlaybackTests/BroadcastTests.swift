@@ -111,6 +111,6 @@ struct BroadcastTests {
     @Test func aSubscriberThatStopsReadingCostsAtMostTheLimit() {
         // The bound the documentation gives: 4096 values; a player event is this big.
         #expect(Broadcast<Player.Event>.defaultLimit == 4096)
-        #expect(MemoryLayout<Player.Event>.stride * Broadcast<Player.Event>.defaultLimit <= 200_000)
+        #expect(MemoryLayout<Player.Event>.stride * Broadcast<Player.Event>.defaultLimit <= 128 * 1024)
     }
 }
