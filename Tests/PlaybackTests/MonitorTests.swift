@@ -88,6 +88,18 @@ struct MonitorTests {
         #expect(monitor.wait(until: { $0 }, timeout: 30))
     }
 
+    @Test func updatesFromManyThreadsAreNeverLostAndTheWaiterSeesTheirSum() {
+        let monitor = Monitor(0)
+        let threads = 8, each = 5_000
+        for _ in 0..<threads {
+            onThread {
+                for _ in 0..<each { monitor.update { $0 += 1 } }
+            }
+        }
+        #expect(monitor.wait(until: { $0 == threads * each }, timeout: 60))
+        #expect(monitor.withLock { $0 } == threads * each)
+    }
+
     @Test func aLatchIsSetOnceTheFirstValueWins() {
         let latch = Latch<String>()
         #expect(!latch.isSet)
