@@ -79,10 +79,10 @@ public struct ClockQuality: Sendable, Equatable {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
+        let exited = Latch<Void>()
+        process.terminationHandler = { _ in exited.set(()) }
         do { try process.run() } catch { return .failure(CommandFailure(description: "cannot run: \(error)")) }
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        if process.isRunning {
+        if exited.wait(timeout: timeout) == nil && process.isRunning {
             process.terminate()
             return .failure(CommandFailure(description: "no answer within \(timeout) s"))
         }

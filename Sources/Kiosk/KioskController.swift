@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Playback
 
 /// A request from the control socket (or a signal) to the playback threads.
@@ -41,17 +42,16 @@ public enum KioskCommandResult: Sendable {
 /// ends (`NavigationQueue.quiet`), at most every `navigationInterval` and at least every
 /// `NavigationQueue.hold` seconds. A burst of 200 `playlist-next`s thus reaches the player as one
 /// or two steps and opens two or three decoders, not 200.
-public final class KioskController: ControlHandler, @unchecked Sendable {
-    // @unchecked: `navigation` is guarded by `navigationLock`; the rest is immutable.
+public final class KioskController: ControlHandler, Sendable {
     public typealias Perform = @Sendable (KioskCommand) -> KioskCommandResult
 
     private let status: KioskStatus
     private let perform: Perform
     private let commandTimeout: Double
     private let navigationInterval: Double
-    private let navigationLock = NSLock()
-    private var navigation = NavigationQueue()
-    private let applying = NSLock()
+    private let navigation = Mutex(NavigationQueue())
+    /// Whether a hand-over to the player is in progress (one at a time).
+    private let applying = Monitor(false)
 
     public init(status: KioskStatus, commandTimeout: Double = 5, navigationInterval: Double = 0.25, perform: @escaping Perform) {
         self.status = status
@@ -296,7 +296,7 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
 
     /// Queues a seek or a playlist step (merged with the queued ones) and answers at once.
     private func navigate(_ command: KioskCommand) -> JSONValue? {
-        let start = navigationLock.withLock { () -> Bool in
+        let start = navigation.withLock { navigation -> Bool in
             navigation.add(command)
             navigation.lastAdded = .now
             defer { navigation.scheduled = true }
@@ -306,7 +306,7 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
             // A thread of its own, as for every command: the player may keep it a moment.
             let thread = Thread { [self] in
                 while true {
-                    let wait = navigationLock.withLock { navigation.wait(now: .now, interval: navigationInterval) }
+                    let wait = navigation.withLock { $0.wait(now: .now, interval: navigationInterval) }
                     if wait <= 0 { break }
                     Thread.sleep(forTimeInterval: min(wait, 0.05))
                 }
@@ -322,9 +322,12 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
     private func applyNavigation() {
         // One hand-over at a time, even when the player takes longer than `hold` over one (but
         // not held up for good by one that never returns).
-        let exclusive = applying.lock(before: Date(timeIntervalSinceNow: commandTimeout))
-        defer { if exclusive { applying.unlock() } }
-        let commands = navigationLock.withLock { () -> [KioskCommand] in
+        let exclusive = applying.wait(until: { !$0 }, timeout: commandTimeout) { busy, timedOut in
+            if !timedOut { busy = true }
+            return !timedOut
+        }
+        defer { if exclusive { applying.update { $0 = false } } }
+        let commands = navigation.withLock { navigation -> [KioskCommand] in
             defer {
                 navigation = NavigationQueue()
                 navigation.lastApplied = .now
@@ -335,21 +338,21 @@ public final class KioskController: ControlHandler, @unchecked Sendable {
         for command in commands {
             _ = perform(command)
         }
-        navigationLock.withLock { navigation.lastApplied = .now }
+        navigation.withLock { $0.lastApplied = .now }
     }
 
     /// Hands `command` to the playback threads and waits for their answer, at most `timeout`
     /// seconds (`commandTimeout` unless given).
     private func execute(_ command: KioskCommand, timeout: Double? = nil) throws(ControlError) -> JSONValue? {
         let commandTimeout = timeout ?? self.commandTimeout
-        let box = ResultBox()
+        let answer = Latch<KioskCommandResult>()
         let perform = self.perform
         // A thread of its own: a command may block (a screenshot waits for the next vsync), and
         // blocked dispatch workers would starve other work.
         Thread.detachNewThread {
-            box.set(perform(command))
+            answer.set(perform(command))
         }
-        guard let result = box.wait(timeout: commandTimeout) else {
+        guard let result = answer.wait(timeout: commandTimeout) else {
             throw .commandFailed("no answer from the player within \(commandTimeout) s")
         }
         switch result {
@@ -419,29 +422,5 @@ struct NavigationQueue {
         if steps != 0 { list.append(.skip(steps: steps)) }
         if let seek, seek.seconds.isFinite { list.append(.seek(seconds: seek.seconds, relative: seek.relative)) }
         return list
-    }
-}
-
-/// A one-shot result handed from one thread to another, with a timed wait.
-private final class ResultBox: @unchecked Sendable {
-    // @unchecked: `value` is guarded by `condition`.
-    private let condition = NSCondition()
-    private var value: KioskCommandResult?
-
-    func set(_ result: KioskCommandResult) {
-        condition.lock()
-        value = result
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    func wait(timeout: Double) -> KioskCommandResult? {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while value == nil {
-            if !condition.wait(until: deadline) { break }
-        }
-        return value
     }
 }

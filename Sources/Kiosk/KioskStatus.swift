@@ -1,10 +1,10 @@
 import Foundation
+import Synchronization
 import Playback
 
 /// What the kiosk is doing, as the control socket reports it. Written by the playback threads,
 /// read by the control server; every access takes the lock, so it is cheap to update per frame.
-public final class KioskStatus: @unchecked Sendable {
-    // @unchecked: all state is guarded by `lock`.
+public final class KioskStatus: Sendable {
     public struct Item: Sendable, Equatable {
         public enum State: String, Sendable { case pending, playing, played, failed }
         /// As the config writes it.
@@ -148,15 +148,14 @@ public final class KioskStatus: @unchecked Sendable {
     /// A slow probe, open or read counts against health for this long (seconds).
     public static let slowStorageWindow = 600.0
 
-    private let lock = NSLock()
-    private var state = Snapshot()
+    private let state = Mutex(Snapshot())
 
     public init() {}
 
-    public var snapshot: Snapshot { lock.withLock { state } }
+    public var snapshot: Snapshot { state.withLock { $0 } }
 
     public func update(_ change: (inout Snapshot) -> Void) {
-        lock.withLock { change(&state) }
+        state.withLock { change(&$0) }
     }
 
     /// `{"status":"ok|degraded|stalled|failed","reasons":[...]}` (`supervision`'s verdict).

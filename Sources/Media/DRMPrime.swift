@@ -1,6 +1,7 @@
 import CFFmpeg
 import Foundation
 import Synchronization
+import Playback
 
 /// How decoded hardware frames reach the display (`hwdec-interop`).
 public enum FrameInterop: String, Sendable, CaseIterable {
@@ -221,37 +222,28 @@ public protocol FrameInteropTarget: Sendable {
 /// Where decoders find the display's `FrameInteropTarget`. The playlist may start decoding before
 /// the output (and its EGL display) exists: a decoder that can zero-copy waits for `set` (at most
 /// `waitLimit`, then copies and says why).
-public final class InteropTargetSlot: @unchecked Sendable {
-    // @unchecked: `target` and `settled` are guarded by `condition`.
-    private let condition = NSCondition()
-    private var target: (any FrameInteropTarget)?
-    private var settled = false
+public final class InteropTargetSlot: Sendable {
+    /// The display's choice once set (its `target` nil: no display can import).
+    private struct Choice { let target: (any FrameInteropTarget)? }
+    private let choice = Monitor<Choice?>(nil)
     public let waitLimit: Double
 
     public init(waitLimit: Double = 2) { self.waitLimit = waitLimit }
 
-    /// The display's target (nil: no display can import; frames are copied).
+    /// The display's target (nil: no display can import; frames are copied). The outputs sharing
+    /// the slot set it each; the latest is what later decoders get.
     public func set(_ target: (any FrameInteropTarget)?) {
-        condition.lock()
-        self.target = target
-        settled = true
-        condition.broadcast()
-        condition.unlock()
+        choice.update { $0 = Choice(target: target) }
     }
 
     /// The target, waiting up to `waitLimit` seconds for the display to set it; the error says
     /// what was waited for.
     func wait() -> Result<(any FrameInteropTarget)?, MediaError> {
-        condition.lock()
-        defer { condition.unlock() }
-        let deadline = Date(timeIntervalSinceNow: waitLimit)
-        while !settled {
-            if !condition.wait(until: deadline) && !settled {
-                return .failure(MediaError(uri: "display", call: "InteropTargetSlot.wait",
-                                           reason: "the output's EGL display was not ready within \(waitLimit) s"))
-            }
+        guard let choice = choice.wait(until: { $0 != nil }, timeout: waitLimit, then: { choice, _ in choice }) else {
+            return .failure(MediaError(uri: "display", call: "InteropTargetSlot.wait",
+                                       reason: "the output's EGL display was not ready within \(waitLimit) s"))
         }
-        return .success(target)
+        return .success(choice.target)
     }
 }
 

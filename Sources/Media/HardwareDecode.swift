@@ -1,5 +1,6 @@
 import CFFmpeg
 import Foundation
+import Synchronization
 import Playback
 
 /// Which decoder to use, as `decode.hwdec` in the config says.
@@ -187,18 +188,16 @@ final class CodecSession {
 /// Hardware paths that failed to start in this process, by path and codec, with the reason. A
 /// device that is absent stays absent, so later files (and every loop of the playlist) skip it
 /// without touching the driver again: no warning storm, no repeated start-up cost.
-final class HardwareFailures: @unchecked Sendable {
-    // @unchecked: `failures` is guarded by `lock`.
+final class HardwareFailures: Sendable {
     static let shared = HardwareFailures()
-    private let lock = NSLock()
-    private var failures: [String: MediaError] = [:]
+    private let failures = Mutex<[String: MediaError]>([:])
 
     func failure(_ kind: HardwareDecoding, codec: String) -> MediaError? {
-        lock.withLock { failures["\(kind.rawValue)/\(codec)"] }
+        failures.withLock { $0["\(kind.rawValue)/\(codec)"] }
     }
 
     func record(_ error: MediaError, _ kind: HardwareDecoding, codec: String) {
-        lock.withLock { failures["\(kind.rawValue)/\(codec)"] = error }
+        failures.withLock { $0["\(kind.rawValue)/\(codec)"] = error }
     }
 }
 

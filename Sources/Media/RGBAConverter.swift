@@ -1,7 +1,6 @@
 import Foundation
 import CFFmpeg
 import Playback
-import Synchronization
 
 /// Where Y'CbCr becomes R'G'B' for the screen.
 public enum ColorConversion: String, Sendable, CaseIterable {
@@ -25,28 +24,25 @@ public enum ColorConversionMode: String, Sendable, CaseIterable {
 /// little for the choice, so that the first picture is already in the form the renderer draws
 /// fastest; frames converted before it is set stay Y'CbCr, which the layer draws either way.
 public final class ColorConversionSwitch: Sendable {
-    /// 0: not chosen yet, 1: shader, 2: cpu.
-    private let state: Atomic<UInt8>
+    /// nil: not chosen yet.
+    private let state: Monitor<ColorConversion?>
 
-    public init(_ conversion: ColorConversion = .shader) { state = Atomic(conversion == .cpu ? 2 : 1) }
+    public init(_ conversion: ColorConversion = .shader) { state = Monitor(conversion) }
+
+    private init(undecided: Void) { state = Monitor(nil) }
 
     /// A switch whose choice is still to come.
-    public static func undecided() -> ColorConversionSwitch {
-        let s = ColorConversionSwitch()
-        s.state.store(0, ordering: .relaxed)
-        return s
-    }
+    public static func undecided() -> ColorConversionSwitch { ColorConversionSwitch(undecided: ()) }
 
-    public var conversion: ColorConversion { state.load(ordering: .relaxed) == 2 ? .cpu : .shader }
+    /// The choice; the shader's while none is made.
+    public var conversion: ColorConversion { state.withLock { $0 ?? .shader } }
 
-    public func set(_ conversion: ColorConversion) { state.store(conversion == .cpu ? 2 : 1, ordering: .relaxed) }
+    public func set(_ conversion: ColorConversion) { state.update { $0 = conversion } }
 
     /// The conversion once it is chosen, waiting up to `timeout` seconds for the choice (then the
     /// shader's: frames stay Y'CbCr).
     public func waitForChoice(timeout: Double) -> ColorConversion {
-        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-        while state.load(ordering: .relaxed) == 0 && ContinuousClock.now < deadline { usleep(500) }
-        return conversion
+        state.wait(until: { $0 != nil }, timeout: timeout) { choice, _ in choice ?? .shader }
     }
 }
 
@@ -55,23 +51,18 @@ public final class ColorConversionSwitch: Sendable {
 /// fit (keeping their aspect) before they reach the layer.
 public final class TextureSizeLimit: Sendable {
     /// 0: not known yet.
-    private let side = Atomic<Int>(0)
+    private let side: Monitor<Int>
 
-    public init(_ maxSide: Int? = nil) { side.store(max(0, maxSide ?? 0), ordering: .relaxed) }
+    public init(_ maxSide: Int? = nil) { side = Monitor(max(0, maxSide ?? 0)) }
 
-    public func set(_ maxSide: Int) { side.store(max(0, maxSide), ordering: .relaxed) }
+    public func set(_ maxSide: Int) { side.update { $0 = max(0, maxSide) } }
 
     /// The limit, nil while unknown.
-    public var maxSide: Int? {
-        let value = side.load(ordering: .relaxed)
-        return value > 0 ? value : nil
-    }
+    public var maxSide: Int? { side.withLock { $0 > 0 ? $0 : nil } }
 
-    /// The limit once known, waiting up to `timeout` seconds for it.
+    /// The limit once known, waiting up to `timeout` seconds (at most a minute) for it.
     public func waitForValue(timeout: Double) -> Int? {
-        let deadline = ContinuousClock.now + .milliseconds(Int(max(0, min(timeout, 60)) * 1000))
-        while maxSide == nil && ContinuousClock.now < deadline { usleep(500) }
-        return maxSide
+        side.wait(until: { $0 > 0 }, timeout: min(timeout, 60)) { side, _ in side > 0 ? side : nil }
     }
 
     /// `width` x `height` scaled down (same factor both ways, rounded, at least 1) so that no side

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A key of an asset's lazily loaded properties, typed by its value (`AVAsyncProperty`):
 /// `let (duration, tracks) = try await asset.load(.duration, .tracks)`.
@@ -27,8 +28,7 @@ extension AssetKey where Value == Bool {
 /// A media file (`AVURLAsset`). Nothing is read when it is made; keys load lazily and
 /// asynchronously, all from one probe of the file, and once a key is loaded its value never changes.
 /// Safe to use from any thread.
-public final class Asset: @unchecked Sendable {
-    // @unchecked: every mutable property is guarded by `lock`.
+public final class Asset: Sendable {
     public let url: URL
     public let backend: any MediaBackend
 
@@ -55,20 +55,33 @@ public final class Asset: @unchecked Sendable {
         case cancelled
     }
 
-    private struct Waiter: @unchecked Sendable {
-        // @unchecked: `resume` is called exactly once, from whichever thread finishes the load.
+    private struct Waiter {
         let keys: [String]
-        /// nil: cancelled.
-        let resume: (Result<AssetDescription, any Error>?) -> Void
+        /// Called exactly once, from whichever thread finishes the load; nil: cancelled.
+        let resume: @Sendable (Result<AssetDescription, any Error>?) -> Void
     }
 
-    private let lock = NSLock()
-    private var keys: [String: KeyState] = [:]
-    private var probeResult: Result<AssetDescription, any Error>?
-    /// How long the probe took, in seconds (0 before it ends).
-    private var probeSeconds = 0.0
-    private var probing = false
-    private var waiters: [Waiter] = []
+    private struct State {
+        var keys: [String: KeyState] = [:]
+        var probeResult: Result<AssetDescription, any Error>?
+        /// How long the probe took, in seconds (0 before it ends).
+        var probeSeconds = 0.0
+        var probing = false
+        var waiters: [Waiter] = []
+
+        /// Records the outcome for `names`. A loaded key is never changed again.
+        mutating func settle(_ names: [String], with result: Result<AssetDescription, any Error>) {
+            for name in names {
+                if case .loaded? = keys[name] { continue }
+                switch result {
+                case .success: keys[name] = .loaded
+                case .failure(let error): keys[name] = .failed(error)
+                }
+            }
+        }
+    }
+
+    private let state = Mutex(State())
 
     public init(url: URL, backend: any MediaBackend) {
         self.url = url
@@ -93,13 +106,13 @@ public final class Asset: @unchecked Sendable {
 
     /// What is known of `key` now; never starts loading.
     public func status<V>(of key: AssetKey<V>) -> Status<V> {
-        lock.withLock {
-            switch keys[key.name] {
+        state.withLock { state in
+            switch state.keys[key.name] {
             case nil, .cancelled?: return .notYetLoaded
             case .loading?: return .loading
             case .failed(let error)?: return .failed(error)
             case .loaded?:
-                guard case .success(let description)? = probeResult else { return .notYetLoaded }
+                guard case .success(let description)? = state.probeResult else { return .notYetLoaded }
                 return .loaded(key.extract(description))
             }
         }
@@ -108,11 +121,11 @@ public final class Asset: @unchecked Sendable {
     /// Cancels every pending load: their keys become cancelled, and their callers get
     /// `CancellationError`. Keys already loaded stay loaded.
     public func cancelLoading() {
-        let cancelled: [Waiter] = lock.withLock {
-            let pending = waiters
-            waiters.removeAll()
+        let cancelled: [Waiter] = state.withLock { state in
+            let pending = state.waiters
+            state.waiters.removeAll()
             for waiter in pending {
-                for key in waiter.keys { if case .loading? = keys[key] { keys[key] = .cancelled } }
+                for key in waiter.keys { if case .loading? = state.keys[key] { state.keys[key] = .cancelled } }
             }
             return pending
         }
@@ -122,14 +135,14 @@ public final class Asset: @unchecked Sendable {
     /// Whether the probe has run and failed (a looped playlist probes such a file again with a
     /// new asset: `PlayerLooper`).
     var probeFailed: Bool {
-        lock.withLock { if case .failure? = probeResult { return true } else { return false } }
+        state.withLock { if case .failure? = $0.probeResult { return true } else { return false } }
     }
 
     /// Whether the probe failed only after a second or more (a timeout: slow storage, a FIFO).
-    var probeFailedSlowly: Bool { lock.withLock { probeSeconds >= 1 } && probeFailed }
+    var probeFailedSlowly: Bool { state.withLock { $0.probeSeconds >= 1 } && probeFailed }
 
     var probeSucceeded: Bool {
-        lock.withLock { if case .success? = probeResult { return true } else { return false } }
+        state.withLock { if case .success? = $0.probeResult { return true } else { return false } }
     }
 
     // MARK: Key-based form (the AV Foundation Programming Guide's)
@@ -145,8 +158,8 @@ public final class Asset: @unchecked Sendable {
         guard Self.keyNames.contains(name) else {
             return (.failed, AssetError(url: url, reason: "\"\(name)\" is not a key of an asset (known: \(Self.keyNames.sorted().joined(separator: ", ")))"))
         }
-        return lock.withLock {
-            switch keys[name] {
+        return state.withLock { state in
+            switch state.keys[name] {
             case nil: return (.unknown, nil)
             case .loading?: return (.loading, nil)
             case .loaded?: return (.loaded, nil)
@@ -163,56 +176,45 @@ public final class Asset: @unchecked Sendable {
     /// stopped; the probe itself ends within its own I/O limits).
     func loadedDescription(keys names: [String] = ["duration", "tracks"], timeout: Double = 30,
                            giveUp: () -> Bool = { false }) throws -> AssetDescription {
-        final class Box: @unchecked Sendable { var result: Result<AssetDescription, any Error>?? }
-        let box = Box()
-        let done = DispatchSemaphore(value: 0)
-        request(names) { result in
-            box.result = .some(result)
-            done.signal()
-        }
-        let deadline = DispatchTime.now() + timeout
-        while done.wait(timeout: min(deadline, .now() + 0.05)) != .success {
+        // The probe's outcome; nil inside: the load was cancelled.
+        let done = Latch<Result<AssetDescription, any Error>?>()
+        request(names) { done.set($0) }
+        guard let outcome = done.wait(timeout: timeout, slice: 0.05, giveUp: giveUp) else {
             if giveUp() { throw CancellationError() }
-            guard DispatchTime.now() < deadline else {
-                throw WaitTimeout(waitingFor: "probing \(url.path)", seconds: timeout)
-            }
+            throw WaitTimeout(waitingFor: "probing \(url.path)", seconds: timeout)
         }
-        switch box.result {
-        case .some(.some(let result)): return try result.get()
-        default: throw CancellationError()
-        }
+        guard let result = outcome else { throw CancellationError() }
+        return try result.get()
     }
 
     private func loaded(_ names: [String]) async throws -> AssetDescription {
-        let result: Result<AssetDescription, any Error>? = await withCheckedContinuation { continuation in
-            request(names) { continuation.resume(returning: $0) }
-        }
+        let result = await awaitCallback { done in request(names, resume: done) }
         guard let result else { throw CancellationError() }
         return try result.get()
     }
 
     /// Marks `names` loading and calls `resume` once the probe is done (nil when cancelled).
-    private func request(_ names: [String], resume: @escaping (Result<AssetDescription, any Error>?) -> Void) {
+    private func request(_ names: [String], resume: @escaping @Sendable (Result<AssetDescription, any Error>?) -> Void) {
         let unknown = names.filter { !Self.keyNames.contains($0) }
         if !unknown.isEmpty {
             let error = AssetError(url: url, reason: "\(unknown.map { "\"\($0)\"" }.joined(separator: ", ")) not a key of an asset")
             resume(.failure(error))
             return
         }
-        let (done, startProbe): (Result<AssetDescription, any Error>?, Bool) = lock.withLock {
-            if let probeResult {
-                settle(names, with: probeResult)
+        let (done, startProbe): (Result<AssetDescription, any Error>?, Bool) = state.withLock { state in
+            if let probeResult = state.probeResult {
+                state.settle(names, with: probeResult)
                 return (probeResult, false)
             }
             for name in names {
-                switch keys[name] {
+                switch state.keys[name] {
                 case .loaded?, .failed?: break
-                default: keys[name] = .loading
+                default: state.keys[name] = .loading
                 }
             }
-            waiters.append(Waiter(keys: names, resume: resume))
-            let start = !probing
-            probing = true
+            state.waiters.append(Waiter(keys: names, resume: resume))
+            let start = !state.probing
+            state.probing = true
             return (nil, start)
         }
         if let done {
@@ -226,29 +228,18 @@ public final class Asset: @unchecked Sendable {
                 let started = ContinuousClock.now
                 let result = Result { try backend.probe(url) }
                 let took = ContinuousClock.now - started
-                let ready: [Waiter] = lock.withLock {
-                    probeResult = result
-                    probeSeconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
-                    probing = false
-                    let all = waiters
-                    waiters.removeAll()
-                    for waiter in all { settle(waiter.keys, with: result) }
+                let ready: [Waiter] = state.withLock { state in
+                    state.probeResult = result
+                    state.probeSeconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
+                    state.probing = false
+                    let all = state.waiters
+                    state.waiters.removeAll()
+                    for waiter in all { state.settle(waiter.keys, with: result) }
                     return all
                 }
                 // Each caller on its own: one that blocks must not hold up the others.
                 // (Threads, not dispatch workers, which blocked callers elsewhere can exhaust.)
                 for waiter in ready { Thread.detachNewThread { waiter.resume(result) } }
-            }
-        }
-    }
-
-    /// Records the outcome for `names` (lock held). A loaded key is never changed again.
-    private func settle(_ names: [String], with result: Result<AssetDescription, any Error>) {
-        for name in names {
-            if case .loaded? = keys[name] { continue }
-            switch result {
-            case .success: keys[name] = .loaded
-            case .failure(let error): keys[name] = .failed(error)
             }
         }
     }

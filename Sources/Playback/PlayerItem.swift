@@ -1,10 +1,11 @@
 import Foundation
+import Synchronization
 
 /// The playback state of one asset in one player (`AVPlayerItem`). An item belongs to at most one
 /// player at a time; to queue the same asset twice, make two items.
 public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
-    // @unchecked: mutable state is guarded by `lock`; the player changes it under its own lock
-    // through the internal setters.
+    // @unchecked: `pendingStart` and `preroll` are guarded by the player's lock; the rest of the
+    // mutable state is in `state`.
     public enum Status: Sendable, Equatable { case unknown, readyToPlay, failed }
 
     /// Notifications about the item (their object is the item).
@@ -32,23 +33,26 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
     /// Keys loaded when the item is attached to a player; one failing fails the item.
     public let automaticallyLoadedAssetKeys: [String]
 
-    private let lock = NSLock()
-    private var _status = Status.unknown
-    private var _error: (any Error)?
-    private var _duration = MediaTime.indefinite
-    private var _tracks: [AssetTrack] = []
-    private var _forwardPlaybackEndTime = MediaTime.invalid
-    private var _playlistIndex: Int?
-    private var loadingStarted = false
-    var isAttachedLoading: Bool { lock.withLock { loadingStarted } }
-    private let statusBroadcast = Broadcast<Status>()
-    private let eventBroadcast = Broadcast<Event>()
+    private struct State {
+        var status = Status.unknown
+        var error: (any Error)?
+        var duration = MediaTime.indefinite
+        var tracks: [AssetTrack] = []
+        var forwardPlaybackEndTime = MediaTime.invalid
+        var playlistIndex: Int?
+        var loadingStarted = false
+        weak var owner: Player?
+    }
 
-    private weak var _owner: Player?
+    private let state = Mutex(State())
+    var isAttachedLoading: Bool { state.withLock { $0.loadingStarted } }
+    private let statusBroadcast = Broadcast<Status>(name: "item status updates")
+    private let eventBroadcast = Broadcast<Event>(name: "item events")
+
     /// The player the item is in.
     var owner: Player? {
-        get { lock.withLock { _owner } }
-        set { lock.withLock { _owner = newValue } }
+        get { state.withLock { $0.owner } }
+        set { state.withLock { $0.owner = newValue } }
     }
     /// Where the item starts when it begins to play (set by an item-level seek before it plays,
     /// or by a looper's time range); guarded by the player's lock.
@@ -57,16 +61,12 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
     var preroll: ItemFeeder?
     /// Serial number for traces when no playlist index is set.
     let serial: Int
-    private static let serials = NSLock()
-    nonisolated(unsafe) private static var lastSerial = 0
+    private static let serials = Atomic(0)
 
     public init(asset: Asset, automaticallyLoadedAssetKeys: [String] = []) {
         self.asset = asset
         self.automaticallyLoadedAssetKeys = automaticallyLoadedAssetKeys
-        serial = Self.serials.withLock {
-            Self.lastSerial += 1
-            return Self.lastSerial
-        }
+        serial = Self.serials.add(1, ordering: .relaxed).newValue
     }
 
     public convenience init(url: URL, backend: any MediaBackend) {
@@ -76,17 +76,17 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
     public var description: String { "PlayerItem(\(asset.url.lastPathComponent))" }
 
     /// unknown until the item is in a player and its asset's duration and tracks have loaded.
-    public var status: Status { lock.withLock { _status } }
+    public var status: Status { state.withLock { $0.status } }
     /// Why the item failed; nil unless `status == .failed`.
-    public var error: (any Error)? { lock.withLock { _error } }
+    public var error: (any Error)? { state.withLock { $0.error } }
     /// Indefinite until loaded.
-    public var duration: MediaTime { lock.withLock { _duration } }
+    public var duration: MediaTime { state.withLock { $0.duration } }
     /// Empty until loaded.
-    public var tracks: [AssetTrack] { lock.withLock { _tracks } }
+    public var tracks: [AssetTrack] { state.withLock { $0.tracks } }
     /// The size of the picture as shown (after the track's rotation); zero until loaded.
     public var presentationSize: VideoSize {
-        lock.withLock {
-            guard let video = _tracks.first(where: { $0.mediaType == .video }) else { return .zero }
+        state.withLock {
+            guard let video = $0.tracks.first(where: { $0.mediaType == .video }) else { return .zero }
             let size = video.naturalSize
             return video.preferredTransform.rotationDegrees % 180 == 90
                 ? VideoSize(width: size.height, height: size.width) : size
@@ -96,14 +96,14 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
     /// Where playback of the item ends; invalid (the default) means its duration. Reaching it ends
     /// the item exactly as reaching the real end does.
     public var forwardPlaybackEndTime: MediaTime {
-        get { lock.withLock { _forwardPlaybackEndTime } }
-        set { lock.withLock { _forwardPlaybackEndTime = newValue } }
+        get { state.withLock { $0.forwardPlaybackEndTime } }
+        set { state.withLock { $0.forwardPlaybackEndTime = newValue } }
     }
 
     /// Marquee: the item's place in a playlist, written in traces and logs.
     public var playlistIndex: Int? {
-        get { lock.withLock { _playlistIndex } }
-        set { lock.withLock { _playlistIndex = newValue } }
+        get { state.withLock { $0.playlistIndex } }
+        set { state.withLock { $0.playlistIndex = newValue } }
     }
 
     var traceIndex: Int { playlistIndex ?? serial }
@@ -121,7 +121,7 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
     public func statusUpdates() -> AsyncStream<Status> {
         // Under the lock that changes the status: a change is either in the initial value or sent
         // to the new stream, never lost between the two.
-        lock.withLock { statusBroadcast.stream(initial: _status) }
+        state.withLock { statusBroadcast.stream(initial: $0.status) }
     }
 
     /// The item's notifications.
@@ -145,9 +145,7 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
     }
 
     public func seek(to time: MediaTime, toleranceBefore: MediaTime = .zero, toleranceAfter: MediaTime = .zero) async -> Bool {
-        await withCheckedContinuation { continuation in
-            seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter) { continuation.resume(returning: $0) }
-        }
+        await awaitCallback { done in seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, completion: done) }
     }
 
     // MARK: Internal state changes
@@ -156,11 +154,18 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
 
     /// Starts loading the keys an item needs when it is attached to a player.
     func attached(to player: Player) {
-        let first: Bool = lock.withLock {
-            defer { loadingStarted = true }
-            return !loadingStarted
+        let first: Bool = state.withLock { state in
+            defer { state.loadingStarted = true }
+            return !state.loadingStarted
         }
         owner = player
+        // A subscriber that falls behind is ended (Broadcast); the player's log says so.
+        let logger = player.logger, item = description
+        let report: @Sendable (BroadcastOverflow) -> Void = { overflow in
+            logger.error("events lost", ["item": item, "why": overflow.description])
+        }
+        statusBroadcast.reportLosses(to: report)
+        eventBroadcast.reportLosses(to: report)
         guard first else { return }
         let keys = Array(Set(["duration", "tracks"] + automaticallyLoadedAssetKeys))
         asset.loadValues(forKeys: keys) { [weak self] in
@@ -183,11 +188,11 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
     }
 
     func becomeReady(duration: MediaTime, tracks: [AssetTrack]) {
-        let changed: Bool = lock.withLock {
-            guard _status == .unknown else { return false }
-            _duration = duration
-            _tracks = tracks
-            _status = .readyToPlay
+        let changed: Bool = state.withLock { state in
+            guard state.status == .unknown else { return false }
+            state.duration = duration
+            state.tracks = tracks
+            state.status = .readyToPlay
             statusBroadcast.send(.readyToPlay)
             return true
         }
@@ -196,10 +201,10 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
 
     /// Failed is terminal.
     func fail(_ error: any Error) {
-        let changed: Bool = lock.withLock {
-            guard _status != .failed else { return false }
-            _status = .failed
-            _error = error
+        let changed: Bool = state.withLock { state in
+            guard state.status != .failed else { return false }
+            state.status = .failed
+            state.error = error
             statusBroadcast.send(.failed)
             return true
         }

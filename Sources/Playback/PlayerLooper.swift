@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Loops a template item on a queue player (`AVPlayerLooper`) by keeping replicas of it queued:
 /// the template itself never plays, and later edits to it are ignored. Each replica is a new item
@@ -55,10 +56,9 @@ public final class PlayerLooper: @unchecked Sendable {
     private let isPlaylist: Bool
     private var replicas: [(item: PlayerItem, template: Int)] = []
     private var nextTemplate = 0
-    /// Guards `_status` and `_error` (set from loading callbacks, which must not wait for the player).
-    private let statusLock = NSLock()
-    private var _status = Status.unknown
-    private var _error: (any Error)?
+    /// The status and its error, apart from the player's lock: set from loading callbacks, which
+    /// must not wait for the player.
+    private let outcome = Mutex<(status: Status, error: (any Error)?)>((.unknown, nil))
     private var _loopCount = 0
     private var looping = true
 
@@ -127,8 +127,8 @@ public final class PlayerLooper: @unchecked Sendable {
         }
     }
 
-    public var status: Status { statusLock.withLock { _status } }
-    public var error: (any Error)? { statusLock.withLock { _error } }
+    public var status: Status { outcome.withLock { $0.status } }
+    public var error: (any Error)? { outcome.withLock { $0.error } }
     /// How many times playback wrapped around to the start.
     public var loopCount: Int { player.withLock { _loopCount } }
     /// The replicas now queued.
@@ -137,10 +137,9 @@ public final class PlayerLooper: @unchecked Sendable {
     private var wanted: Int { max(3, templates.count) }
 
     private func setStatus(_ status: Status, error: (any Error)?) {
-        statusLock.withLock {
-            guard _status != .cancelled else { return }
-            _status = status
-            _error = error
+        outcome.withLock { outcome in
+            guard outcome.status != .cancelled else { return }
+            outcome = (status, error)
         }
     }
 
@@ -196,7 +195,7 @@ public final class PlayerLooper: @unchecked Sendable {
         player.locked { outbox in
             guard looping else { return }
             looping = false
-            statusLock.withLock { if _status != .failed { _status = status } }
+            outcome.withLock { if $0.status != .failed { $0.status = status } }
             let current = player.queue.first
             for replica in replicas where replica.item !== current {
                 player.removeLocked(replica.item, &outbox)

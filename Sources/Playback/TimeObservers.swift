@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What `addPeriodicTimeObserver` and `addBoundaryTimeObserver` return; pass it to
 /// `removeTimeObserver` of the same player.
@@ -37,22 +38,29 @@ public enum PlayerError: Error, Equatable, CustomStringConvertible, Sendable {
     }
 }
 
-/// One registered time observer. `gate` makes removal wait for a callback in progress, so that no
-/// callback starts after `removeTimeObserver` returns.
-final class TimeObserver: @unchecked Sendable {
-    // @unchecked: `active` is guarded by `gate`; the rest is immutable or touched under the
-    // player's lock (`lastSlot`).
-    enum Kind {
+/// One registered time observer. Removal waits for callbacks in progress on other threads, so
+/// that no callback runs after `removeTimeObserver` returns (one that removes its own observer
+/// does not wait for itself).
+final class TimeObserver: Sendable {
+    enum Kind: Sendable {
         case periodic(interval: MediaTime, callback: @Sendable (MediaTime) -> Void)
         case boundary(times: [MediaTime], callback: @Sendable () -> Void)
     }
     let token: TimeObserverToken
     let kind: Kind
+    /// API: where callbacks run (AVFoundation's `queue:`); nil: on the thread that fires them.
     let queue: DispatchQueue?
-    private let gate = NSRecursiveLock()
-    private var active = true
+    /// Whether callbacks may still start, and the threads running one now.
+    private let calls = Monitor<(active: Bool, running: [pthread_t])>((true, []))
     /// Periodic: the last interval index fired (player's lock).
-    var lastSlot: Int64?
+    var lastSlot: Int64? {
+        get { slot.withLock { $0 } }
+        set { slot.withLock { $0 = newValue } }
+    }
+    private let slot = Mutex<Int64?>(nil)
+
+    /// How long removal waits for callbacks in progress on other threads (seconds).
+    static let removalWait = 10.0
 
     init(token: TimeObserverToken, kind: Kind, queue: DispatchQueue?) {
         self.token = token
@@ -60,18 +68,32 @@ final class TimeObserver: @unchecked Sendable {
         self.queue = queue
     }
 
-    func deactivate() {
-        gate.lock()
-        active = false
-        gate.unlock()
+    /// Stops callbacks from starting and waits (at most `removalWait`) for those in progress on
+    /// other threads to return. Returns false when one was still running after that.
+    @discardableResult
+    func deactivate() -> Bool {
+        let me = pthread_self()
+        calls.withLock { $0.active = false }
+        return calls.wait(until: { calls in calls.running.allSatisfy { pthread_equal($0, me) != 0 } },
+                          timeout: Self.removalWait)
     }
 
     /// Runs `body` unless the observer was removed, on its queue or (nil) on this thread.
     func deliver(_ body: @escaping @Sendable () -> Void) {
-        let run: @Sendable () -> Void = { [self] in
-            gate.lock()
-            defer { gate.unlock() }
-            if active { body() }
+        let run: @Sendable () -> Void = { [calls] in
+            let me = pthread_self()
+            let started: Bool = calls.withLock { calls in
+                guard calls.active else { return false }
+                calls.running.append(me)
+                return true
+            }
+            guard started else { return }
+            body()
+            calls.update { calls in
+                if let index = calls.running.firstIndex(where: { pthread_equal($0, me) != 0 }) {
+                    calls.running.remove(at: index)
+                }
+            }
         }
         if let queue { queue.async(execute: run) } else { run() }
     }

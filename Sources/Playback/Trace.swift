@@ -1,13 +1,13 @@
 import Foundation
+import Synchronization
 
 /// The presentation trace: JSON Lines, one line each time the picture on an output changes.
 /// `{"type":"frame","vsync":120,"t":2.0,"output":"headless-0","item":0,"uri":"a.mp4","pts":1.966667}`
 /// and `{"type":"blank",...}` when an output shows no video. Readers ignore types they do not know.
-public final class TraceWriter: @unchecked Sendable {
-    // @unchecked: used from the presentation thread only; `lock` guards the buffer for `flush()`.
+public final class TraceWriter: Sendable {
     private let handle: FileHandle
-    private var buffer = [UInt8]()
-    private let lock = NSLock()
+    /// Lines not yet written. Written with the lock held, so lines reach the file in order.
+    private let buffer = Mutex([UInt8]())
 
     public struct OpenError: Error, CustomStringConvertible {
         public let path: String
@@ -21,7 +21,7 @@ public final class TraceWriter: @unchecked Sendable {
             throw OpenError(path: path, reason: String(cString: strerror(errno)))
         }
         self.handle = handle
-        buffer.reserveCapacity(1 << 16)
+        buffer.withLock { $0.reserveCapacity(1 << 16) }
     }
 
     deinit {
@@ -43,20 +43,20 @@ public final class TraceWriter: @unchecked Sendable {
     public func event(_ jsonObject: String) { append(jsonObject) }
 
     private func append(_ line: String) {
-        lock.lock()
-        buffer.append(contentsOf: line.utf8)
-        buffer.append(0x0A)
-        let full = buffer.count > 60_000
-        lock.unlock()
+        let full = buffer.withLock { buffer in
+            buffer.append(contentsOf: line.utf8)
+            buffer.append(0x0A)
+            return buffer.count > 60_000
+        }
         if full { flush() }
     }
 
     public func flush() {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !buffer.isEmpty else { return }
-        handle.write(Data(buffer))
-        buffer.removeAll(keepingCapacity: true)
+        buffer.withLock { buffer in
+            guard !buffer.isEmpty else { return }
+            handle.write(Data(buffer))
+            buffer.removeAll(keepingCapacity: true)
+        }
     }
 }
 

@@ -75,4 +75,18 @@ import TestSupport
         #expect(report["clock"]?["source"]?.stringValue == "none")
         #expect(report["clock"]?["detail"]?.stringValue?.contains("not installed") == true)
     }
+
+    /// The clock service's command is waited for on its exit (not polled), at most its timeout.
+    @Test func aCommandIsAnsweredWhenItExitsAndKilledAtItsTimeout() {
+        var start = ContinuousClock.now
+        let echo = ClockQuality.runCommand(["echo", "hi"], timeout: 30)
+        #expect((try? echo.get()) == "hi\n")
+        #expect(ContinuousClock.now - start < .seconds(10))
+        start = ContinuousClock.now
+        let slow = ClockQuality.runCommand(["sleep", "20"], timeout: 0.3)
+        let waited = ContinuousClock.now - start
+        guard case .failure(let why) = slow else { Issue.record("sleep 20 answered within 0.3 s"); return }
+        #expect(why.description == "no answer within 0.3 s")
+        #expect(waited >= .milliseconds(300) && waited < .seconds(10))
+    }
 }

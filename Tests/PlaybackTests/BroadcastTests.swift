@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+import Synchronization
+@testable import Playback
+
+/// Every value a stream gives until it ends, or nil when it has not ended within `timeout` seconds.
+private func drain<Value: Sendable>(_ stream: AsyncStream<Value>, timeout: Double = 30) async -> [Value]? {
+    let result = Latch<[Value]>()
+    let reader = Task {
+        var values: [Value] = []
+        for await value in stream { values.append(value) }
+        result.set(values)
+    }
+    let deadline = ContinuousClock.now + .seconds(timeout)
+    while !result.isSet && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+    reader.cancel()
+    return result.value
+}
+
+@Suite("Broadcast: no event lost silently")
+struct BroadcastTests {
+    @Test func everySubscriberGetsEveryValueInOrderUpToTheLimit() async {
+        let broadcast = Broadcast<Int>(limit: 1000)
+        let a = broadcast.stream(), b = broadcast.stream(initial: -1)
+        for n in 0..<999 { broadcast.send(n) }
+        broadcast.finish()
+        #expect(await drain(a) == Array(0..<999))
+        #expect(await drain(b) == [-1] + Array(0..<999))  // the initial value takes a place too
+        #expect(broadcast.overflowedSubscribers == 0)
+    }
+
+    /// Before: a subscriber that fell 256 behind silently lost the oldest values and went on.
+    @Test func aSubscriberThatFallsBehindIsEndedWithNoGapAndTheLossIsReported() async {
+        let broadcast = Broadcast<Int>(name: "test events", limit: 100)
+        let reports = Mutex<[String]>([])
+        broadcast.reportLosses { overflow in reports.withLock { $0.append(overflow.description) } }
+        let slow = broadcast.stream()
+        let reader = broadcast.stream()
+        let readerGot = Task {
+            var values: [Int] = []
+            for await value in reader { values.append(value) }
+            return values
+        }
+        // The reader keeps up (it is read as values come); `slow` is never read while they come.
+        for n in 0..<300 {
+            broadcast.send(n)
+            if n % 50 == 49 { try? await Task.sleep(for: .milliseconds(20)) }
+        }
+        // `slow` got the first 100 values, in order, then its stream ended: no gap, and not silent.
+        #expect(await drain(slow) == Array(0..<100))
+        #expect(broadcast.overflowedSubscribers == 1)
+        #expect(reports.withLock { $0 } == ["a subscriber of test events fell 100 values behind and was ended"])
+        broadcast.finish()
+        let got = await readerGot.value
+        // The reader may have been slower than 100 values too on a loaded machine: then it ended
+        // the same way (a prefix, counted), never with a hole in the middle.
+        #expect(got == Array(0..<got.count))
+        #expect(got.count == 300 || broadcast.overflowedSubscribers == 2)
+    }
+
+    @Test func aSubscriberThatKeepsReadingGetsFarMoreValuesThanTheLimit() async {
+        let broadcast = Broadcast<Int>(limit: 64)
+        let stream = broadcast.stream()
+        let count = 20_000
+        let read = Monitor(0)
+        let got = Task {
+            var values: [Int] = []
+            for await value in stream {
+                values.append(value)
+                read.update { $0 += 1 }
+            }
+            return values
+        }
+        // Sent from a thread of its own (it waits; the reader runs on the task pool), in bursts of
+        // half the limit, each once the reader has taken all but a few.
+        let sender = Latch<Bool>()
+        Thread.detachNewThread {
+            var sent = 0
+            while sent < count {
+                for _ in 0..<32 { broadcast.send(sent); sent += 1 }
+                let target = sent - 16
+                guard read.wait(until: { $0 >= target }, timeout: 30) else { break }
+            }
+            broadcast.finish()
+            sender.set(sent == count)
+        }
+        let values = await got.value
+        #expect(sender.wait(timeout: 30) == true)
+        #expect(values == Array(0..<count))
+        #expect(broadcast.overflowedSubscribers == 0)
+    }
+
+    @Test func aSubscriberThatGoesAwayIsRemoved() async {
+        let broadcast = Broadcast<Int>()
+        do {
+            let stream = broadcast.stream()
+            _ = stream
+            #expect(broadcast.subscriberCount == 1)
+        }
+        // The stream is gone: its termination removes it (at the latest at the next send).
+        broadcast.send(1)
+        #expect(broadcast.subscriberCount == 0)
+    }
+
+    @Test func aStreamAskedForAfterFinishEndsAtOnce() async {
+        let broadcast = Broadcast<Int>()
+        broadcast.finish()
+        #expect(await drain(broadcast.stream(initial: 5)) == [5])
+    }
+
+    @Test func aSubscriberThatStopsReadingCostsAtMostTheLimit() {
+        // The bound the documentation gives: 4096 values; a player event is this big.
+        #expect(Broadcast<Player.Event>.defaultLimit == 4096)
+        #expect(MemoryLayout<Player.Event>.stride * Broadcast<Player.Event>.defaultLimit <= 128 * 1024)
+    }
+}
