@@ -65,6 +65,15 @@ public final class KioskSession: @unchecked Sendable {
     let decoderOpens = Atomic(0)
     private var lastLoop = 0
     private let presentationTasks = PresentationTasks()
+    /// Raised once a reader of this session has its first frames (`prerollFrames`), or reached its
+    /// end, or a file failed: presentation starts then (`present`).
+    private let firstFrames = OneShot()
+    /// How many frames the first reader hands out before presentation starts: the first picture
+    /// and the ones after it are ready when their vsyncs come.
+    static let prerollFrames = 3
+    /// How long presentation waits for them (seconds); then it starts anyway (the background
+    /// shows until a picture comes).
+    static let prerollLimit = 2.0
     private var backend: ReportingBackend!
     /// Where this session's output reports its state: `status.outputs[outputSlot]` (a follower
     /// writes into its leader's status; its own playlist state stays private).
@@ -144,10 +153,14 @@ public final class KioskSession: @unchecked Sendable {
             logger.info("pixel format converted with swscale once per frame", ["uri": uri, "from": from, "to": to])
             status.update { $0.conversions[uri] = "\(from) -> \(to)" }
         }
+        let firstFrames = firstFrames
         backend = ReportingBackend(inner: wrapBackend?(ffmpeg) ?? ffmpeg, slowLimit: slowStorageLimit, onFailure: { [weak self] url, error in
+            firstFrames.raise()
             self?.logFailure(uri: url.path, reason: "\(error)")
         }, onSlow: { [weak self] url, operation, seconds in
             self?.slowStorage(uri: url.path, operation: operation, seconds: seconds, limit: slowStorageLimit)
+        }, onFramesReady: {
+            firstFrames.raise()
         }, onOpen: { [weak self] in
             self?.decoderOpens.add(1, ordering: .relaxed)
         })
@@ -715,6 +728,17 @@ public final class KioskSession: @unchecked Sendable {
             onVsync?(n)
         }
         let (loop, current) = lock.withLock { (config.loop, config) }
+        if current.wall?.sync.mode != .clock {
+            // The players started decoding when they were made, just now (after the output had
+            // opened): the first pictures are decoded before the first vsync is asked for.
+            // (Under wall sync the start is a moment on the clock, half a second or more ahead.)
+            let deadline = ContinuousClock.now + .milliseconds(Int(Self.prerollLimit * 1000))
+            for session in [self] + regions where !session.firstFrames.wait(until: deadline) {
+                logger.info("no first frames within the preroll limit; presenting anyway",
+                            ["limit_s": Self.prerollLimit.formatted(decimals: 1), "output": output.name])
+                break
+            }
+        }
         if let sync = current.wall?.sync, sync.mode == .clock {
             try startClockSync(current, epoch: sync.epoch, clock: output.clock)
             for region in regions {
@@ -839,6 +863,31 @@ public final class KioskSession: @unchecked Sendable {
     }
 }
 
+/// A flag raised once, waited for with a deadline.
+final class OneShot: @unchecked Sendable {
+    // @unchecked: `raised` is guarded by `condition`.
+    private let condition = NSCondition()
+    private var raised = false
+
+    func raise() {
+        condition.withLock {
+            raised = true
+            condition.broadcast()
+        }
+    }
+
+    /// Whether the flag was raised by `deadline` (false: the wait ran out).
+    func wait(until deadline: ContinuousClock.Instant) -> Bool {
+        condition.withLock {
+            while !raised {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero, condition.wait(until: Date(timeIntervalSinceNow: left.seconds)) || raised else { return raised }
+            }
+            return true
+        }
+    }
+}
+
 /// What a task on the presentation thread may use.
 struct PresentationContext {
     let name: String
@@ -906,6 +955,8 @@ struct ReportingBackend: MediaBackend {
     let slowLimit: Double
     let onFailure: @Sendable (URL, any Error) -> Void
     let onSlow: @Sendable (URL, String, Double) -> Void
+    /// Told when a reader has handed out its first `KioskSession.prerollFrames` frames, or its end.
+    var onFramesReady: @Sendable () -> Void = {}
     /// Told of every reader (decoder) opened.
     var onOpen: @Sendable () -> Void = {}
 
@@ -913,7 +964,8 @@ struct ReportingBackend: MediaBackend {
 
     func openReader(_ url: URL) throws -> any FrameReader {
         onOpen()
-        return TimedReader(inner: try reporting(url, "open") { try inner.openReader(url) }, url: url, slowLimit: slowLimit, onSlow: onSlow)
+        return TimedReader(inner: try reporting(url, "open") { try inner.openReader(url) }, url: url, slowLimit: slowLimit, onSlow: onSlow,
+                           onFramesReady: onFramesReady)
     }
 
     func checkFirstFrame(_ url: URL) throws { try reporting(url, "first frame") { try inner.checkFirstFrame(url) } }
@@ -931,24 +983,42 @@ struct ReportingBackend: MediaBackend {
     }
 }
 
-/// A reader that reports a read or seek taking longer than `slowLimit` seconds.
+/// A reader that reports a read or seek taking longer than `slowLimit` seconds, and when it has
+/// handed out its first `KioskSession.prerollFrames` frames (or its end, or an error).
 final class TimedReader: FrameReader {
     let inner: any FrameReader
     let url: URL
     let slowLimit: Double
     let onSlow: @Sendable (URL, String, Double) -> Void
+    private var onFramesReady: (@Sendable () -> Void)?
+    private var handedOut = 0
 
-    init(inner: any FrameReader, url: URL, slowLimit: Double, onSlow: @escaping @Sendable (URL, String, Double) -> Void) {
+    init(inner: any FrameReader, url: URL, slowLimit: Double, onSlow: @escaping @Sendable (URL, String, Double) -> Void,
+         onFramesReady: (@Sendable () -> Void)? = nil) {
         self.inner = inner
         self.url = url
         self.slowLimit = slowLimit
         self.onSlow = onSlow
+        self.onFramesReady = onFramesReady
     }
 
     func nextFrame() throws -> (any PresentableFrame)? {
         let start = ContinuousClock.now
         defer { timed("read", since: start) }
-        return try inner.nextFrame()
+        do {
+            let frame = try inner.nextFrame()
+            handedOut += 1
+            if frame == nil || handedOut >= KioskSession.prerollFrames { framesReady() }
+            return frame
+        } catch {
+            framesReady()
+            throw error
+        }
+    }
+
+    private func framesReady() {
+        onFramesReady?()
+        onFramesReady = nil
     }
 
     func seek(to time: MediaTime) throws {
