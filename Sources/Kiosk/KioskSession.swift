@@ -67,7 +67,7 @@ public final class KioskSession: @unchecked Sendable {
     private let presentationTasks = PresentationTasks()
     /// Raised once a reader of this session has its first frames (`prerollFrames`), or reached its
     /// end, or a file failed: presentation starts then (`present`).
-    private let firstFrames = OneShot()
+    private let firstFrames = Latch<Bool>()
     /// How many frames the first reader hands out before presentation starts: the first picture
     /// and the ones after it are ready when their vsyncs come.
     static let prerollFrames = 3
@@ -155,12 +155,12 @@ public final class KioskSession: @unchecked Sendable {
         }
         let firstFrames = firstFrames
         backend = ReportingBackend(inner: wrapBackend?(ffmpeg) ?? ffmpeg, slowLimit: slowStorageLimit, onFailure: { [weak self] url, error in
-            firstFrames.raise()
+            firstFrames.set(true)
             self?.logFailure(uri: url.path, reason: "\(error)")
         }, onSlow: { [weak self] url, operation, seconds in
             self?.slowStorage(uri: url.path, operation: operation, seconds: seconds, limit: slowStorageLimit)
         }, onFramesReady: {
-            firstFrames.raise()
+            firstFrames.set(true)
         }, onOpen: { [weak self] in
             self?.decoderOpens.add(1, ordering: .relaxed)
         })
@@ -733,7 +733,8 @@ public final class KioskSession: @unchecked Sendable {
             // opened): the first pictures are decoded before the first vsync is asked for.
             // (Under wall sync the start is a moment on the clock, half a second or more ahead.)
             let deadline = ContinuousClock.now + .milliseconds(Int(Self.prerollLimit * 1000))
-            for session in [self] + regions where !session.firstFrames.wait(until: deadline) {
+            for session in [self] + regions
+            where session.firstFrames.wait(timeout: max(0, (deadline - ContinuousClock.now).seconds)) == nil {
                 logger.info("no first frames within the preroll limit; presenting anyway",
                             ["limit_s": Self.prerollLimit.formatted(decimals: 1), "output": output.name])
                 break
@@ -859,31 +860,6 @@ public final class KioskSession: @unchecked Sendable {
                 o.syncSkipped = sync.skipped
                 o.syncRestarts = sync.resyncs
             }
-        }
-    }
-}
-
-/// A flag raised once, waited for with a deadline.
-final class OneShot: @unchecked Sendable {
-    // @unchecked: `raised` is guarded by `condition`.
-    private let condition = NSCondition()
-    private var raised = false
-
-    func raise() {
-        condition.withLock {
-            raised = true
-            condition.broadcast()
-        }
-    }
-
-    /// Whether the flag was raised by `deadline` (false: the wait ran out).
-    func wait(until deadline: ContinuousClock.Instant) -> Bool {
-        condition.withLock {
-            while !raised {
-                let left = deadline - ContinuousClock.now
-                guard left > .zero, condition.wait(until: Date(timeIntervalSinceNow: left.seconds)) || raised else { return raised }
-            }
-            return true
         }
     }
 }
