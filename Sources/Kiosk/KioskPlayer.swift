@@ -19,18 +19,24 @@ public struct RunOptions: Sendable {
 }
 
 /// Plays a config on its output until `shouldContinue` turns false, `exitAfter` passes, or a
-/// playlist without loop ends.
+/// playlist without loop ends. The output opens first; the session is made for it.
 public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
                      shouldContinue: @escaping () -> Bool) throws -> PresentationStats {
-    let session = KioskSession(config: config, configPath: nil, logger: logger, node: options.node)
-    return try runKiosk(session: session, config: config, options: options, logger: logger, shouldContinue: shouldContinue)
+    try runKiosk(config: config, options: options, logger: logger, makeSession: { output in
+        KioskSession(config: config, configPath: nil, logger: logger, node: options.node, output: output)
+    }, shouldContinue: shouldContinue)
 }
 
-/// Makes the outputs `config` gives this node and presents `session` on them: the first on the
+/// Opens the outputs `config` gives this node and presents a session on each: the first on the
 /// calling thread, which becomes its presentation thread (its GL context is made and used there),
-/// each other one on a thread of its own with a follower session on the same timeline. Each item
+/// each other one on a thread of its own with a follower session on the same timeline. Each
+/// output opens before its session: `makeSession` is called on the calling thread with what the
+/// first output can do (`OutputCapabilities`) and makes the session that plays on it; the
+/// followers are made the same way once their own outputs have opened. So no decoder starts
+/// before its output exists, and each knows from its first frame what to give it. Each item
 /// decodes on a thread of its own. Returns the first output's figures once every output has stopped.
-public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOptions, logger: Logger,
+public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
+                     makeSession: (OutputCapabilities) throws -> KioskSession,
                      onVsync: ((Int64) -> Void)? = nil, shouldContinue: @escaping () -> Bool) throws -> PresentationStats {
     let (kind, reason) = try resolveOutputKind(config.display.output)
     logger.info("decoder chosen", ["hwdec": config.hardwareDecoding.rawValue,
@@ -47,51 +53,65 @@ public func runKiosk(session: KioskSession, config: KioskConfig, options: RunOpt
     }
     defer { card?.close() }  // after every output has closed (the followers are joined below)
     let trace = try options.tracePath.map { try TraceWriter(path: $0) }
-    // The node's other outputs: each its own session, output and thread.
+    // The node's other outputs: each its own thread, output and session (made once the first
+    // output's session exists: followers are made by it).
     var threads: [(name: String, done: DispatchSemaphore)] = []
     final class Flag: Sendable { let raised = Atomic(false) }
     let mainDone = Flag()
-    for (slot, wallOutput) in wallOutputs.enumerated().dropFirst() {
-        guard let wallOutput else { continue }
-        let outputLogger = logger.with(["output": wallOutput.name])
-        let follower = session.makeFollower(slot: slot, logger: outputLogger)
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread { [card, trace] in
-            defer { done.signal() }
-            do {
-                _ = try presentOutput(session: follower, kind: kind, reason: reason, card: card, trace: trace, config: config,
-                                      wallOutput: wallOutput, options: options, logger: outputLogger, onVsync: nil) {
-                    !mainDone.raised.load(ordering: .relaxed)
-                }
-            } catch {
-                outputLogger.error("output stopped", ["error": "\(error)"])
-            }
-            follower.player.removeAllItems()  // ends its decode threads
-        }
-        thread.name = "marquee-present-\(slot)"
-        thread.stackSize = 8 << 20
-        thread.start()
-        threads.append((wallOutput.name, done))
-    }
     defer {
         mainDone.raised.store(true, ordering: .relaxed)
         for (name, done) in threads where done.wait(timeout: .now() + 10) == .timedOut {
             logger.error("output did not stop within 10 s", ["output": name])
         }
     }
-    let stats = try presentOutput(session: session, kind: kind, reason: reason, card: card, trace: trace, config: config,
+    let startFollowers = { (session: KioskSession) in
+        for (slot, wallOutput) in wallOutputs.enumerated().dropFirst() {
+            guard let wallOutput else { continue }
+            let outputLogger = logger.with(["output": wallOutput.name])
+            let done = DispatchSemaphore(value: 0)
+            let thread = Thread { [card, trace] in
+                defer { done.signal() }
+                var follower: KioskSession?
+                do {
+                    _ = try presentOutput(kind: kind, reason: reason, card: card, trace: trace, config: config,
+                                          wallOutput: wallOutput, options: options, logger: outputLogger, onVsync: nil,
+                                          makeSession: { output in
+                                              let made = session.makeFollower(slot: slot, output: output, logger: outputLogger)
+                                              follower = made
+                                              return made
+                                          }) {
+                        !mainDone.raised.load(ordering: .relaxed)
+                    }
+                } catch {
+                    outputLogger.error("output stopped", ["error": "\(error)"])
+                }
+                follower?.player.removeAllItems()  // ends its decode threads
+            }
+            thread.name = "marquee-present-\(slot)"
+            thread.stackSize = 8 << 20
+            thread.start()
+            threads.append((wallOutput.name, done))
+        }
+    }
+    let stats = try presentOutput(kind: kind, reason: reason, card: card, trace: trace, config: config,
                                   wallOutput: wallOutputs[0], options: options, logger: logger, onVsync: onVsync,
-                                  shouldContinue: shouldContinue)
+                                  makeSession: { output in
+                                      let session = try makeSession(output)
+                                      startFollowers(session)
+                                      return session
+                                  }, shouldContinue: shouldContinue)
     logger.info("stopped", ["frames": "\(stats.presented)", "dropped": "\(stats.dropped)",
                             "delayed": "\(stats.delayed)", "decoder-dropped": "\(stats.decoderDropped)",
                             "stalls": "\(stats.stalls)", "vsync": "\(stats.lastVsync)"])
     return stats
 }
 
-/// Makes one output (wall output `wallOutput` of this node, or the display) and presents `session` on it.
-private func presentOutput(session: KioskSession, kind: OutputKind, reason: String, card: KMSCard?, trace: TraceWriter?,
+/// Opens one output (wall output `wallOutput` of this node, or the display), then makes its
+/// session with what the output can do (`makeSession`, on this thread) and presents it there.
+private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, trace: TraceWriter?,
                            config: KioskConfig, wallOutput: WallConfig.Output?, options: RunOptions, logger: Logger,
-                           onVsync: ((Int64) -> Void)?, shouldContinue: @escaping () -> Bool) throws -> PresentationStats {
+                           onVsync: ((Int64) -> Void)?, makeSession: (OutputCapabilities) throws -> KioskSession,
+                           shouldContinue: @escaping () -> Bool) throws -> PresentationStats {
     if kind == .kms {
         var settings = config.display.kms
         if let connector = wallOutput?.connector { settings.connector = connector }
@@ -100,13 +120,13 @@ private func presentOutput(session: KioskSession, kind: OutputKind, reason: Stri
         output.layer.gravity = config.display.gravity
         output.layer.rotation = config.display.rotation
         applyWall(config, output: wallOutput, to: output.layer, logger: logger)
-        session.enableZeroCopy(context: output.glContext, layer: output.layer, logger: logger)
+        let capabilities = output.openCapabilities(conversion: config.display.conversion)
         logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
                                       "api": output.api.rawValue, "format": output.format.rawValue, "rotation": "\(output.layer.rotation.rawValue)",
                                       "fences": output.nativeFences ? "native" : "none", "renderTiming": output.renderTiming,
                                       "hotplug": output.hotplugSource, "renderer": output.renderer])
-        session.textureLimit.set(output.glContext.maxTextureSize)  // before the conversion, which the first frame waits for
-        chooseConversion(config, renderer: output.renderer, session: session, logger: logger)
+        logCapabilities(capabilities, setting: config.display.conversion, logger: logger)
+        let session = try makeSession(capabilities)
         // No display yet, or it goes away: the output waits (the player is not asked for frames, so
         // decoding stays paused), the control socket answers, and health says why.
         session.updateOutput { $0 = .init(name: output.name, mode: "-", connected: false) }
@@ -130,23 +150,29 @@ private func presentOutput(session: KioskSession, kind: OutputKind, reason: Stri
     output.layer.gravity = config.display.gravity
     output.layer.rotation = config.display.rotation
     applyWall(config, output: wallOutput, to: output.layer, logger: logger)
-    session.enableZeroCopy(context: output.context, layer: output.layer, logger: logger)
+    let capabilities = output.openCapabilities(conversion: config.display.conversion)
     logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason,
                                   "mode": "\(config.display.mode)", "rotation": "\(output.layer.rotation.rawValue)",
                                   "clock": options.clock.rawValue,
                                   "renderer": output.context.renderer])
-    session.textureLimit.set(output.context.maxTextureSize)  // before the conversion, which the first frame waits for
-    chooseConversion(config, renderer: output.context.renderer, session: session, logger: logger)
+    logCapabilities(capabilities, setting: config.display.conversion, logger: logger)
+    let session = try makeSession(capabilities)
     return try session.present(on: output, options: options, trace: trace, shouldContinue: shouldContinue, onVsync: onVsync)
 }
 
-/// Chooses, once per output, where Y'CbCr becomes RGB (`display.conversion`) for the decoders
-/// of `session`.
-func chooseConversion(_ config: KioskConfig, renderer: String, session: KioskSession, logger: Logger) {
-    let choice = chooseColorConversion(config.display.conversion, renderer: renderer)
-    session.colorConversion.set(choice.conversion)
-    logger.info("colour conversion chosen", ["conversion": choice.conversion.rawValue, "why": choice.reason,
-                                             "setting": config.display.conversion.rawValue, "renderer": renderer])
+/// Says what an output that opened can do: its colour conversion (and why), its texture limit
+/// and DMA-BUF import.
+func logCapabilities(_ output: OutputCapabilities, setting: ColorConversionMode, logger: Logger) {
+    logger.info("colour conversion chosen", ["conversion": output.colorConversion.rawValue, "why": output.colorConversionReason,
+                                             "setting": setting.rawValue, "renderer": output.renderer])
+    logger.debug("DMA-BUF import", ["import": output.dmabuf.importsDMABufs ? "yes" : "no",
+                                    "modifiers": output.dmabuf.importsModifiers ? "yes" : "no",
+                                    "external_images": output.dmabuf.samplesExternalImages ? "yes" : "no",
+                                    "importer": output.dmabuf.importerFailure ?? (output.dmabuf.canImport ? "made" : "none"),
+                                    "max_texture": output.maxTextureSize.map { "\($0)" } ?? "-"])
+    if let failure = output.dmabuf.importerFailure {
+        logger.info("DMA-BUF import unavailable: hardware frames are copied", ["error": failure])
+    }
 }
 
 /// Places the picture for a wall output: it shows its rectangle of the canvas (bezels are the

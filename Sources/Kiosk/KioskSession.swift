@@ -65,6 +65,15 @@ public final class KioskSession: @unchecked Sendable {
     let decoderOpens = Atomic(0)
     private var lastLoop = 0
     private let presentationTasks = PresentationTasks()
+    /// Raised once a reader of this session has its first frames (`prerollFrames`), or reached its
+    /// end, or a file failed: presentation starts then (`present`).
+    private let firstFrames = Latch<Bool>()
+    /// How many frames the first reader hands out before presentation starts: the first picture
+    /// and the ones after it are ready when their vsyncs come.
+    static let prerollFrames = 3
+    /// How long presentation waits for them (seconds); then it starts anyway (the background
+    /// shows until a picture comes).
+    static let prerollLimit = 2.0
     private var backend: ReportingBackend!
     /// Where this session's output reports its state: `status.outputs[outputSlot]` (a follower
     /// writes into its leader's status; its own playlist state stays private).
@@ -81,41 +90,36 @@ public final class KioskSession: @unchecked Sendable {
     /// A probe, open or read of a file that takes longer than this (seconds) degrades health as
     /// slow storage.
     public static let slowStorageLimit = 2.0
-    /// Where decoders find the output's DMA-BUF import (`enableZeroCopy`); decoders that open
-    /// before the output exists wait for it a little.
-    public let interopSlot: InteropTargetSlot
-    /// Where frames become RGB: the output sets it when it starts (`runKiosk`), the decode threads follow it.
-    public let colorConversion: ColorConversionSwitch
-    /// The output's largest texture side (`GL_MAX_TEXTURE_SIZE`), set when it starts: decode
-    /// threads scale larger frames down to it.
-    public let textureLimit: TextureSizeLimit
+    /// What this session's output can do, given when the session is made (its output has opened
+    /// by then): the colour conversion, the texture limit and DMA-BUF import its decoders follow
+    /// from their first frame.
+    public let output: OutputCapabilities
 
+    /// A session for an output that has opened: its players and decoders are made for `output`
+    /// (what it said it can do as it opened), and playing starts here.
     /// - Parameter configPath: the file `reload` reads again (nil: reload is refused).
     /// - Parameter node: the wall node this process is (`--node`; nil: the host name). The session
     ///   presents the node's first wall output: the playlist of the region it shows.
     public convenience init(config: KioskConfig, configPath: String?, logger: Logger, node: String? = nil,
-                            overrides: @escaping @Sendable (inout KioskConfig) -> Void = { _ in }) {
+                            output: OutputCapabilities, overrides: @escaping @Sendable (inout KioskConfig) -> Void = { _ in }) {
         self.init(config: config, configPath: configPath, logger: logger, node: node ?? defaultWallNodeName(),
-                  overrides: overrides, outputStatus: nil, outputSlot: 0)
+                  overrides: overrides, output: output, outputStatus: nil, outputSlot: 0)
     }
 
     /// A session whose media backend is `wrapBackend` of the FFmpeg one (tests: a decoder that
     /// blocks, a slow disk), with `slowStorageLimit` for what counts as a slow probe, open or read.
-    convenience init(config: KioskConfig, logger: Logger, slowStorageLimit: Double,
+    convenience init(config: KioskConfig, logger: Logger, output: OutputCapabilities, slowStorageLimit: Double,
                      wrapBackend: @escaping (any MediaBackend) -> any MediaBackend) {
         self.init(config: config, configPath: nil, logger: logger, node: defaultWallNodeName(), overrides: { _ in },
-                  outputStatus: nil, outputSlot: 0, slowStorageLimit: slowStorageLimit, wrapBackend: wrapBackend)
+                  output: output, outputStatus: nil, outputSlot: 0, slowStorageLimit: slowStorageLimit, wrapBackend: wrapBackend)
     }
 
     private init(config: KioskConfig, configPath: String?, logger: Logger, node: String,
-                 overrides: @escaping @Sendable (inout KioskConfig) -> Void, outputStatus: KioskStatus?, outputSlot: Int,
-                 regionRank: Int = 0, sameOutputAs leader: KioskSession? = nil,
+                 overrides: @escaping @Sendable (inout KioskConfig) -> Void, output: OutputCapabilities,
+                 outputStatus: KioskStatus?, outputSlot: Int, regionRank: Int = 0,
                  slowStorageLimit: Double = KioskSession.slowStorageLimit,
                  wrapBackend: ((any MediaBackend) -> any MediaBackend)? = nil) {
-        // The sessions of one output's regions draw through one layer: they share its choices.
-        interopSlot = leader?.interopSlot ?? InteropTargetSlot()
-        colorConversion = leader?.colorConversion ?? .undecided()
-        textureLimit = leader?.textureLimit ?? TextureSizeLimit()
+        self.output = output
         let status = KioskStatus()
         self.status = status
         self.outputStatus = outputStatus ?? status
@@ -129,12 +133,11 @@ public final class KioskSession: @unchecked Sendable {
         self.overrides = overrides
         self.logger = logger
         player = QueuePlayer(logger: logger)
-        var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding) { [weak self] uri, info, path in
+        // The output has opened: every decoder knows from its first frame what to give it.
+        var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding, output: output,
+                                   interop: DMABufInterop(support: output.dmabuf)) { [weak self] uri, info, path in
             self?.decoderOpened(uri: uri, info: info, path: path)
         }
-        ffmpeg.display = interopSlot
-        ffmpeg.colorConversion = colorConversion
-        ffmpeg.textureLimit = textureLimit
         ffmpeg.onDownscale = { [weak self] uri, from, to in
             guard let self, lock.withLock({ loggedOpens.insert("downscale|\(uri)").inserted }) else { return }
             logger.warning("picture larger than the output's largest texture; scaled down with swscale",
@@ -150,10 +153,14 @@ public final class KioskSession: @unchecked Sendable {
             logger.info("pixel format converted with swscale once per frame", ["uri": uri, "from": from, "to": to])
             status.update { $0.conversions[uri] = "\(from) -> \(to)" }
         }
+        let firstFrames = firstFrames
         backend = ReportingBackend(inner: wrapBackend?(ffmpeg) ?? ffmpeg, slowLimit: slowStorageLimit, onFailure: { [weak self] url, error in
+            firstFrames.set(true)
             self?.logFailure(uri: url.path, reason: "\(error)")
         }, onSlow: { [weak self] url, operation, seconds in
             self?.slowStorage(uri: url.path, operation: operation, seconds: seconds, limit: slowStorageLimit)
+        }, onFramesReady: {
+            firstFrames.set(true)
         }, onOpen: { [weak self] in
             self?.decoderOpens.add(1, ordering: .relaxed)
         })
@@ -187,15 +194,17 @@ public final class KioskSession: @unchecked Sendable {
     /// several outputs plays by the clock (`KioskConfig.forWallOutput`), so all follow one
     /// timeline. Reloads and stops reach it through this one; other commands act on this session's
     /// player (under clock sync every output follows the clock).
-    public func makeFollower(slot: Int, logger: Logger) -> KioskSession {
-        makeFollower(slot: slot, regionRank: 0, logger: logger)
+    /// `output` is what that output said it can do as it opened (it opens before its session).
+    public func makeFollower(slot: Int, output: OutputCapabilities, logger: Logger) -> KioskSession {
+        makeFollower(slot: slot, regionRank: 0, output: output, logger: logger)
     }
 
-    /// A session for the `regionRank`th region that output `slot` shows (a mosaic).
-    func makeFollower(slot: Int, regionRank: Int, logger: Logger) -> KioskSession {
+    /// A session for the `regionRank`th region that output `slot` shows (a mosaic: the regions of
+    /// one output draw through one layer, so they share its capabilities).
+    func makeFollower(slot: Int, regionRank: Int, output: OutputCapabilities, logger: Logger) -> KioskSession {
         let follower = KioskSession(config: lock.withLock { unselectedConfig }, configPath: nil, logger: logger, node: node,
-                                    overrides: overrides, outputStatus: status, outputSlot: slot, regionRank: regionRank,
-                                    sameOutputAs: regionRank > 0 ? self : nil)
+                                    overrides: overrides, output: output, outputStatus: status, outputSlot: slot,
+                                    regionRank: regionRank)
         lock.withLock { followers.append(follower) }
         if isStopped { follower.stop() }
         return follower
@@ -641,7 +650,7 @@ public final class KioskSession: @unchecked Sendable {
         let layer = output.layer
         // A mosaic output shows several regions: a session of its own plays each further one.
         let regions = (1..<max(1, layer.mosaicRegions.count)).map { rank in
-            makeFollower(slot: outputSlot, regionRank: rank, logger: logger.with(["region": "\(rank)"]))
+            makeFollower(slot: outputSlot, regionRank: rank, output: self.output, logger: logger.with(["region": "\(rank)"]))
         }
         defer { for region in regions { region.player.removeAllItems() } }  // ends their decode threads
         let presenter = try PlayerPresenter(players: [player] + regions.map(\.player), output: output, trace: trace, logger: logger,
@@ -719,6 +728,18 @@ public final class KioskSession: @unchecked Sendable {
             onVsync?(n)
         }
         let (loop, current) = lock.withLock { (config.loop, config) }
+        if current.wall?.sync.mode != .clock {
+            // The players started decoding when they were made, just now (after the output had
+            // opened): the first pictures are decoded before the first vsync is asked for.
+            // (Under wall sync the start is a moment on the clock, half a second or more ahead.)
+            let deadline = ContinuousClock.now + .milliseconds(Int(Self.prerollLimit * 1000))
+            for session in [self] + regions
+            where session.firstFrames.wait(timeout: max(0, (deadline - ContinuousClock.now).seconds)) == nil {
+                logger.info("no first frames within the preroll limit; presenting anyway",
+                            ["limit_s": Self.prerollLimit.formatted(decimals: 1), "output": output.name])
+                break
+            }
+        }
         if let sync = current.wall?.sync, sync.mode == .clock {
             try startClockSync(current, epoch: sync.epoch, clock: output.clock)
             for region in regions {
@@ -910,6 +931,8 @@ struct ReportingBackend: MediaBackend {
     let slowLimit: Double
     let onFailure: @Sendable (URL, any Error) -> Void
     let onSlow: @Sendable (URL, String, Double) -> Void
+    /// Told when a reader has handed out its first `KioskSession.prerollFrames` frames, or its end.
+    var onFramesReady: @Sendable () -> Void = {}
     /// Told of every reader (decoder) opened.
     var onOpen: @Sendable () -> Void = {}
 
@@ -917,7 +940,8 @@ struct ReportingBackend: MediaBackend {
 
     func openReader(_ url: URL) throws -> any FrameReader {
         onOpen()
-        return TimedReader(inner: try reporting(url, "open") { try inner.openReader(url) }, url: url, slowLimit: slowLimit, onSlow: onSlow)
+        return TimedReader(inner: try reporting(url, "open") { try inner.openReader(url) }, url: url, slowLimit: slowLimit, onSlow: onSlow,
+                           onFramesReady: onFramesReady)
     }
 
     func checkFirstFrame(_ url: URL) throws { try reporting(url, "first frame") { try inner.checkFirstFrame(url) } }
@@ -935,24 +959,42 @@ struct ReportingBackend: MediaBackend {
     }
 }
 
-/// A reader that reports a read or seek taking longer than `slowLimit` seconds.
+/// A reader that reports a read or seek taking longer than `slowLimit` seconds, and when it has
+/// handed out its first `KioskSession.prerollFrames` frames (or its end, or an error).
 final class TimedReader: FrameReader {
     let inner: any FrameReader
     let url: URL
     let slowLimit: Double
     let onSlow: @Sendable (URL, String, Double) -> Void
+    private var onFramesReady: (@Sendable () -> Void)?
+    private var handedOut = 0
 
-    init(inner: any FrameReader, url: URL, slowLimit: Double, onSlow: @escaping @Sendable (URL, String, Double) -> Void) {
+    init(inner: any FrameReader, url: URL, slowLimit: Double, onSlow: @escaping @Sendable (URL, String, Double) -> Void,
+         onFramesReady: (@Sendable () -> Void)? = nil) {
         self.inner = inner
         self.url = url
         self.slowLimit = slowLimit
         self.onSlow = onSlow
+        self.onFramesReady = onFramesReady
     }
 
     func nextFrame() throws -> (any PresentableFrame)? {
         let start = ContinuousClock.now
         defer { timed("read", since: start) }
-        return try inner.nextFrame()
+        do {
+            let frame = try inner.nextFrame()
+            handedOut += 1
+            if frame == nil || handedOut >= KioskSession.prerollFrames { framesReady() }
+            return frame
+        } catch {
+            framesReady()
+            throw error
+        }
+    }
+
+    private func framesReady() {
+        onFramesReady?()
+        onFramesReady = nil
     }
 
     func seek(to time: MediaTime) throws {
@@ -970,30 +1012,6 @@ final class TimedReader: FrameReader {
     private func timed(_ operation: String, since start: ContinuousClock.Instant) {
         let took = (ContinuousClock.now - start).seconds
         if took > slowLimit { onSlow(url, operation, took) }
-    }
-}
-
-extension KioskSession {
-    /// Lets hardware decoders keep their frames in DMA-BUFs where the output's EGL display can
-    /// import them: gives `layer` an importer and decoders the display's choice (`DMABufInterop`).
-    /// Each item's decoder then chooses dmabuf or copy once, from its first frame.
-    public func enableZeroCopy(context: GLContext, layer: PlayerLayer, logger: Logger) {
-        let support = DMABufDisplaySupport(context: context)
-        if support.importsDMABufs && support.samplesExternalImages {
-            do {
-                layer.dmabufImporter = try DMABufImporter(context: context)
-                try layer.prepareExternalImages()
-            } catch {
-                layer.dmabufImporter = nil
-                logger.info("DMA-BUF import unavailable: hardware frames are copied", ["error": "\(error)"])
-                interopSlot.set(nil)
-                return
-            }
-        }
-        interopSlot.set(DMABufInterop(support: support))
-        logger.debug("DMA-BUF import", ["import": support.importsDMABufs ? "yes" : "no",
-                                        "modifiers": support.importsModifiers ? "yes" : "no",
-                                        "external_images": support.samplesExternalImages ? "yes" : "no"])
     }
 }
 

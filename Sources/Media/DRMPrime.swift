@@ -108,8 +108,10 @@ public struct DRMPrimeDescriptor: Sendable, Equatable {
     }
 }
 
-/// Tells a decoder that the display could not import one of its frames: it copies the rest of
-/// its item. Shared by the decoder (decode thread) and its frames (presentation thread).
+/// The one way back from the display to a decoder, made when the decoder opens and carried by
+/// each of its DMA-BUF frames: a one-shot flag the layer raises when it cannot import one (it
+/// draws that frame copied); the decoder reads it before each frame and copies the rest of its
+/// item. Set once (later reports are ignored), never waited for.
 final class InteropFeedback: Sendable {
     private let failure = Mutex<String?>(nil)
     func report(_ reason: String) { failure.withLock { if $0 == nil { $0 = reason } } }
@@ -210,41 +212,14 @@ public final class DRMPrimeFrame: @unchecked Sendable {
 }
 
 /// The display side of zero-copy: decides, once per decoder (item), whether its frames are
-/// imported as DMA-BUFs or copied. Implemented by `Render` (which knows the EGL display).
+/// imported as DMA-BUFs or copied. Implemented by `Render` (`DMABufInterop`, from the output's
+/// capabilities) and given to the backend when it is made, after the output has opened.
 public protocol FrameInteropTarget: Sendable {
     /// - Parameters:
     ///   - hardware: the hardware path in use.
     ///   - firstFrame: the first frame's DRM PRIME descriptor, the reason the path gives none
     ///     (CUDA frames, a decoder that gave memory frames, a failed map).
     func chooseInterop(hardware: HardwareDecoding, firstFrame: Result<DRMPrimeDescriptor, MediaError>) -> InteropChoice
-}
-
-/// Where decoders find the display's `FrameInteropTarget`. The playlist may start decoding before
-/// the output (and its EGL display) exists: a decoder that can zero-copy waits for `set` (at most
-/// `waitLimit`, then copies and says why).
-public final class InteropTargetSlot: Sendable {
-    /// The display's choice once set (its `target` nil: no display can import).
-    private struct Choice { let target: (any FrameInteropTarget)? }
-    private let choice = Monitor<Choice?>(nil)
-    public let waitLimit: Double
-
-    public init(waitLimit: Double = 2) { self.waitLimit = waitLimit }
-
-    /// The display's target (nil: no display can import; frames are copied). The outputs sharing
-    /// the slot set it each; the latest is what later decoders get.
-    public func set(_ target: (any FrameInteropTarget)?) {
-        choice.update { $0 = Choice(target: target) }
-    }
-
-    /// The target, waiting up to `waitLimit` seconds for the display to set it; the error says
-    /// what was waited for.
-    func wait() -> Result<(any FrameInteropTarget)?, MediaError> {
-        guard let choice = choice.wait(until: { $0 != nil }, timeout: waitLimit, then: { choice, _ in choice }) else {
-            return .failure(MediaError(uri: "display", call: "InteropTargetSlot.wait",
-                                       reason: "the output's EGL display was not ready within \(waitLimit) s"))
-        }
-        return .success(choice.target)
-    }
 }
 
 extension DRMPrimeFrame {

@@ -15,24 +15,27 @@ public struct FFmpegBackend: MediaBackend {
     /// Told when a reader's first frame had to be converted with swscale: the file, the decoded
     /// format and the format drawn.
     public var onConversion: (@Sendable (String, String, String) -> Void)?
-    /// Where readers find the display's DMA-BUF import (zero-copy); nil: hardware frames are copied.
-    public var display: InteropTargetSlot?
+    /// What the output the frames are for can do, known before any reader opens (the output
+    /// opens first): its colour conversion (`.cpu`: each frame becomes RGBA on the decode thread)
+    /// and its largest texture side (larger frames are scaled down there, keeping their aspect).
+    /// `.unconstrained`: frames as decoded.
+    public var output: OutputCapabilities
+    /// The output's DMA-BUF decision (zero-copy), made from its capabilities: each hardware
+    /// decoder asks it once, at its first frame. nil: hardware frames are copied.
+    public var interop: (any FrameInteropTarget)?
     /// How long a still image (PNG, JPEG) at this path shows, in seconds; nil: 10 s.
     public var stillDuration: (@Sendable (String) -> Double?)?
-    /// Where readers' frames are converted to RGB (read per frame): `.cpu` turns each into RGBA
-    /// on the decode thread. nil: the shader converts.
-    public var colorConversion: ColorConversionSwitch?
-    /// The output's largest texture side: frames larger than it are scaled down to fit on the
-    /// decode thread (keeping their aspect). nil: frames keep their size.
-    public var textureLimit: TextureSizeLimit?
     /// Told when a reader's first frame too large for the output was scaled down: the file, the
     /// decoded size and the size drawn.
     public var onDownscale: (@Sendable (String, String, String) -> Void)?
 
-    public init(threads: Int = 0, hardware: HardwareDecoding = .none,
+    public init(threads: Int = 0, hardware: HardwareDecoding = .none, output: OutputCapabilities = .unconstrained,
+                interop: (any FrameInteropTarget)? = nil,
                 onOpen: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil) {
         self.threads = threads
         self.hardware = hardware
+        self.output = output
+        self.interop = interop
         self.onOpen = onOpen
     }
 
@@ -65,13 +68,11 @@ public struct FFmpegBackend: MediaBackend {
     }
 
     public func openReader(_ url: URL) throws -> any FrameReader {
-        let decoder = try VideoDecoder(path: url.path, threads: threads, hardware: hardware, display: display)
+        let decoder = try VideoDecoder(path: url.path, threads: threads, hardware: hardware, interop: interop)
         if decoder.info.isStillImage { decoder.stillDuration = still(url.path) }
         onOpen?(url.path, decoder.info, decoder.decodingPath)
-        let reader = DecoderReader(decoder: decoder, onChange: onOpen, onConversion: onConversion, colorConversion: colorConversion)
-        reader.textureLimit = textureLimit
-        reader.onDownscale = onDownscale
-        return reader
+        return DecoderReader(decoder: decoder, conversion: output.colorConversion, maxTextureSide: output.maxTextureSize,
+                             onChange: onOpen, onConversion: onConversion, onDownscale: onDownscale)
     }
 }
 
@@ -79,15 +80,17 @@ public struct FFmpegBackend: MediaBackend {
 /// decoding path (hardware failing over to software mid-stream) through `onChange`.
 final class DecoderReader: FrameReader {
     let decoder: VideoDecoder
+    /// The output's conversion: `.cpu` turns every frame into RGBA here.
+    private let conversion: ColorConversion
+    /// The output's largest texture side: larger frames are scaled down here (nil: no limit).
+    private let maxTextureSide: Int?
     private let onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)?
     private let onConversion: (@Sendable (String, String, String) -> Void)?
-    private let colorConversion: ColorConversionSwitch?
+    private let onDownscale: (@Sendable (String, String, String) -> Void)?
     /// Made at the first frame converted to RGBA.
     private var rgba: RGBAConverter?
     private var path: DecodingPath
     private var first = true
-    var textureLimit: TextureSizeLimit?
-    var onDownscale: (@Sendable (String, String, String) -> Void)?
     /// Made at the first frame larger than the texture limit.
     private var downscaler: RGBAConverter?
     private var reportedDownscale = false
@@ -95,12 +98,16 @@ final class DecoderReader: FrameReader {
     /// Decoded frames ending by this item time are discarded unconverted (they are late).
     private var discardEndingBy: (@Sendable () -> MediaTime?)?
 
-    init(decoder: VideoDecoder, onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil,
-         onConversion: (@Sendable (String, String, String) -> Void)? = nil, colorConversion: ColorConversionSwitch? = nil) {
+    init(decoder: VideoDecoder, conversion: ColorConversion = .shader, maxTextureSide: Int? = nil,
+         onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil,
+         onConversion: (@Sendable (String, String, String) -> Void)? = nil,
+         onDownscale: (@Sendable (String, String, String) -> Void)? = nil) {
         self.decoder = decoder
+        self.conversion = conversion
+        self.maxTextureSide = maxTextureSide
         self.onChange = onChange
         self.onConversion = onConversion
-        self.colorConversion = colorConversion
+        self.onDownscale = onDownscale
         path = decoder.decodingPath
     }
 
@@ -113,18 +120,15 @@ final class DecoderReader: FrameReader {
             frame = try decoder.nextFrame()
             discarded += 1
         }
-        // The first frame waits (briefly) for the output to choose; later ones follow the switch.
-        if let decoded = frame, let colorConversion,
-           (first ? colorConversion.waitForChoice(timeout: 0.5) : colorConversion.conversion) == .cpu {
+        // Every frame, the first one included, in the form the output draws fastest: the output
+        // said which before this reader opened.
+        if let decoded = frame, conversion == .cpu {
             let converter = rgba ?? RGBAConverter()
             rgba = converter
             frame = try converter.convert(decoded)  // the decoded frame is freed here, its buffers reused
         }
-        // A frame the output cannot hold as a texture is scaled down to fit (the first frame
-        // waits briefly for the output to say its limit, as for the conversion).
-        if let decoded = frame, let textureLimit,
-           let limit = first ? textureLimit.waitForValue(timeout: 0.5) : textureLimit.maxSide,
-           decoded.width > limit || decoded.height > limit {
+        // A frame the output cannot hold as a texture is scaled down to fit.
+        if let decoded = frame, let limit = maxTextureSide, decoded.width > limit || decoded.height > limit {
             let inMemory = decoded.drmPrime == nil ? decoded : try decoded.copiedToMemory()
             let scaler = downscaler ?? RGBAConverter()
             downscaler = scaler

@@ -2,79 +2,6 @@ import Foundation
 import CFFmpeg
 import Playback
 
-/// Where Y'CbCr becomes R'G'B' for the screen.
-public enum ColorConversion: String, Sendable, CaseIterable {
-    /// The player layer's shader converts the planes as it draws them (any format, any scaling).
-    case shader
-    /// Each decode thread converts its frames to RGBA with swscale (`RGBAConverter`), and the layer
-    /// draws one RGBA texture with a plain texture fetch: for software renderers (llvmpipe), where
-    /// running the conversion shader over every pixel costs more than the whole conversion on the CPU.
-    case cpu
-}
-
-/// `display.conversion`: `auto` chooses from the renderer when the output starts (Render's
-/// `chooseColorConversion`); `shader` and `cpu` force one.
-public enum ColorConversionMode: String, Sendable, CaseIterable {
-    case auto, shader, cpu
-}
-
-/// The conversion the decode threads follow: set by the output when it starts (once; its renderer
-/// decides), read for every frame by every decode thread. A switch made undecided (the kiosk's:
-/// decoding starts while the output is still being made) has each decoder's first frame wait a
-/// little for the choice, so that the first picture is already in the form the renderer draws
-/// fastest; frames converted before it is set stay Y'CbCr, which the layer draws either way.
-public final class ColorConversionSwitch: Sendable {
-    /// nil: not chosen yet.
-    private let state: Monitor<ColorConversion?>
-
-    public init(_ conversion: ColorConversion = .shader) { state = Monitor(conversion) }
-
-    private init(undecided: Void) { state = Monitor(nil) }
-
-    /// A switch whose choice is still to come.
-    public static func undecided() -> ColorConversionSwitch { ColorConversionSwitch(undecided: ()) }
-
-    /// The choice; the shader's while none is made.
-    public var conversion: ColorConversion { state.withLock { $0 ?? .shader } }
-
-    public func set(_ conversion: ColorConversion) { state.update { $0 = conversion } }
-
-    /// The conversion once it is chosen, waiting up to `timeout` seconds for the choice (then the
-    /// shader's: frames stay Y'CbCr).
-    public func waitForChoice(timeout: Double) -> ColorConversion {
-        state.wait(until: { $0 != nil }, timeout: timeout) { choice, _ in choice ?? .shader }
-    }
-}
-
-/// The largest picture side the output can hold as one texture (`GL_MAX_TEXTURE_SIZE`): set by the
-/// output when it starts, as `ColorConversionSwitch` is; decode threads downscale larger frames to
-/// fit (keeping their aspect) before they reach the layer.
-public final class TextureSizeLimit: Sendable {
-    /// 0: not known yet.
-    private let side: Monitor<Int>
-
-    public init(_ maxSide: Int? = nil) { side = Monitor(max(0, maxSide ?? 0)) }
-
-    public func set(_ maxSide: Int) { side.update { $0 = max(0, maxSide) } }
-
-    /// The limit, nil while unknown.
-    public var maxSide: Int? { side.withLock { $0 > 0 ? $0 : nil } }
-
-    /// The limit once known, waiting up to `timeout` seconds (at most a minute) for it.
-    public func waitForValue(timeout: Double) -> Int? {
-        side.wait(until: { $0 > 0 }, timeout: min(timeout, 60)) { side, _ in side > 0 ? side : nil }
-    }
-
-    /// `width` x `height` scaled down (same factor both ways, rounded, at least 1) so that no side
-    /// exceeds `maxSide`; unchanged when it fits.
-    public static func fit(width: Int, height: Int, maxSide: Int) -> (width: Int, height: Int) {
-        guard maxSide > 0, width > maxSide || height > maxSide else { return (width, height) }
-        let scale = Double(maxSide) / Double(max(width, height))
-        return (min(maxSide, max(1, Int((Double(width) * scale).rounded()))),
-                min(maxSide, max(1, Int((Double(height) * scale).rounded()))))
-    }
-}
-
 /// Converts Y'CbCr frames to RGBA (8 bits, full range, alpha opaque) with swscale, with each
 /// frame's own matrix (BT.601/709/2020) and range, into buffers from a pool that is reused from
 /// frame to frame (a buffer goes back to the pool when its frame is freed).
@@ -126,9 +53,9 @@ public final class RGBAConverter {
     /// `frame` as RGBA, with its timing, rotation and pixel aspect; `frame` is not changed. An
     /// RGBA frame is returned as it is, unless it is larger than `maxSide`.
     /// - Parameter maxSide: a frame with a side larger than this is scaled down to fit, keeping
-    ///   its aspect (`TextureSizeLimit.fit`); nil: the size is kept.
+    ///   its aspect (`OutputCapabilities.fit`); nil: the size is kept.
     public func convert(_ frame: VideoFrame, fitting maxSide: Int? = nil) throws -> VideoFrame {
-        let fitted = maxSide.map { TextureSizeLimit.fit(width: frame.width, height: frame.height, maxSide: $0) }
+        let fitted = maxSide.map { OutputCapabilities.fit(width: frame.width, height: frame.height, maxSide: $0) }
             ?? (frame.width, frame.height)
         let resized = fitted != (frame.width, frame.height)
         guard frame.pixelFormat.isYCbCr || (frame.pixelFormat == .rgba && resized) else { return frame }

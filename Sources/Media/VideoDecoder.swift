@@ -93,11 +93,12 @@ public final class VideoDecoder {
     ///   - threads: decoder threads; 0 lets FFmpeg size them for the machine (cores + 1, capped).
     ///   - hardware: the hardware path to try first; when it cannot start, software decodes and
     ///     `decodingPath` says why.
-    ///   - display: where the display's DMA-BUF import is found: with it, hardware frames that can
-    ///     be had as DRM PRIME stay in DMA-BUFs (`VideoFrame.Storage.drmPrime`) when the display
-    ///     can import them; without it they are copied to memory.
+    ///   - interop: the output's DMA-BUF decision, known before the decoder opens (the output
+    ///     opens first): with it, hardware frames that can be had as DRM PRIME stay in DMA-BUFs
+    ///     (`VideoFrame.Storage.drmPrime`) when the output can import them; without it they are
+    ///     copied to memory.
     ///   - limits: how long opening and each read may wait (`MediaIOLimits`).
-    public init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, display: InteropTargetSlot? = nil,
+    public init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, interop: (any FrameInteropTarget)? = nil,
                 limits: MediaIOLimits = .standard) throws {
         uri = path
         let (opened, index, decoder) = try Self.openVideoStream(path, limits: limits)
@@ -123,7 +124,7 @@ public final class VideoDecoder {
                 continue
             }
             do {
-                if kind == .v4l2m2m && display != nil,
+                if kind == .v4l2m2m && interop != nil,
                    let m2m = try? CodecSession(hardware: kind, software: decoder, stream: stream, uri: path, drmPrime: true) {
                     chosen = m2m
                     break
@@ -160,7 +161,7 @@ public final class VideoDecoder {
         nominalTicks = max(1, ContainerValue.ticks(seconds: nominalFrameDuration.seconds, timeBase: timeBase) ?? 1)
         info = try Self.describe(fmt, stream, decoder, width: ctx.pointee.width, height: ctx.pointee.height,
                                  pixelFormat: ctx.pointee.pix_fmt, threads: ctx.pointee.thread_count, uri: path, index: index)
-        if session.kind != nil { try chooseInterop(display) }
+        if session.kind != nil { try chooseInterop(interop) }
     }
 
     deinit {
@@ -246,19 +247,16 @@ public final class VideoDecoder {
                 isRGB ? .bt709 : ColorMatrix(parameters.color_space, height: Int(parameters.height)))
     }
 
-    /// Chooses, once, how this item's hardware frames reach the display: the display's target
-    /// decides from the first frame's DRM PRIME descriptor (decoded here and handed out first).
-    private func chooseInterop(_ display: InteropTargetSlot?) throws {
+    /// Chooses, once, how this item's hardware frames reach the display: the output's target
+    /// (given when the decoder opens, never waited for) decides from the first frame's DRM PRIME
+    /// descriptor (decoded here and handed out first).
+    private func chooseInterop(_ target: (any FrameInteropTarget)?) throws {
         guard let kind = session.kind else { return }
         var choice: InteropChoice
-        switch display?.wait() {
+        switch target {
         case nil:
-            choice = InteropChoice(.copy, "no display to import DMA-BUFs into")
-        case .failure(let error)?:
-            choice = InteropChoice(.copy, error.reason)
-        case .success(nil)?:
-            choice = InteropChoice(.copy, "the output cannot import DMA-BUFs")
-        case .success(let target?)?:
+            choice = InteropChoice(.copy, "no output to import DMA-BUFs into")
+        case let target?:
             guard session.offersDRMPrime else {
                 let why = kind == .cuda ? "CUDA frames are not DMA-BUFs (no CUDA-EGL interop)" : "the \(kind.rawValue) decoder gives frames in memory"
                 choice = target.chooseInterop(hardware: kind, firstFrame: .failure(MediaError(uri: uri, call: "DRM PRIME", reason: why)))

@@ -1,4 +1,5 @@
 import Media
+import Playback
 
 /// The colour conversion an output uses, and why: chosen once, when the output starts.
 public struct ColorConversionChoice: Sendable, Equatable {
@@ -21,4 +22,27 @@ public func chooseColorConversion(_ mode: ColorConversionMode, renderer: String)
         }
         return ColorConversionChoice(conversion: .shader, reason: "a GPU renderer converts in the shader")
     }
+}
+
+/// What an output drawing with `context` through `layer` can do, read once as it opens (on its
+/// presentation thread, where the context is current), before any player is made for it: the
+/// colour conversion for `mode` and the renderer, `GL_MAX_TEXTURE_SIZE`, and DMA-BUF import. Where
+/// the EGL display can import DMA-BUFs, `layer` gets its importer (and the external-image shader)
+/// here; where that fails, the capabilities say why and hardware frames are copied.
+public func openOutputCapabilities(name: String, context: GLContext, layer: PlayerLayer, refresh: RefreshRate?,
+                                   conversion mode: ColorConversionMode, scanoutFormat: String? = nil) -> OutputCapabilities {
+    var dmabuf = DMABufDisplaySupport(context: context)
+    if dmabuf.importsDMABufs && dmabuf.samplesExternalImages {
+        do {
+            layer.dmabufImporter = try DMABufImporter(context: context)
+            try layer.prepareExternalImages()
+        } catch {
+            layer.dmabufImporter = nil
+            dmabuf.importerFailure = "\(error)"
+        }
+    }
+    let choice = chooseColorConversion(mode, renderer: context.renderer)
+    return OutputCapabilities(name: name, renderer: context.renderer, refresh: refresh, colorConversion: choice.conversion,
+                              colorConversionReason: choice.reason, maxTextureSize: context.maxTextureSize, dmabuf: dmabuf,
+                              scanoutFormat: scanoutFormat)
 }

@@ -1,4 +1,5 @@
 import Media
+import Playback
 
 extension DMABufDescriptor {
     public static let fourccR8 = DRMPrimeDescriptor.fourcc("R8  ")
@@ -71,24 +72,9 @@ private extension String {
     }
 }
 
-/// What an EGL display can do with DMA-BUFs, read once from its extensions.
-public struct DMABufDisplaySupport: Sendable, Equatable {
-    /// `EGL_EXT_image_dma_buf_import` (and `EGL_KHR_image_base`).
-    public var importsDMABufs: Bool
-    /// `EGL_EXT_image_dma_buf_import_modifiers`: tiled buffers.
-    public var importsModifiers: Bool
-    /// `GL_OES_EGL_image_external_essl3`: the shader can sample the image.
-    public var samplesExternalImages: Bool
-    /// `GL_RENDERER`, for messages.
-    public var renderer: String
-
-    public init(importsDMABufs: Bool, importsModifiers: Bool, samplesExternalImages: Bool, renderer: String) {
-        self.importsDMABufs = importsDMABufs
-        self.importsModifiers = importsModifiers
-        self.samplesExternalImages = samplesExternalImages
-        self.renderer = renderer
-    }
-
+extension DMABufDisplaySupport {
+    /// What `context`'s EGL display and GL say they can do (`importerFailure` stays nil: the
+    /// output sets it when its importer cannot be made).
     public init(context: GLContext) {
         self.init(importsDMABufs: context.eglExtensions.contains("EGL_EXT_image_dma_buf_import")
                       && context.eglExtensions.contains("EGL_KHR_image_base"),
@@ -111,6 +97,9 @@ public struct DMABufInterop: FrameInteropTarget {
         }
         guard support.samplesExternalImages else {
             return InteropChoice(.copy, "the GL (\(support.renderer)) lacks GL_OES_EGL_image_external_essl3")
+        }
+        if let failure = support.importerFailure {
+            return InteropChoice(.copy, "the output's DMA-BUF importer could not be made: \(failure)")
         }
         let prime: DRMPrimeDescriptor
         switch firstFrame {

@@ -17,7 +17,7 @@ public final class GLContext {
     /// `GL_RENDERER`, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
     public let renderer: String
     /// `GL_MAX_TEXTURE_SIZE`: the largest texture side (16384 on llvmpipe). Decoders scale larger
-    /// frames down to it (`TextureSizeLimit`); the layer refuses to upload any larger.
+    /// frames down to it (`OutputCapabilities.maxTextureSize`); the layer refuses to upload any larger.
     public let maxTextureSize: Int
     /// The native display (a GBM device) when there is one: released only after `eglTerminate`.
     private let nativeOwner: AnyObject?

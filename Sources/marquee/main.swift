@@ -189,60 +189,70 @@ setFFmpegLogLevel(logger.level)
 signal(SIGPIPE, SIG_IGN)  // a control client that goes away must not end the player
 signals.setLogger(logger)
 let notifier = ServiceNotifier()
-let session = KioskSession(config: config, configPath: arguments.configPath, logger: logger, node: arguments.run.node,
-                           overrides: overrides)
-signals.onStop { name in
-    logger.info("signal received; stopping", ["signal": name])
-    notifier.stopping()
-    session.stop()
-}
-
 let socketPath = arguments.socketPath ?? config.control.socket ?? defaultControlSocketPath()
-let controlServer: ControlServer? = {
+
+/// Opens the control socket for `session` (nil when turned off, or when it cannot be opened:
+/// playing matters more than the socket, and the log says why).
+func openControlServer(for session: KioskSession, mode: UInt32) -> ControlServer? {
     guard socketPath != "none" else { return nil }
     do {
         let controller = KioskController(status: session.status) { command in session.perform(command) }
-        let server = try ControlServer(path: socketPath, mode: mode_t(config.control.mode), handler: controller, logger: logger)
+        let server = try ControlServer(path: socketPath, mode: mode_t(mode), handler: controller, logger: logger)
         logger.info("control socket ready", ["socket": socketPath])
         return server
     } catch {
-        // Playing matters more than the socket: say so; the log still tells what happens.
         logger.error("no control socket", ["error": "\(error)"])
         return nil
     }
-}()
-session.onEvent = { [controlServer] event in controlServer?.broadcast(event) }
-session.onPicture = { [controlServer] in controlServer?.propertiesMayHaveChanged() }
-
-// The service is up: config loaded, control socket open, the output being set up. READY=1 now,
-// not at the first frame: a display that is off at boot must not hold the start up until
-// TimeoutStartSec. From here the supervisor says in STATUS= what the player does or waits for,
-// and feeds the watchdog only while presentation progresses or rightly waits.
-let supervisor = ServiceSupervisor(notifier: notifier, status: session.status, logger: logger)
-supervisor.ready()
-supervisor.start()
-signals.onReload {
-    logger.info("signal received; reloading", ["signal": "SIGHUP"])
-    notifier.reloading()
-    _ = session.reload()
-    notifier.ready(status: supervisor.tick().summary)
 }
 
-let presentation = Thread { [config, options, controlServer] in
+// The presentation thread opens the output first (its EGL context lives there); the session is
+// made for what the output can do, and only then do its players start decoding. The control
+// socket and the supervisor serve that session.
+let presentation = Thread { [config, options, arguments] in
     var status: Int32 = 0
-    if !session.isStopped {  // a SIGTERM during start-up: nothing to present
-        do {
-            _ = try runKiosk(session: session, config: config, options: options, logger: logger, shouldContinue: { true })
-        } catch {
-            logger.error("cannot play", ["error": "\(error)"])
-            status = 1
-        }
+    var session: KioskSession?
+    var controlServer: ControlServer?
+    var supervisor: ServiceSupervisor?
+    do {
+        _ = try runKiosk(config: config, options: options, logger: logger, makeSession: { output in
+            let made = KioskSession(config: config, configPath: arguments.configPath, logger: logger, node: arguments.run.node,
+                                    output: output, overrides: overrides)
+            session = made
+            signals.onStop { name in
+                logger.info("signal received; stopping", ["signal": name])
+                notifier.stopping()
+                made.stop()
+            }
+            let server = openControlServer(for: made, mode: config.control.mode)
+            controlServer = server
+            made.onEvent = { [server] event in server?.broadcast(event) }
+            made.onPicture = { [server] in server?.propertiesMayHaveChanged() }
+            // The service is up: config loaded, output open, control socket open. READY=1 now, not
+            // at the first frame: a display that is off at boot must not hold the start up until
+            // TimeoutStartSec. From here the supervisor says in STATUS= what the player does or
+            // waits for, and feeds the watchdog only while presentation progresses or rightly waits.
+            let watching = ServiceSupervisor(notifier: notifier, status: made.status, logger: logger)
+            supervisor = watching
+            watching.ready()
+            watching.start()
+            signals.onReload {
+                logger.info("signal received; reloading", ["signal": "SIGHUP"])
+                notifier.reloading()
+                _ = made.reload()
+                notifier.ready(status: watching.tick().summary)
+            }
+            return made
+        }, shouldContinue: { true })
+    } catch {
+        logger.error("cannot play", ["error": "\(error)"])
+        status = 1
     }
-    supervisor.stop()
+    supervisor?.stop()
     notifier.stopping()
     controlServer?.broadcast(["event": "shutdown"])
     controlServer?.stop()
-    session.player.removeAllItems()  // ends the decode threads (each within one queue timeout)
+    session?.player.removeAllItems()  // ends the decode threads (each within one queue timeout)
     let decoding = Player.waitForDecodeThreadsToEnd(timeout: 2)
     if decoding > 0 { logger.warning("decode threads still running at exit", ["threads": "\(decoding)"]) }
     exit(status)

@@ -85,20 +85,13 @@ private struct PictureSource: ScreenshotSource {
         let playlist = clips.map { #"{"uri": "\#($0)"}"# }.joined(separator: ", ")
         let config = try KioskConfig.parse(#"{"playlist": [\#(playlist)], "loop": true, "display": {"output": "headless", "mode": "160x90@60"}}"#,
                                            baseDirectory: "/")
-        let session = KioskSession(config: config, configPath: nil, logger: quiet)
         var options = RunOptions()
         options.clock = .real
-        let ended = DispatchSemaphore(value: 0)
-        let presenter = Thread { [quiet, options] in
-            _ = try? runKiosk(session: session, config: config, options: options, logger: quiet) { true }
-            ended.signal()
+        let kiosk = KioskOnThread(config: config, options: options, logger: quiet) { [quiet] output in
+            KioskSession(config: config, configPath: nil, logger: quiet, output: output)
         }
-        presenter.stackSize = 8 << 20
-        presenter.start()
-        defer {
-            session.stop()
-            _ = ended.wait(timeout: .now() + 10)
-        }
+        defer { kiosk.stop() }
+        let session = try #require(kiosk.waitForSession(), "the output did not open within 20 s")
         let controller = KioskController(status: session.status) { session.perform($0) }
         let server = try ControlServer(path: ControlServerTests.socketPath(), handler: controller, logger: quiet)
         defer { server.stop() }

@@ -207,6 +207,19 @@ final class NotifySocket: @unchecked Sendable {
     }
 }
 
+/// The `BlockingBackend`s a session made (it makes its backend on the presentation thread).
+final class BlockingBackends: @unchecked Sendable {
+    private let lock = NSLock()
+    private var made: [BlockingBackend] = []
+    func make(inner: any MediaBackend, frames: Int) -> BlockingBackend {
+        let backend = BlockingBackend(inner: inner, frames: frames)
+        lock.withLock { made.append(backend) }
+        return backend
+    }
+    var first: BlockingBackend? { lock.withLock { made.first } }
+    func releaseAll() { for backend in lock.withLock({ made }) { backend.release() } }
+}
+
 /// A backend whose readers hand out `frames` frames of the real file, then block (a decoder that
 /// hangs) until `release`, or 30 s; and whose probe takes `probeDelay` seconds (slow storage).
 final class BlockingBackend: MediaBackend, @unchecked Sendable {
@@ -266,17 +279,6 @@ final class BlockingBackend: MediaBackend, @unchecked Sendable {
         return config
     }
 
-    /// Runs `session` on a thread of its own until `session.stop()`; returns a semaphore signalled at the end.
-    func run(_ session: KioskSession, _ config: KioskConfig) -> DispatchSemaphore {
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            _ = try? runKiosk(session: session, config: config, options: RunOptions(), logger: Logger(level: .error)) { true }
-            done.signal()
-        }
-        thread.stackSize = 8 << 20
-        thread.start()
-        return done
-    }
 
     /// Ticks `supervisor` every 50 ms until `condition` holds for its verdict (at most `timeout`
     /// s), reading what it sends meanwhile.
@@ -304,21 +306,22 @@ final class BlockingBackend: MediaBackend, @unchecked Sendable {
 
     @Test func aDecoderThatBlocksStallsHealthAndStopsTheWatchdogUntilPaused() throws {
         let clip = try TestMedia.clip(seconds: 4, fps: 30)
-        nonisolated(unsafe) var blocking: BlockingBackend?
-        let session = KioskSession(config: config(clip), logger: Logger(level: .error), slowStorageLimit: 100) { inner in
-            let backend = BlockingBackend(inner: inner, frames: 40)
-            blocking = backend
-            return backend
+        let config = config(clip)
+        let made = BlockingBackends()
+        let kiosk = KioskOnThread(config: config, logger: Logger(level: .error)) { output in
+            KioskSession(config: config, logger: Logger(level: .error), output: output, slowStorageLimit: 100) { inner in
+                made.make(inner: inner, frames: 40)
+            }
         }
+        defer {
+            made.releaseAll()
+            kiosk.stop()
+        }
+        let session = try #require(kiosk.waitForSession(), "the output did not open within 20 s")
         let socket = try NotifySocket()
         let notifier = ServiceNotifier(environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "400000"])
         let supervisor = ServiceSupervisor(notifier: notifier, status: session.status, logger: Logger(level: .error))
-        let done = run(session, config(clip))
-        defer {
-            session.stop()
-            blocking?.release()
-            _ = done.wait(timeout: .now() + 10)
-        }
+        let blocking = made.first
 
         // Frames come: the watchdog is fed (every 100 ms: a quarter of WATCHDOG_USEC).
         let playing = try #require(tick(supervisor, socket, until: 20) { $0.summary.hasPrefix("playing item 1 of 1") },
@@ -368,7 +371,8 @@ final class BlockingBackend: MediaBackend, @unchecked Sendable {
 
     @Test func aSlowProbeDegradesHealthAsSlowStorage() throws {
         let clip = try TestMedia.clip(seconds: 4, fps: 30)
-        let session = KioskSession(config: config(clip), logger: Logger(level: .error), slowStorageLimit: 0.2) { inner in
+        // No output: the session is given capabilities that keep frames as decoded.
+        let session = KioskSession(config: config(clip), logger: Logger(level: .error), output: .unconstrained, slowStorageLimit: 0.2) { inner in
             BlockingBackend(inner: inner, frames: .max, probeDelay: 0.4)
         }
         defer { session.player.removeAllItems() }

@@ -91,6 +91,20 @@ import TestSupport
 
     /// An RGB picture says BT.709, the matrix its frames are labelled with (not the height rule
     /// for untagged video).
+    /// A backend made for an output gives frames in the output's form from the first one on:
+    /// RGBA for the cpu conversion, as decoded for the shader's.
+    @Test func everyFrameIsInTheFormTheOutputSaidItWants() throws {
+        let clip = try TestMedia.clip(seconds: 0.5, fps: 30, width: 160, height: 90)
+        for (conversion, format) in [(ColorConversion.cpu, PixelFormat.rgba), (.shader, .yuv420p)] {
+            var output = OutputCapabilities.unconstrained
+            output.colorConversion = conversion
+            let reader = try FFmpegBackend(threads: 1, output: output).openReader(URL(fileURLWithPath: clip))
+            var formats: [PixelFormat] = []
+            while let frame = try reader.nextFrame() as? VideoFrame { formats.append(frame.pixelFormat) }
+            #expect(formats.count == 15 && formats.allSatisfy { $0 == format }, "\(conversion): \(formats)")
+        }
+    }
+
     @Test func anRGBPictureSaysBT709() async throws {
         let png = try TestMedia.make("red-64x48.png", ["-f", "lavfi", "-i", "color=c=red:size=64x48", "-frames:v", "1", "-c:v", "png", "-f", "image2"])
         let track = try #require(try await asset(png).load(.tracks).first)

@@ -154,8 +154,9 @@ import TestSupport
         let wide = try TestMedia.make("wide-16400x16.png", [
             "-f", "lavfi", "-i", "color=c=blue:size=16400x16", "-frames:v", "1", "-c:v", "png", "-f", "image2pipe",
         ])
-        var backend = FFmpegBackend(threads: 1)
-        backend.textureLimit = TextureSizeLimit(16384)
+        var output = OutputCapabilities.unconstrained
+        output.maxTextureSize = 16384
+        let backend = FFmpegBackend(threads: 1, output: output)
         let reader = try backend.openReader(URL(fileURLWithPath: wide))
         let frame = try #require(try reader.nextFrame() as? VideoFrame)
         #expect(frame.width == 16384 && frame.height == 16)
@@ -166,10 +167,10 @@ import TestSupport
     }
 
     @Test func fittingKeepsTheAspectAndNeverGoesBelowOnePixel() {
-        #expect(TextureSizeLimit.fit(width: 16400, height: 16, maxSide: 16384) == (16384, 16))
-        #expect(TextureSizeLimit.fit(width: 20000, height: 30000, maxSide: 16384) == (10923, 16384))
-        #expect(TextureSizeLimit.fit(width: 100_000, height: 1, maxSide: 16384) == (16384, 1))
-        #expect(TextureSizeLimit.fit(width: 640, height: 360, maxSide: 16384) == (640, 360))
+        #expect(OutputCapabilities.fit(width: 16400, height: 16, maxSide: 16384) == (16384, 16))
+        #expect(OutputCapabilities.fit(width: 20000, height: 30000, maxSide: 16384) == (10923, 16384))
+        #expect(OutputCapabilities.fit(width: 100_000, height: 1, maxSide: 16384) == (16384, 1))
+        #expect(OutputCapabilities.fit(width: 640, height: 360, maxSide: 16384) == (640, 360))
     }
 }
 

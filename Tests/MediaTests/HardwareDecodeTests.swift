@@ -1,6 +1,7 @@
 @testable import Media
 import Foundation
 import Playback
+import Synchronization
 import Testing
 import TestSupport
 
@@ -85,13 +86,23 @@ struct FailingMidStreamBackend: MediaBackend {
     }
 }
 
-/// The display slot decoders read the interop choice from.
-@Suite struct InteropSlotTests {
-    @Test func aDecoderWithoutHardwareNeitherWaitsNorCopies() throws {
-        let slot = InteropTargetSlot(waitLimit: 30)  // never set: a wait would show as a 30 s test
+/// The output's DMA-BUF decision, given to a decoder when it opens (the output opened first).
+@Suite struct InteropChoiceTests {
+    /// A target that counts the times it is asked.
+    final class CountingTarget: FrameInteropTarget {
+        let asked = Atomic(0)
+        func chooseInterop(hardware: HardwareDecoding, firstFrame: Result<DRMPrimeDescriptor, MediaError>) -> InteropChoice {
+            asked.add(1, ordering: .relaxed)
+            return InteropChoice(.dmabuf, "test")
+        }
+    }
+
+    @Test func aDecoderWithoutHardwareNeitherAsksNorCopies() throws {
+        let target = CountingTarget()
         let start = ContinuousClock.now
-        let decoder = try VideoDecoder(path: try TestMedia.clip(seconds: 1, fps: 30), hardware: .vaapi, display: slot)
+        let decoder = try VideoDecoder(path: try TestMedia.clip(seconds: 1, fps: 30), hardware: .vaapi, interop: target)
         #expect(ContinuousClock.now - start < .seconds(10))
+        #expect(target.asked.load(ordering: .relaxed) == 0)
         #expect(decoder.decodingPath.interop == "none")
         #expect(decoder.decodingPath.interopReason == "software decoding")
         #expect(decoder.decodingPath.hwdecCurrent == "no")
@@ -101,21 +112,6 @@ struct FailingMidStreamBackend: MediaBackend {
             frames += 1
         }
         #expect(frames == 30)
-    }
-
-    @Test func theWaitForTheDisplayIsBoundedAndSaysWhatItWaitedFor() throws {
-        let slot = InteropTargetSlot(waitLimit: 0.2)
-        guard case .failure(let error) = slot.wait() else {
-            Issue.record("an unset slot gave a target")
-            return
-        }
-        #expect(error.reason == "the output's EGL display was not ready within 0.2 s")
-        slot.set(nil)
-        guard case .success(let target) = slot.wait() else {
-            Issue.record("a set slot timed out")
-            return
-        }
-        #expect(target == nil)
     }
 
     /// A DRM PRIME frame as a v4l2m2m decoder gives it: the descriptor is read back as given, the

@@ -1,5 +1,6 @@
 import CEGL
 import Media
+import Playback
 import Render
 import Testing
 
@@ -144,9 +145,12 @@ import Testing
         noModifiers.importsModifiers = false
         var noExternal = full
         noExternal.samplesExternalImages = false
+        var noImporter = full
+        noImporter.importerFailure = "eglCreateImage missing"
         let cases: [(DMABufDisplaySupport, HardwareDecoding, Result<DRMPrimeDescriptor, MediaError>, String)] = [
             (noImport, .vaapi, .success(vaapiNV12()), "lacks EGL_EXT_image_dma_buf_import"),
             (noExternal, .vaapi, .success(vaapiNV12()), "lacks GL_OES_EGL_image_external_essl3"),
+            (noImporter, .vaapi, .success(vaapiNV12()), "the output's DMA-BUF importer could not be made: eglCreateImage missing"),
             (noModifiers, .vaapi, .success(vaapiNV12()), "tiled (modifier 0x100000000000002) and the EGL display lacks EGL_EXT_image_dma_buf_import_modifiers"),
             (full, .cuda, .failure(MediaError(uri: "x", call: "DRM PRIME", reason: "CUDA frames are not DMA-BUFs")), "cuda gives no DRM PRIME frames: CUDA frames are not DMA-BUFs"),
             (full, .drm, .success(DRMPrimeDescriptor(width: 8, height: 8, objects: [], layers: [])), "cannot be one EGL image"),

@@ -27,11 +27,26 @@ import Testing
         #expect(chooseColorConversion(.cpu, renderer: "V3D 4.2").reason.contains("display.conversion"))
     }
 
-    @Test func theSwitchCarriesTheChoiceToDecodeThreads() async {
-        let choice = ColorConversionSwitch()
-        #expect(choice.conversion == .shader)
-        await Task.detached { choice.set(.cpu) }.value
-        #expect(choice.conversion == .cpu)
+    /// An output says what it can do as it opens, before any player is made for it: here
+    /// (llvmpipe) the CPU conversion, its texture limit, and no DMA-BUF import, naming why.
+    @Test func anOutputSaysWhatItCanDoWhenItOpens() throws {
+        let output = try HeadlessOutput(name: "headless-7", mode: DisplayMode(width: 64, height: 48, refresh: RefreshRate(numerator: 50)),
+                                        clock: .virtual)
+        let capabilities = output.openCapabilities(conversion: .auto)
+        #expect(capabilities.name == "headless-7")
+        #expect(capabilities.refresh == RefreshRate(numerator: 50))
+        #expect(capabilities.renderer == output.context.renderer)
+        #expect(capabilities.maxTextureSize == output.context.maxTextureSize)
+        #expect((capabilities.maxTextureSize ?? 0) >= 2048)
+        #expect(capabilities == output.openCapabilities(conversion: .auto), "read again, the same")
+        let expected = chooseColorConversion(.auto, renderer: output.context.renderer)
+        #expect(capabilities.colorConversion == expected.conversion && capabilities.colorConversionReason == expected.reason)
+        #expect(output.openCapabilities(conversion: .shader).colorConversion == .shader)
+        var extensions = capabilities.dmabuf
+        extensions.importerFailure = nil
+        #expect(extensions == DMABufDisplaySupport(context: output.context))
+        #expect(capabilities.dmabuf.canImport == (output.layer.dmabufImporter != nil))
+        #expect(capabilities.scanoutFormat == nil)
     }
 }
 

@@ -24,12 +24,12 @@ import TestSupport
         let clip = try TestMedia.quadrants()
         var decoder: VideoDecoder?
         if missing.isEmpty {
-            output.layer.dmabufImporter = try DMABufImporter(context: output.context)
-            let slot = InteropTargetSlot()
-            slot.set(DMABufInterop(support: support))
+            let capabilities = output.openCapabilities(conversion: .shader)  // makes the layer's importer
+            if let failure = capabilities.dmabuf.importerFailure { missing.append("a DMA-BUF importer (\(failure))") }
+            let target = DMABufInterop(support: capabilities.dmabuf)
             var why: [String] = []
-            for kind in [HardwareDecoding.vaapi, .drm] {
-                let candidate = try VideoDecoder(path: clip, hardware: kind, display: slot)
+            for kind in [HardwareDecoding.vaapi, .drm] where missing.isEmpty {
+                let candidate = try VideoDecoder(path: clip, hardware: kind, interop: target)
                 let path = candidate.decodingPath
                 if path.hwdecCurrent == kind.rawValue && path.interop == "dmabuf" {
                     decoder = candidate
