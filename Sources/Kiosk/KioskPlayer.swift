@@ -169,6 +169,7 @@ func logCapabilities(_ output: OutputCapabilities, setting: ColorConversionMode,
                                     "modifiers": output.dmabuf.importsModifiers ? "yes" : "no",
                                     "external_images": output.dmabuf.samplesExternalImages ? "yes" : "no",
                                     "importer": output.dmabuf.importerFailure ?? (output.dmabuf.canImport ? "made" : "none"),
+                                    "formats": output.dmabuf.formats.map { "\($0.count)" } ?? "not listed",
                                     "max_texture": output.maxTextureSize.map { "\($0)" } ?? "-"])
     if let failure = output.dmabuf.importerFailure {
         logger.info("DMA-BUF import unavailable: hardware frames are copied", ["error": failure])

@@ -28,14 +28,18 @@ public struct DMABufDisplaySupport: Sendable, Equatable {
     /// Why the output's importer could not be made although the extensions are there (nil: it
     /// was made, or the extensions say it cannot be).
     public var importerFailure: String?
+    /// The DRM fourccs the display lists as importable (`eglQueryDmaBufFormatsEXT`); nil where it
+    /// does not list them (then any format is tried).
+    public var formats: [UInt32]?
 
     public init(importsDMABufs: Bool, importsModifiers: Bool, samplesExternalImages: Bool, renderer: String,
-                importerFailure: String? = nil) {
+                importerFailure: String? = nil, formats: [UInt32]? = nil) {
         self.importsDMABufs = importsDMABufs
         self.importsModifiers = importsModifiers
         self.samplesExternalImages = samplesExternalImages
         self.renderer = renderer
         self.importerFailure = importerFailure
+        self.formats = formats
     }
 
     /// No DMA-BUF import at all (no output, or an output that cannot import).

@@ -34,8 +34,10 @@ public func openOutputCapabilities(name: String, context: GLContext, layer: Play
     var dmabuf = DMABufDisplaySupport(context: context)
     if dmabuf.importsDMABufs && dmabuf.samplesExternalImages {
         do {
-            layer.dmabufImporter = try DMABufImporter(context: context)
+            let importer = try DMABufImporter(context: context)
+            layer.dmabufImporter = importer
             try layer.prepareExternalImages()
+            dmabuf.formats = importer.importableFormats()
         } catch {
             layer.dmabufImporter = nil
             dmabuf.importerFailure = "\(error)"

@@ -75,6 +75,20 @@ public final class DMABufImporter {
         supportsModifiers = context.eglExtensions.contains("EGL_EXT_image_dma_buf_import_modifiers")
     }
 
+    /// The DRM fourccs the EGL display says it can import (`eglQueryDmaBufFormatsEXT`, part of
+    /// `EGL_EXT_image_dma_buf_import_modifiers`); nil where it cannot say (no such extension, or
+    /// the query failed): then any format is tried.
+    public func importableFormats() -> [UInt32]? {
+        guard supportsModifiers, let address = eglGetProcAddress("eglQueryDmaBufFormatsEXT") else { return nil }
+        let query = unsafeBitCast(address, to: PFNEGLQUERYDMABUFFORMATSEXTPROC.self)
+        var count: EGLint = 0
+        guard query(context.display, 0, nil, &count) == EGL_TRUE, count > 0, count <= 4096 else { return nil }
+        var formats = [EGLint](repeating: 0, count: Int(count))
+        var filled: EGLint = 0
+        guard query(context.display, count, &formats, &filled) == EGL_TRUE else { return nil }
+        return formats.prefix(Int(max(0, min(filled, count)))).map { UInt32(bitPattern: $0) }
+    }
+
     /// Makes an external texture of `descriptor`'s buffers. The colour tags become EGL's sampling
     /// hints, so the texture samples as R'G'B'.
     public func importImage(_ descriptor: DMABufDescriptor) throws -> DMABufTexture {

@@ -114,6 +114,9 @@ public struct DMABufInterop: FrameInteropTarget {
         }
         let format = DRMPrimeDescriptor.fourccName(descriptor.fourcc)
         let modifier = descriptor.modifier.map { "0x" + String($0, radix: 16) } ?? "none"
+        if let listed = support.formats, !listed.contains(descriptor.fourcc) {
+            return InteropChoice(.copy, "\(hardware.rawValue) frames are \(format) and the EGL display does not list it among the DMA-BUF formats it imports (\(listed.prefix(16).map { DRMPrimeDescriptor.fourccName($0).trimmingTrailingSpaces }.joined(separator: ", ")))")
+        }
         if descriptor.isTiled && !support.importsModifiers {
             return InteropChoice(.copy, "\(hardware.rawValue) frames are tiled (modifier \(modifier)) and the EGL display lacks EGL_EXT_image_dma_buf_import_modifiers")
         }

@@ -135,6 +135,9 @@ import Testing
     @Test func dmabufWhenTheFirstFrameIsImportable() {
         let choice = DMABufInterop(support: full).chooseInterop(hardware: .vaapi, firstFrame: .success(vaapiNV12()))
         #expect(choice.interop == .dmabuf)
+        var listed = full
+        listed.formats = [DMABufDescriptor.fourccP010, DMABufDescriptor.fourccNV12]
+        #expect(DMABufInterop(support: listed).chooseInterop(hardware: .vaapi, firstFrame: .success(vaapiNV12())).interop == .dmabuf)
         #expect(choice.reason.contains("NV12") && choice.reason.contains("2 layers joined") && choice.reason.contains("_modifiers"), "\(choice.reason)")
     }
 
@@ -147,10 +150,13 @@ import Testing
         noExternal.samplesExternalImages = false
         var noImporter = full
         noImporter.importerFailure = "eglCreateImage missing"
+        var onlyP010 = full
+        onlyP010.formats = [DMABufDescriptor.fourccP010, DMABufDescriptor.fourccR8]
         let cases: [(DMABufDisplaySupport, HardwareDecoding, Result<DRMPrimeDescriptor, MediaError>, String)] = [
             (noImport, .vaapi, .success(vaapiNV12()), "lacks EGL_EXT_image_dma_buf_import"),
             (noExternal, .vaapi, .success(vaapiNV12()), "lacks GL_OES_EGL_image_external_essl3"),
             (noImporter, .vaapi, .success(vaapiNV12()), "the output's DMA-BUF importer could not be made: eglCreateImage missing"),
+            (onlyP010, .vaapi, .success(vaapiNV12()), "vaapi frames are NV12 and the EGL display does not list it among the DMA-BUF formats it imports (P010, R8)"),
             (noModifiers, .vaapi, .success(vaapiNV12()), "tiled (modifier 0x100000000000002) and the EGL display lacks EGL_EXT_image_dma_buf_import_modifiers"),
             (full, .cuda, .failure(MediaError(uri: "x", call: "DRM PRIME", reason: "CUDA frames are not DMA-BUFs")), "cuda gives no DRM PRIME frames: CUDA frames are not DMA-BUFs"),
             (full, .drm, .success(DRMPrimeDescriptor(width: 8, height: 8, objects: [], layers: [])), "cannot be one EGL image"),
