@@ -17,6 +17,7 @@ extension ControlServer {
                 close(wake.write)
             }
             unlink(path)
+            ended.set(())
         }
         var lastObservation = ContinuousClock.now
         while true {

@@ -71,7 +71,8 @@ public final class ControlServer: @unchecked Sendable {
     let listener: Int32
     let wake: (read: Int32, write: Int32)
     let shared = Mutex(Shared())
-    var thread: Thread?
+    /// Set when the server thread has closed every socket and ended (`stop` waits for it).
+    let ended = Latch<Void>()
     // The server thread's own.
     var clients: [Int32: Client] = [:]
     var nextClientID = 1
@@ -168,7 +169,6 @@ public final class ControlServer: @unchecked Sendable {
         wake = (pipeFDs[0], pipeFDs[1])
         let thread = Thread { [self] in serve() }
         thread.name = "marquee-control"
-        self.thread = thread
         thread.start()
         startObserving()
     }
@@ -186,7 +186,10 @@ public final class ControlServer: @unchecked Sendable {
     public func stop() {
         shared.withLock { $0.stopping = true }
         wakeUp()
-        while thread?.isFinished == false { Thread.sleep(forTimeInterval: 0.005) }
+        // The thread sees the flag at its next poll (at most 100 ms) unless a client holds it up.
+        if ended.wait(timeout: 5) == nil {
+            logger.warning("control server thread did not end within 5 s of stop; its socket closes when it does")
+        }
         observations.close()
     }
 
