@@ -1,5 +1,6 @@
 import Foundation
 import Playback
+import Synchronization
 
 // The socket I/O loop of the **marquee-control** thread: `poll` over the listener, the wake pipe
 // and the clients; reads, writes, and sends events.
@@ -10,12 +11,13 @@ extension ControlServer {
             for fd in clients.keys { close(fd) }
             clients.removeAll()
             close(listener)
-            lock.withLock {
-                wakeClosed = true
+            shared.withLock { shared in
+                shared.wakeClosed = true
                 close(wake.read)
                 close(wake.write)
             }
             unlink(path)
+            ended.set(())
         }
         var lastObservation = ContinuousClock.now
         while true {
@@ -28,13 +30,13 @@ extension ControlServer {
             }
             // Wake at least every 100 ms to report observed property changes (sooner when a change
             // was hinted while a read ran).
-            _ = poll(&fds, nfds_t(fds.count), lock.withLock { changeHinted } ? 10 : 100)
-            let (stop, events, results) = lock.withLock { () -> (Bool, [JSONValue], [Finished]) in
+            _ = poll(&fds, nfds_t(fds.count), shared.withLock { $0.changeHinted } ? 10 : 100)
+            let (stop, events, results) = shared.withLock { shared -> (Bool, [JSONValue], [Finished]) in
                 defer {
-                    pendingEvents.removeAll()
-                    finished.removeAll()
+                    shared.pendingEvents.removeAll()
+                    shared.finished.removeAll()
                 }
-                return (stopping, pendingEvents, finished)
+                return (shared.stopping, shared.pendingEvents, shared.finished)
             }
             if stop { return }
             if fds[1].revents != 0 {
@@ -71,9 +73,9 @@ extension ControlServer {
             }
             let sinceObservation = ContinuousClock.now - lastObservation
             if !observationRunning
-                && (sinceObservation >= .milliseconds(100) || (sinceObservation >= Self.fastestObservation && lock.withLock({ changeHinted }))) {
+                && (sinceObservation >= .milliseconds(100) || (sinceObservation >= Self.fastestObservation && shared.withLock({ $0.changeHinted }))) {
                 lastObservation = .now
-                lock.withLock { changeHinted = false }
+                shared.withLock { $0.changeHinted = false }
                 readObservedProperties()
             }
             for (fd, client) in clients { process(fd, client) }

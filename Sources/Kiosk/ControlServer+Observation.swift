@@ -1,5 +1,6 @@
 import Foundation
 import Playback
+import Synchronization
 
 // Observed properties: read on one **marquee-control-observe** thread every 100 ms, and soon
 // after the player says they may have changed; changes go to the clients that observe them.
@@ -9,9 +10,9 @@ extension ControlServer {
     /// `time-pos` moved): they are read again soon (at most every `fastestObservation`), not only
     /// at the next 100 ms tick. Cheap when nobody observes. Any thread.
     public func propertiesMayHaveChanged() {
-        let wake = lock.withLock { () -> Bool in
-            guard anyObserver, !changeHinted else { return false }
-            changeHinted = true
+        let wake = shared.withLock { shared -> Bool in
+            guard shared.anyObserver, !shared.changeHinted else { return false }
+            shared.changeHinted = true
             return true
         }
         if wake { wakeUp() }
@@ -35,7 +36,7 @@ extension ControlServer {
     /// Reads every observed property once, on the observe thread (a slow property holds up no client).
     func readObservedProperties() {
         let names = clients.values.reduce(into: Set<String>()) { $0.formUnion($1.session.observedNames) }
-        lock.withLock { anyObserver = !names.isEmpty }
+        shared.withLock { $0.anyObserver = !names.isEmpty }
         guard !names.isEmpty else { return }
         let handler = self.handler
         // One read at a time (observationRunning), so the queue always has room.

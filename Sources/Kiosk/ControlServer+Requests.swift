@@ -1,5 +1,6 @@
 import Foundation
 import Playback
+import Synchronization
 
 // Requests: a client's lines answered in order, the player's part of each on a
 // **marquee-control-request** worker.
@@ -56,7 +57,7 @@ extension ControlServer {
 
     /// Hands a worker's result to the server thread.
     func finish(_ result: Finished) {
-        lock.withLock { finished.append(result) }
+        shared.withLock { $0.finished.append(result) }
         wakeUp()
     }
 }

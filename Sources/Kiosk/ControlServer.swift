@@ -1,5 +1,6 @@
 import Foundation
 import Playback
+import Synchronization
 
 /// An error reply of the control protocol, with mpv's error strings.
 public enum ControlError: Error, Equatable, Sendable {
@@ -58,8 +59,8 @@ public protocol ControlHandler: AnyObject, Sendable {
 /// Unsolicited lines (events, property changes) a client leaves unread count against
 /// `maxPendingBytes`: past it the client is disconnected and the log names it.
 public final class ControlServer: @unchecked Sendable {
-    // @unchecked: clients and the listening socket belong to the server thread; `pendingEvents`,
-    // `finished`, `stopping` and the wake pipe's state are guarded by `lock`.
+    // @unchecked: clients and the listening socket belong to the server thread; what other
+    // threads hand it, and the wake pipe's state, are in `shared`.
     public let path: String
     public let maxClients: Int
     public let maxLineBytes: Int
@@ -69,12 +70,9 @@ public final class ControlServer: @unchecked Sendable {
     let logger: Logger
     let listener: Int32
     let wake: (read: Int32, write: Int32)
-    let lock = NSLock()
-    var pendingEvents: [JSONValue] = []
-    var finished: [Finished] = []
-    var stopping = false
-    var wakeClosed = false
-    var thread: Thread?
+    let shared = Mutex(Shared())
+    /// Set when the server thread has closed every socket and ended (`stop` waits for it).
+    let ended = Latch<Void>()
     // The server thread's own.
     var clients: [Int32: Client] = [:]
     var nextClientID = 1
@@ -82,14 +80,23 @@ public final class ControlServer: @unchecked Sendable {
     /// Reads of the observed properties, run in turn by one **marquee-control-observe** thread
     /// (they come as often as new pictures: a thread each would be one thread a frame).
     let observations = FrameQueue<@Sendable () -> Void>(capacity: 2)
-    /// `propertiesMayHaveChanged` was called since the observed properties were last read.
-    var changeHinted = false
-    /// Some client observes a property (guarded by `lock`: `propertiesMayHaveChanged` reads it).
-    var anyObserver = false
     /// Observed properties are read at most this often when the player says they changed (a new
     /// picture), and every 100 ms otherwise.
     public static let fastestObservation: Duration = .milliseconds(10)
     var scratch = [UInt8](repeating: 0, count: 16 * 1024)
+
+    /// What other threads share with the server thread.
+    struct Shared {
+        var pendingEvents: [JSONValue] = []
+        var finished: [Finished] = []
+        var stopping = false
+        /// The wake pipe is closed (the server thread has ended).
+        var wakeClosed = false
+        /// `propertiesMayHaveChanged` was called since the observed properties were last read.
+        var changeHinted = false
+        /// Some client observes a property (`propertiesMayHaveChanged` reads it).
+        var anyObserver = false
+    }
 
     /// What a worker hands back to the server thread.
     enum Finished {
@@ -162,7 +169,6 @@ public final class ControlServer: @unchecked Sendable {
         wake = (pipeFDs[0], pipeFDs[1])
         let thread = Thread { [self] in serve() }
         thread.name = "marquee-control"
-        self.thread = thread
         thread.start()
         startObserving()
     }
@@ -178,22 +184,25 @@ public final class ControlServer: @unchecked Sendable {
     /// Stops serving, disconnects every client and removes the socket file. Requests still running
     /// on workers finish there; their replies are dropped.
     public func stop() {
-        lock.withLock { stopping = true }
+        shared.withLock { $0.stopping = true }
         wakeUp()
-        while thread?.isFinished == false { Thread.sleep(forTimeInterval: 0.005) }
+        // The thread sees the flag at its next poll (at most 100 ms) unless a client holds it up.
+        if ended.wait(timeout: 5) == nil {
+            logger.warning("control server thread did not end within 5 s of stop; its socket closes when it does")
+        }
         observations.close()
     }
 
     /// Sends an event (`{"event":"end-file",...}`) to every client.
     public func broadcast(_ event: JSONValue) {
-        lock.withLock { pendingEvents.append(event) }
+        shared.withLock { $0.pendingEvents.append(event) }
         wakeUp()
     }
 
     /// Wakes the server thread's `poll` (from any thread; not once the pipe is closed).
     func wakeUp() {
-        lock.withLock {
-            guard !wakeClosed else { return }
+        shared.withLock { shared in
+            guard !shared.wakeClosed else { return }
             _ = write(wake.write, "x", 1)
         }
     }

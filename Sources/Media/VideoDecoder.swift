@@ -32,61 +32,61 @@ public final class VideoDecoder {
     public var stillDuration = MediaTime(value: 10, timescale: 1)
 
     /// The open file and its demuxer; closed when the decoder goes.
-    private let input: FileInput
-    private var format: UnsafeMutablePointer<AVFormatContext> { input.format }
+    let input: FileInput
+    var format: UnsafeMutablePointer<AVFormatContext> { input.format }
     /// The open codec context; replaced by a software one when the hardware path fails.
-    private var session: CodecSession
+    var session: CodecSession
     /// The software decoder for this stream (the fallback of every hardware path).
-    private let softwareDecoder: UnsafePointer<AVCodec>
-    private let stream: UnsafeMutablePointer<AVStream>
-    private let threads: Int
+    let softwareDecoder: UnsafePointer<AVCodec>
+    let stream: UnsafeMutablePointer<AVStream>
+    let threads: Int
     /// What this decoder uses now: hardware or software, and why.
-    public private(set) var decodingPath: DecodingPath
+    public internal(set) var decodingPath: DecodingPath
     /// Frames handed out so far.
-    private var delivered = 0
+    var delivered = 0
     /// Timestamp of the last frame handed out; after a switch to software, earlier frames are skipped.
-    private var lastDelivered: Int64?
+    var lastDelivered: Int64?
     /// `lastDelivered` before the last frame decoded: where a reopened decoder resumes when that
     /// frame could not be handed out after all.
-    private var previousDelivered: Int64?
-    private var skipThrough: Int64?
+    var previousDelivered: Int64?
+    var skipThrough: Int64?
     /// Test hook: from this many delivered frames on, the initial decoding path fails every frame
     /// (as a hardware decoder that dies mid-stream would).
     var injectFailuresAfterFrames: Int?
     /// True once the decoder has switched to software mid-stream (it does so at most once).
-    private var switched = false
-    private var packet: UnsafeMutablePointer<AVPacket>?
+    var switched = false
+    var packet: UnsafeMutablePointer<AVPacket>?
     /// Tags, and swscale for the formats the player layer does not draw (FrameConverter.swift).
-    private lazy var converter = FrameConverter(uri: uri)
+    lazy var converter = FrameConverter(uri: uri)
     /// The container's display matrix as a clockwise turn; every frame carries it.
-    private var displayRotation: Rotation = .none
-    private let streamIndex: Int32
-    private let timeBase: AVRational
-    private let startTime: Int64
-    private let nominalFrameDuration: MediaTime
-    private var draining = false
+    var displayRotation: Rotation = .none
+    let streamIndex: Int32
+    let timeBase: AVRational
+    let startTime: Int64
+    let nominalFrameDuration: MediaTime
+    var draining = false
     /// Where the next frame is due on the continuous timeline, in stream ticks (`timing(of:)`).
-    private var nextPTS: Int64?
+    var nextPTS: Int64?
     /// Added to the file's timestamps since the last discontinuity (`timing(of:)`).
-    private var segmentOffset: Int64 = 0
+    var segmentOffset: Int64 = 0
     /// One frame at the nominal rate, in stream ticks (at least 1).
-    private let nominalTicks: Int64
+    let nominalTicks: Int64
     /// Whether the container's timestamps may jump forward (`AVFMT_TS_DISCONT`: MPEG-TS and -PS,
     /// captures): elsewhere a forward gap is the file's own timing (a variable-rate recording's
     /// still stretch), kept as it is. A jump backward is a new segment in any container.
-    private let timestampsMayJump: Bool
-    private var consecutiveErrors = 0
+    let timestampsMayJump: Bool
+    var consecutiveErrors = 0
     /// The last failure counted (`countError`): what an item that ends without a frame failed of.
-    private var lastFailure: MediaError?
+    var lastFailure: MediaError?
     /// Whether the decoder was positioned (`seek`): a seek past the end may rightly give no frame.
-    private var sought = false
+    var sought = false
     /// How hardware frames reach the display, chosen once when the decoder opens (`chooseInterop`);
     /// `.dmabuf` turns into `.copy` for the rest of the item when the display fails to import one.
-    private var interop: FrameInterop = .none
+    var interop: FrameInterop = .none
     /// Set by a frame the display could not import (presentation thread).
-    private let feedback = InteropFeedback()
+    let feedback = InteropFeedback()
     /// The first hardware frame, decoded while the interop was chosen; handed out first.
-    private var pending: UnsafeMutablePointer<AVFrame>?
+    var pending: UnsafeMutablePointer<AVFrame>?
 
     /// Opens `path` and its decoder. Throws a `MediaError` naming the file and FFmpeg's reason.
     /// - Parameters:
@@ -169,153 +169,6 @@ public final class VideoDecoder {
         av_packet_free(&packet)
     }
 
-    /// Opens `path` (within `limits`: `FileInput`) and finds its best video stream and that
-    /// stream's software decoder.
-    private static func openVideoStream(_ path: String, limits: MediaIOLimits) throws
-        -> (input: FileInput, stream: Int32, decoder: UnsafePointer<AVCodec>)
-    {
-        let input = try FileInput(path: path, limits: limits)
-        var decoder: UnsafePointer<AVCodec>?
-        let r = av_find_best_stream(input.format, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
-        guard r >= 0, let decoder else {
-            throw MediaError(uri: path, call: "av_find_best_stream", code: r,
-                             reason: r == mq_averror_decoder_not_found() ? "no decoder for the video stream" : "no video stream")
-        }
-        return (input, r, decoder)
-    }
-
-    /// Stream `index` of `fmt`, when its time base can time its frames; otherwise a `MediaError`
-    /// naming the file and the stream.
-    private static func checkedStream(_ fmt: UnsafeMutablePointer<AVFormatContext>, _ index: Int32,
-                                      path: String) throws -> UnsafeMutablePointer<AVStream> {
-        guard index >= 0, index < fmt.pointee.nb_streams, let stream = fmt.pointee.streams[Int(index)] else {
-            throw MediaError(uri: path, call: "stream \(index)", reason: "no such stream (\(fmt.pointee.nb_streams) in the file)")
-        }
-        let timeBase = stream.pointee.time_base
-        guard ContainerValue.isUsable(timeBase) else {
-            throw MediaError(uri: path, call: "stream \(index)", reason: "time base \(timeBase.num)/\(timeBase.den) is not positive")
-        }
-        return stream
-    }
-
-    /// The stream's description from what the demuxer and the decoder (or, without one, the
-    /// stream's parameters) say. A picture size out of range fails, naming the file and stream.
-    private static func describe(_ fmt: UnsafeMutablePointer<AVFormatContext>, _ stream: UnsafeMutablePointer<AVStream>,
-                                 _ decoder: UnsafePointer<AVCodec>, width: Int32, height: Int32,
-                                 pixelFormat: AVPixelFormat, threads: Int32, uri: String, index: Int32) throws -> VideoStreamInfo {
-        guard let size = ContainerValue.pictureSize(width: width, height: height) else {
-            throw MediaError(uri: uri, call: "stream \(index)",
-                             reason: "picture size \(width)x\(height) is out of range (1 to \(ContainerValue.maxPictureSide) a side)")
-        }
-        let rate = av_guess_frame_rate(fmt, stream, nil)
-        let timeBase = stream.pointee.time_base
-        let duration: MediaTime
-        if stream.pointee.duration > 0, let stated = ContainerValue.time(ticks: stream.pointee.duration, timeBase: timeBase) {
-            duration = stated
-        } else if fmt.pointee.duration > 0 && fmt.pointee.duration != noPTS {
-            duration = MediaTime(value: fmt.pointee.duration, timescale: 1_000_000)
-        } else {
-            duration = .indefinite
-        }
-        // Pictures come through FFmpeg's image demuxers ("image2", "png_pipe", "jpeg_pipe", ...).
-        let demuxer = String(cString: fmt.pointee.iformat.pointee.name)
-        return VideoStreamInfo(width: size.width, height: size.height, codec: String(cString: decoder.pointee.name),
-                               pixelFormat: av_get_pix_fmt_name(pixelFormat).map { String(cString: $0) } ?? "unknown",
-                               frameRate: ContainerValue.framesPerSecond(rate) ?? 0,
-                               duration: duration, threads: Int(threads),
-                               isStillImage: demuxer == "image2" || demuxer.hasSuffix("_pipe"))
-    }
-
-    /// What `path`'s video stream is, from the container and the stream's parameters alone: no
-    /// decoder is opened and nothing is decoded (an asset's probe; the item's decode thread opens
-    /// the decoder when it plays). Also the stream's display rotation and its colour matrix.
-    public static func describe(path: String, limits: MediaIOLimits = .standard) throws
-        -> (info: VideoStreamInfo, rotation: Rotation, colorMatrix: ColorMatrix)
-    {
-        let (input, index, decoder) = try openVideoStream(path, limits: limits)
-        defer { withExtendedLifetime(input) {} }  // the format context lives as long as `input`
-        let opened = input.format
-        let stream = try checkedStream(opened, index, path: path)
-        let parameters = stream.pointee.codecpar.pointee
-        let pixelFormat = AVPixelFormat(rawValue: parameters.format)
-        let info = try describe(opened, stream, decoder, width: parameters.width, height: parameters.height,
-                                pixelFormat: pixelFormat, threads: 0, uri: path, index: index)
-        // RGB pictures become BT.709 frames (FrameConverter); Y'CbCr ones keep their own tags.
-        let isRGB = av_pix_fmt_desc_get(pixelFormat)
-            .map { $0.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0 } ?? false
-        return (info, Rotation(degrees: -mq_stream_display_rotation(stream)),
-                isRGB ? .bt709 : ColorMatrix(parameters.color_space, height: Int(parameters.height)))
-    }
-
-    /// Chooses, once, how this item's hardware frames reach the display: the output's target
-    /// (given when the decoder opens, never waited for) decides from the first frame's DRM PRIME
-    /// descriptor (decoded here and handed out first).
-    private func chooseInterop(_ target: (any FrameInteropTarget)?) throws {
-        guard let kind = session.kind else { return }
-        var choice: InteropChoice
-        switch target {
-        case nil:
-            choice = InteropChoice(.copy, "no output to import DMA-BUFs into")
-        case let target?:
-            guard session.offersDRMPrime else {
-                let why = kind == .cuda ? "CUDA frames are not DMA-BUFs (no CUDA-EGL interop)" : "the \(kind.rawValue) decoder gives frames in memory"
-                choice = target.chooseInterop(hardware: kind, firstFrame: .failure(MediaError(uri: uri, call: "DRM PRIME", reason: why)))
-                break
-            }
-            guard let first = try decodeRaw() else { return }
-            guard session.kind != nil else {  // the hardware failed before its first frame: software
-                pending = first
-                return
-            }
-            pending = first
-            let descriptor: Result<DRMPrimeDescriptor, MediaError>
-            if let hw = session.hardwareFormat, first.pointee.format == hw.rawValue {
-                do {
-                    descriptor = .success(try DRMPrimeFrame(hardware: first, feedback: feedback, uri: uri).descriptor)
-                } catch let error as MediaError {
-                    descriptor = .failure(error)
-                }
-            } else {
-                let name = av_get_pix_fmt_name(AVPixelFormat(rawValue: first.pointee.format)).map { String(cString: $0) } ?? "?"
-                descriptor = .failure(MediaError(uri: uri, call: "DRM PRIME", reason: "the decoder gave \(name) frames"))
-            }
-            choice = target.chooseInterop(hardware: kind, firstFrame: descriptor)
-        }
-        interop = choice.interop == .dmabuf ? .dmabuf : .copy
-        decodingPath.interop = interop.rawValue
-        decodingPath.interopReason = choice.reason
-        // A v4l2m2m decoder that ignored the request (FFmpeg's own v4l2m2m never asks get_format:
-        // only some vendor builds give DRM PRIME) already gives memory frames: it stays as it is.
-        let givesMemoryFrames = pending.map { $0.pointee.format != AV_PIX_FMT_DRM_PRIME.rawValue } ?? false
-        if interop == .copy && session.kind == .v4l2m2m && session.hardwareFormat == AV_PIX_FMT_DRM_PRIME && !givesMemoryFrames {
-            // The first frame was never handed out: the reopened decoder starts from the start.
-            delivered = 0
-            lastDelivered = nil
-            try leaveDRMPrimeDecoder(reason: choice.reason)
-        }
-    }
-
-    /// A v4l2m2m decoder asked for DRM PRIME frames cannot copy them to memory: reopen it for
-    /// memory frames at the same position (software when that fails).
-    private func leaveDRMPrimeDecoder(reason: String) throws {
-        guard session.kind == .v4l2m2m, session.hardwareFormat == AV_PIX_FMT_DRM_PRIME else { return }
-        do {
-            let memory = try CodecSession(hardware: .v4l2m2m, software: softwareDecoder, stream: stream, uri: uri)
-            try restart(with: memory)
-        } catch let error as MediaError {
-            try switchToSoftware(reason: "reopening v4l2m2m for memory frames (\(reason)): \(error.call) failed: \(error.reason)")
-        }
-    }
-
-    /// The display could not import a frame: copy the rest of the item's frames.
-    private func fallBackToCopy(_ reason: String) throws {
-        interop = .copy
-        decodingPath.interop = FrameInterop.copy.rawValue
-        decodingPath.interopReason = "DMA-BUF import failed (\(reason)); frames copied for the rest of the item"
-        decodingPath.interopFellBack = true
-        try leaveDRMPrimeDecoder(reason: reason)
-    }
-
     /// Ends the decoder's waits for data from any thread: the blocked read, and every later one,
     /// fails at once (`MediaError` with the reason "cancelled").
     public var canceller: @Sendable () -> Void {
@@ -368,7 +221,7 @@ public final class VideoDecoder {
 
     /// The next decoded frame as the decoder gives it (in hardware memory for a hardware path),
     /// frames already shown before a switch skipped; the caller owns it.
-    private func decodeRaw() throws -> UnsafeMutablePointer<AVFrame>? {
+    func decodeRaw() throws -> UnsafeMutablePointer<AVFrame>? {
         guard let packet else { return nil }
         while true {
             guard let allocated = av_frame_alloc() else {
@@ -428,7 +281,7 @@ public final class VideoDecoder {
     /// The end of the stream: nil, unless not one frame was decoded from the start of the file;
     /// then the item fails with the last decoding error (FFmpeg's reason: a truncated file, a
     /// picture size the decoder refuses), or says the stream has no frame.
-    private func endOfStream() throws -> UnsafeMutablePointer<AVFrame>? {
+    func endOfStream() throws -> UnsafeMutablePointer<AVFrame>? {
         guard delivered == 0, !sought else { return nil }
         throw lastFailure ?? MediaError(uri: uri, call: "avcodec_receive_frame", reason: "the video stream has no decodable frame")
     }
@@ -460,130 +313,8 @@ public final class VideoDecoder {
         consecutiveErrors = 0
     }
 
-    /// Counts a failure. A hardware path (or one under test injection) that fails before its first
-    /// frame or three times in a row hands over to software at the same position; software gives up
-    /// after 16 failures in a row.
-    private func countError(call: String, code: Int32) throws {
-        consecutiveErrors += 1
-        lastFailure = MediaError(uri: uri, call: call, averror: code)
-        let fallible = !switched && (session.path != .software || injectFailuresAfterFrames != nil)
-        if fallible && (delivered == 0 || consecutiveErrors >= 3) {
-            try switchToSoftware(reason: "\(call) failed: \(ffmpegErrorString(code))")
-        } else if consecutiveErrors >= 16 {
-            throw MediaError(uri: uri, call: call, averror: code)
-        }
-    }
-
-    /// Replaces the decoding session with software and seeks back to the last keyframe before the
-    /// last frame handed out; frames up to that one are decoded again and skipped, so the picture
-    /// goes on from the next frame without a gap.
-    private func switchToSoftware(reason: String) throws {
-        let failed = session.path.hwdecCurrent
-        let software = try CodecSession(software: softwareDecoder, stream: stream, threads: threads, uri: uri)
-        switched = true
-        interop = .none
-        decodingPath = DecodingPath(hwdecCurrent: "no", interop: "none",
-                                    fallbackReason: "\(failed == "no" ? "decoder" : failed) failed mid-stream: \(reason)",
-                                    degraded: true, interopReason: "software decoding")
-        try restart(with: software)
-    }
-
-    /// Decodes with `newSession` from the position of the last frame handed out (see
-    /// `switchToSoftware`).
-    private func restart(with newSession: CodecSession) throws {
-        session = newSession
-        av_frame_free(&pending)
-        consecutiveErrors = 0
-        draining = false
-        if let last = lastDelivered {
-            let r = av_seek_frame(format, streamIndex, last, AVSEEK_FLAG_BACKWARD)
-            guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
-            skipThrough = last
-        } else {
-            let r = av_seek_frame(format, streamIndex, startTime, AVSEEK_FLAG_BACKWARD)
-            guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
-        }
-    }
-
-    /// A zero-copy frame: `raw`'s times and tags, `prime`'s buffers.
-    private func makeFrame(_ raw: UnsafeMutablePointer<AVFrame>, prime: DRMPrimeFrame) throws -> VideoFrame {
-        let (pts, duration) = try timing(of: raw)
-        let tags = FrameConverter.colorTags(of: raw)
-        let sar = raw.pointee.sample_aspect_ratio
-        let layout = prime.softwareFormat.flatMap { PixelFormat(av_get_pix_fmt($0)) } ?? .nv12
-        return VideoFrame(drmPrime: prime, format: layout, pts: pts, duration: duration, colorMatrix: tags.matrix,
-                          colorRange: tags.range, chromaLocation: tags.chroma, rotation: displayRotation,
-                          pixelAspect: ContainerValue.pixelAspect(sar))
-    }
-
-    private func makeFrame(taking frame: UnsafeMutablePointer<AVFrame>) throws -> VideoFrame {
-        let (pts, duration): (MediaTime, MediaTime)
-        do {
-            (pts, duration) = try timing(of: frame)
-        } catch {
-            var failed: UnsafeMutablePointer<AVFrame>? = frame
-            av_frame_free(&failed)
-            throw error
-        }
-        return try converter.makeFrame(taking: frame, pts: pts, duration: duration, rotation: displayRotation)
-    }
-
-    /// A jump of the timestamps by more than this many frame durations, forward or back, from
-    /// where the next frame was expected starts a new segment (`timing(of:)`).
-    static let discontinuityFrames: Int64 = 4
-
     /// Timestamp jumps treated as new segments so far (`timing(of:)`).
-    public private(set) var discontinuities = 0
-
-    /// The frame's time relative to the stream's start and its duration; advances the
-    /// extrapolated time of the next frame.
-    ///
-    /// The times run on one continuous timeline: where the file's timestamps jump (concatenated
-    /// recordings, a broadcast capture) by more than `discontinuityFrames` frame durations from
-    /// where the next frame was expected, backward, or forward in a container whose timestamps
-    /// may jump (`timestampsMayJump`), a new segment starts, and its frames follow on at the
-    /// expected time, keeping their cadence (as mpv and GStreamer do).
-    /// A frame without a timestamp follows the one before. Every step is checked: a timestamp
-    /// too far out to hold fails the item, naming the file and the stream.
-    private func timing(of frame: UnsafeMutablePointer<AVFrame>) throws -> (MediaTime, MediaTime) {
-        let raw = frame.pointee.best_effort_timestamp
-        let packetTicks = frame.pointee.pkt_duration
-        let durationTicks = packetTicks > 0 ? packetTicks : nominalTicks
-        var ts: Int64
-        if raw == noPTS {
-            ts = nextPTS ?? startTime
-        } else if let expected = nextPTS {
-            let tolerance = max(durationTicks, nominalTicks).multipliedReportingOverflow(by: Self.discontinuityFrames)
-            let shifted = ContainerValue.sum(raw, segmentOffset)
-            let off = shifted.flatMap { ContainerValue.difference($0, expected) }
-            if let shifted, let off,
-               tolerance.overflow || off.magnitude <= UInt64(tolerance.partialValue) || (off > 0 && !timestampsMayJump) {
-                ts = shifted
-            } else {
-                // A new segment: it starts where the next frame was due.
-                segmentOffset = ContainerValue.difference(expected, raw) ?? 0
-                discontinuities += 1
-                ts = expected
-            }
-        } else {
-            ts = ContainerValue.sum(raw, segmentOffset) ?? raw
-        }
-        let duration: MediaTime
-        if info.isStillImage {
-            duration = stillDuration
-        } else if packetTicks > 0, let stated = ContainerValue.time(ticks: packetTicks, timeBase: timeBase) {
-            duration = stated
-        } else {
-            duration = nominalFrameDuration
-        }
-        nextPTS = ContainerValue.sum(ts, durationTicks) ?? ts
-        guard let relative = ContainerValue.difference(ts, startTime),
-              let pts = ContainerValue.time(ticks: relative, timeBase: timeBase) else {
-            throw MediaError(uri: uri, call: "stream \(streamIndex)",
-                             reason: "timestamp \(ts) (start \(startTime), time base \(timeBase.num)/\(timeBase.den)) is out of range")
-        }
-        return (pts, duration)
-    }
+    public internal(set) var discontinuities = 0
 }
 
 extension VideoDecoder {

@@ -52,7 +52,6 @@ import Testing
     /// they are converted: an entry that no longer matches fails the test too.
     static let pending: [String: Set<String>] = [
         "Sources/Display/KMSDevice.swift": ["Foundation lock", "polling sleep"],
-        "Sources/Kiosk/ControlServer.swift": ["Foundation lock", "polling sleep"],
         "Sources/Kiosk/KioskPlayer.swift": ["dispatch semaphore or group"],
         "Sources/Kiosk/KioskSession.swift": ["Foundation lock", "task", "dispatch queue", "dispatch semaphore or group", "polling sleep"],
         "Sources/Kiosk/ProcessSignals.swift": ["Foundation lock", "dispatch queue"],
