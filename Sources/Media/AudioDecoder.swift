@@ -57,6 +57,10 @@ public final class AudioDecoder {
     private var finished = false
     private var consecutiveErrors = 0
     private var delivered = 0
+    /// After a seek: samples before this time are decoded and dropped.
+    private var skipBefore: MediaTime?
+    /// Whether the decoder was positioned (`seek`): a seek past the end may rightly give nothing.
+    private var sought = false
     private var lastFailure: MediaError?
 
     /// Opens `path`'s best audio stream and its decoder. Throws a `MediaError` naming the file
@@ -165,6 +169,26 @@ public final class AudioDecoder {
         return { state.cancelled.store(true, ordering: .relaxed) }
     }
 
+    /// Positions the decoder so that the next buffer starts at `time` (relative to the item's
+    /// start, as `pts`), to the sample: it seeks to the packet at or before it and drops the
+    /// decoded samples before it.
+    public func seek(to time: MediaTime) throws {
+        guard let codec, time.isNumeric else {
+            throw MediaError(uri: uri, call: "av_seek_frame", reason: "cannot seek to \(time)")
+        }
+        let target = max(time, .zero)
+        let ticks = ContainerValue.ticks(seconds: target.seconds, timeBase: timeBase).flatMap { ContainerValue.sum($0, origin) } ?? .max
+        let r = av_seek_frame(input.format, streamIndex, ticks, AVSEEK_FLAG_BACKWARD)
+        guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
+        avcodec_flush_buffers(codec)
+        next = nil
+        draining = false
+        finished = false
+        consecutiveErrors = 0
+        sought = true
+        skipBefore = target
+    }
+
     /// The next block of samples (one decoded frame), or nil at the end of the stream.
     public func nextBuffer() throws -> PCMBuffer? {
         while let raw = try decodeFrame() {
@@ -189,7 +213,7 @@ public final class AudioDecoder {
             }
             if r == averrorEOF {
                 finished = true
-                guard delivered > 0 else {
+                guard delivered > 0 || sought else {
                     throw lastFailure ?? MediaError(uri: uri, call: "avcodec_receive_frame", reason: "the audio stream has no decodable frame")
                 }
                 return nil
@@ -268,7 +292,18 @@ public final class AudioDecoder {
         }
         guard converted >= 0 else { throw MediaError(uri: uri, call: "swr_convert", averror: converted) }
         var kept = Int(converted)
-        let pts = timing(of: raw, rate: format.sampleRate)
+        var pts = timing(of: raw, rate: format.sampleRate)
+        if let skip = skipBefore {
+            // After a seek: drop what comes before the target.
+            let early = (skip - pts).convertScale(Int32(format.sampleRate), rounding: .roundHalfAwayFromZero)
+            let drop = early.isNumeric ? min(kept, max(0, Int(clamping: early.value))) : 0
+            if drop > 0 {
+                bytes.removeSubrange(0..<(drop * format.bytesPerFrame))
+                kept -= drop
+                pts = pts + format.duration(frames: drop)
+            }
+            if kept > 0 { skipBefore = nil }
+        }
         if let end {
             // Frames from the stated end on are the encoder's padding.
             let room = (end - pts).convertScale(Int32(format.sampleRate), rounding: .roundHalfAwayFromZero)

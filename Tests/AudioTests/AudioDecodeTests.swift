@@ -147,6 +147,33 @@ let breakLimit: Float = 0.004
         #expect(decoder.discontinuities == 0)
     }
 
+    @Test func aSeekStartsAtItsTimeToTheSample() throws {
+        let clip = try ToneClips.flac(rate: 48_000, channels: 1)
+        let decoder = try AudioDecoder(path: clip)
+        for target in [MediaTime(value: 1, timescale: 2), MediaTime(value: 12_345, timescale: 48_000), .zero] {
+            try decoder.seek(to: target)
+            var samples: [Float] = []
+            var first: MediaTime?
+            while let buffer = try decoder.nextBuffer() {
+                if first == nil { first = buffer.pts }
+                samples += buffer.floatSamples
+            }
+            let start = Int(target.convertScale(48_000).value)
+            #expect(first == target, "after a seek to \(target) the first buffer is at \(String(describing: first))")
+            #expect(samples.count == 48_000 - start)
+            // The samples are the tone's from that point on (lavfi's sine: amplitude 1/8).
+            var off = 0.0
+            for (k, sample) in samples.enumerated() {
+                let phase: Double = 2 * Double.pi * 1000 * Double(start + k) / 48_000
+                off = max(off, abs(Double(sample) - 0.125 * sin(phase)))
+            }
+            #expect(off < 0.001, "after a seek to \(target): \(off) off the tone")
+        }
+        // Past the end: nothing, and no error.
+        try decoder.seek(to: MediaTime(value: 5, timescale: 1))
+        #expect(try decoder.nextBuffer() == nil)
+    }
+
     @Test func corruptAudioPacketsAreSkippedAndCounted() throws {
         let clip = try ToneClips.aac(rate: 48_000, channels: 2, frequency: 500)
         var data = try Data(contentsOf: URL(fileURLWithPath: clip))
