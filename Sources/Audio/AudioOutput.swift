@@ -186,59 +186,18 @@ public final class AudioOutput {
             throw AudioError(device: device, call: "write", code: -EINVAL,
                              reason: "samples in \(buffer.format), the device takes \(format)")
         }
-        let frameBytes = format.bytesPerFrame
+        let timeout = writeTimeout.isFinite && writeTimeout > 0 ? Int32(min(writeTimeout, 60) * 1000) : 1000
+        var calls = DeviceCalls(pcm: pcm)
+        var counters = WriteCounters(framesWritten: framesWritten, underruns: underruns, suspends: suspends)
+        defer {
+            framesWritten = counters.framesWritten
+            underruns = counters.underruns
+            suspends = counters.suspends
+        }
         try buffer.bytes.withUnsafeBytes { raw in
             guard let base = raw.baseAddress else { return }
-            var done = 0
-            let total = buffer.frames
-            while done < total {
-                let r = snd_pcm_writei(pcm, base + done * frameBytes, snd_pcm_uframes_t(total - done))
-                if r > 0 {
-                    done += r
-                    framesWritten += r
-                } else if r == -Int(EAGAIN) || r == 0 {
-                    try waitForRoom(pcm)
-                } else {
-                    try recover(pcm, code: Int32(clamping: r), call: "snd_pcm_writei")
-                }
-            }
-        }
-    }
-
-    /// Waits (at most `writeTimeout`) until a period can be written.
-    private func waitForRoom(_ pcm: OpaquePointer) throws {
-        let timeout = writeTimeout.isFinite && writeTimeout > 0 ? Int32(min(writeTimeout, 60) * 1000) : 1000
-        let r = snd_pcm_wait(pcm, timeout)
-        if r == 0 {
-            throw AudioError(device: device, call: "snd_pcm_wait", code: -ETIMEDOUT,
-                             reason: "timed out: no room in the device buffer for \(timeout) ms")
-        }
-        if r < 0 { try recover(pcm, code: r, call: "snd_pcm_wait") }
-    }
-
-    /// Recovers from an underrun or a suspend (counted); throws for any other failure.
-    private func recover(_ pcm: OpaquePointer, code: Int32, call: String) throws {
-        switch code {
-        case -EPIPE:
-            underruns += 1
-            let r = snd_pcm_prepare(pcm)
-            if r < 0 { throw AudioError(device: device, call: "snd_pcm_prepare", alsa: r) }
-        case -ESTRPIPE:
-            suspends += 1
-            // Resume may ask to be retried while the hardware wakes: at most 1 s in 10 ms slices.
-            var r = snd_pcm_resume(pcm)
-            var tries = 0
-            while r == -EAGAIN && tries < 100 {
-                usleep(10_000)
-                tries += 1
-                r = snd_pcm_resume(pcm)
-            }
-            if r < 0 {  // cannot resume (or still waking): start afresh
-                let prepared = snd_pcm_prepare(pcm)
-                if prepared < 0 { throw AudioError(device: device, call: "snd_pcm_prepare", alsa: prepared) }
-            }
-        default:
-            throw AudioError(device: device, call: call, alsa: code)
+            try writeAll(base, frames: buffer.frames, frameBytes: format.bytesPerFrame, calls: &calls, counters: &counters,
+                         timeoutMilliseconds: timeout, device: device)
         }
     }
 
