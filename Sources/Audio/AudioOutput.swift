@@ -45,6 +45,8 @@ public final class AudioOutput {
     public private(set) var framesWritten = 0
 
     private var pcm: OpaquePointer?
+    /// Set by `interrupter`: drains and resumes stop waiting.
+    private let closing = Latch<Void>()
     /// The configuration the device was opened from, when it was given as text; freed after the
     /// device is closed.
     private var config: OpaquePointer?
@@ -187,7 +189,7 @@ public final class AudioOutput {
                              reason: "samples in \(buffer.format), the device takes \(format)")
         }
         let timeout = writeTimeout.isFinite && writeTimeout > 0 ? Int32(min(writeTimeout, 60) * 1000) : 1000
-        var calls = DeviceCalls(pcm: pcm)
+        var calls = DeviceCalls(pcm: pcm, closing: closing)
         var counters = WriteCounters(framesWritten: framesWritten, underruns: underruns, suspends: suspends)
         defer {
             framesWritten = counters.framesWritten
@@ -199,6 +201,13 @@ public final class AudioOutput {
             try writeAll(base, frames: buffer.frames, frameBytes: format.bytesPerFrame, calls: &calls, counters: &counters,
                          timeoutMilliseconds: timeout, device: device)
         }
+    }
+
+    /// Ends a drain, or a suspended device's retries, in progress and later ones at once (they
+    /// drop what the device holds); callable from any thread, for stopping.
+    public var interrupter: @Sendable () -> Void {
+        let closing = closing
+        return { closing.set(()) }
     }
 
     /// Frames written to the device and not yet heard: the output latency of the next sample
@@ -228,19 +237,25 @@ public final class AudioOutput {
             if r < 0 { throw AudioError(device: device, call: "snd_pcm_start", alsa: r) }
         }
         let limit = Double(bufferFrames) / Double(format.sampleRate) + 1
-        let deadline = DispatchTime.now().uptimeNanoseconds &+ UInt64(limit * 1e9)
         var r = snd_pcm_drain(pcm)
-        while r == -EAGAIN {
-            // Non-blocking: the drain goes on in the device; look at its state every 10 ms.
-            let now = snd_pcm_state(pcm)
-            if now != SND_PCM_STATE_DRAINING && now != SND_PCM_STATE_RUNNING { r = 0; break }
-            guard DispatchTime.now().uptimeNanoseconds < deadline else {
+        if r == -EAGAIN {
+            // Non-blocking: the drain goes on in the device, which gives no event for its end
+            // (its poll answers at once while draining): look at its state every 10 ms, for at
+            // most `limit`, or until `interrupter` is called.
+            var finished = false
+            let interrupted = closing.wait(timeout: limit, slice: 0.01) {
+                let now = snd_pcm_state(pcm)
+                finished = now != SND_PCM_STATE_DRAINING && now != SND_PCM_STATE_RUNNING
+                return finished
+            } != nil
+            if interrupted || !finished {
                 snd_pcm_drop(pcm)
-                throw AudioError(device: device, call: "snd_pcm_drain", code: -ETIMEDOUT,
-                                 reason: "timed out: the device did not finish playing in \(limit) s")
+                if !interrupted {
+                    throw AudioError(device: device, call: "snd_pcm_drain", code: -ETIMEDOUT,
+                                     reason: "timed out: the device did not finish playing in \(limit) s")
+                }
             }
-            usleep(10_000)
-            r = snd_pcm_drain(pcm)
+            r = 0
         }
         if r < 0 && r != -EPIPE && r != -EBADFD { throw AudioError(device: device, call: "snd_pcm_drain", alsa: r) }
         let prepared = snd_pcm_prepare(pcm)

@@ -1,5 +1,6 @@
 import CALSA
 import Glibc
+import Playback
 
 /// The ALSA calls a write makes: the device's (`DeviceCalls`), or a script in tests.
 protocol PCMWriteCalls {
@@ -9,17 +10,19 @@ protocol PCMWriteCalls {
     mutating func wait(milliseconds: Int32) -> Int32
     mutating func prepare() -> Int32
     mutating func resume() -> Int32
-    /// Sleeps between two tries of `resume`.
-    mutating func pause(microseconds: UInt32)
+    /// Waits `milliseconds` between two tries of `resume` (less when the output is interrupted).
+    mutating func waitBeforeRetry(milliseconds: Int32)
 }
 
 struct DeviceCalls: PCMWriteCalls {
     let pcm: OpaquePointer
+    /// The output's interruption: a resume retry waits on it.
+    let closing: Latch<Void>
     func writei(_ bytes: UnsafeRawPointer, frames: Int) -> Int { snd_pcm_writei(pcm, bytes, snd_pcm_uframes_t(frames)) }
     func wait(milliseconds: Int32) -> Int32 { snd_pcm_wait(pcm, milliseconds) }
     func prepare() -> Int32 { snd_pcm_prepare(pcm) }
     func resume() -> Int32 { snd_pcm_resume(pcm) }
-    func pause(microseconds: UInt32) { usleep(microseconds) }
+    func waitBeforeRetry(milliseconds: Int32) { _ = closing.wait(timeout: Double(milliseconds) / 1000) }
 }
 
 struct WriteCounters: Equatable {
@@ -29,8 +32,8 @@ struct WriteCounters: Equatable {
 }
 
 /// Writes `total` frames from `base`: waits for room (at most `timeoutMilliseconds` each time),
-/// recovers an underrun (EPIPE: prepare) or a suspend (ESTRPIPE: resume, retried for at most
-/// 1 s in 10 ms slices, else prepare), counting them, and goes on. Anything else throws,
+/// recovers an underrun (EPIPE: prepare) or a suspend (ESTRPIPE: resume, retried up to 100 times
+/// 10 ms apart, else prepare), counting them, and goes on. Anything else throws,
 /// naming the call and ALSA's reason.
 func writeAll<Calls: PCMWriteCalls>(_ base: UnsafeRawPointer, frames total: Int, frameBytes: Int, calls: inout Calls,
                                     counters: inout WriteCounters, timeoutMilliseconds: Int32, device: String) throws {
@@ -66,7 +69,7 @@ private func recover<Calls: PCMWriteCalls>(_ code: Int32, call: String, calls: i
         var r = calls.resume()
         var tries = 0
         while r == -EAGAIN && tries < 100 {
-            calls.pause(microseconds: 10_000)
+            calls.waitBeforeRetry(milliseconds: 10)
             tries += 1
             r = calls.resume()
         }

@@ -33,7 +33,7 @@ struct ScriptedCalls: PCMWriteCalls {
         return prepareResult
     }
     mutating func resume() -> Int32 { resumes.isEmpty ? 0 : resumes.removeFirst() }
-    mutating func pause(microseconds: UInt32) { pauses += 1 }
+    mutating func waitBeforeRetry(milliseconds: Int32) { pauses += 1 }
 }
 
 @Suite struct WriteRecoveryTests {
@@ -62,7 +62,7 @@ struct ScriptedCalls: PCMWriteCalls {
         var calls = ScriptedCalls(writes: [-Int(ESTRPIPE)], resumes: Array(repeating: -EAGAIN, count: 500), frameBytes: 4)
         var counters = WriteCounters()
         try run(&calls, &counters)
-        #expect(calls.pauses == 100)  // 100 x 10 ms
+        #expect(calls.pauses == 100)  // 100 waits of at most 10 ms
         #expect(calls.prepares == 1)
         #expect(counters.suspends == 1 && counters.framesWritten == 1000)
     }
