@@ -34,8 +34,10 @@ public final class AudioDecoder {
     public private(set) var corruptPackets = 0
     /// Times the file's timestamps moved the sound by more than `gapTolerance`.
     public private(set) var discontinuities = 0
-    /// How far the file's timestamps may stray from the sample count before they are followed.
-    public static let gapTolerance = MediaTime(value: 1, timescale: 50)
+    /// How far the file's timestamps may stray from the sample count before they are followed:
+    /// above Matroska's 1 ms rounding, below any codec's frame (a lost packet leaves its gap, so
+    /// the sound after it stays with its pictures).
+    public static let gapTolerance = MediaTime(value: 1, timescale: 200)
 
     private let input: FileInput
     private var codec: UnsafeMutablePointer<AVCodecContext>?

@@ -186,10 +186,18 @@ let breakLimit: Float = 0.004
         try data.write(to: URL(fileURLWithPath: broken))
         let decoder = try AudioDecoder(path: broken)
         var frames = 0
-        while let buffer = try decoder.nextBuffer() { frames += buffer.frames }
-        print("corrupt AAC: \(decoder.corruptPackets) packets skipped, \(frames) of 48000 frames decoded")
+        var end = MediaTime.zero
+        while let buffer = try decoder.nextBuffer() {
+            frames += buffer.frames
+            end = buffer.end
+        }
+        print("corrupt AAC: \(decoder.corruptPackets) packets skipped, \(frames) of 48000 frames decoded, "
+              + "\(decoder.discontinuities) gaps kept, ends at \(end.seconds) s")
         #expect(decoder.corruptPackets > 0)
         #expect(frames > 40_000, "decoded \(frames) frames")
+        // The sound after a lost packet keeps its time: the gap stays, the end is where it was.
+        #expect(decoder.discontinuities > 0)
+        #expect(abs(end.seconds - 1) < 0.001, "ends at \(end.seconds) s")
     }
 
     @Test func anUnsupportedCodecNamesTheFileAndFFmpegsReason() throws {
