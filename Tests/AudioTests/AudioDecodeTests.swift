@@ -147,6 +147,25 @@ let breakLimit: Float = 0.004
         #expect(decoder.discontinuities == 0)
     }
 
+    @Test func soundThatStartsAfterThePicturesIsTimedFromThePictures() throws {
+        // The sound starts half a second into the clip (an empty edit in the MP4).
+        let clip = try TestMedia.make("av-late-sound.mp4", [
+            "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25:duration=2", "-itsoffset", "0.5",
+            "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=1.5",
+            "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-f", "mp4",
+        ])
+        let video = try VideoDecoder(path: clip)
+        let picture = try #require(try video.nextFrame())
+        let decoder = try AudioDecoder(path: clip)
+        let first = try #require(try decoder.nextBuffer())
+        print("late sound: first picture at \(picture.pts.seconds) s, first sample at \(first.pts.seconds) s")
+        #expect(abs(picture.pts.seconds) < 0.001)
+        // Where ffmpeg puts the sound behind an empty edit it leaves the AAC priming frame in
+        // (ffmpeg's own decoding of this file plays it too): the sound starts 0.5 s in, less at
+        // most that frame (1024 samples).
+        #expect(first.pts.seconds > 0.5 - 1024.0 / 48_000 - 0.001 && first.pts.seconds < 0.501, "first sample at \(first.pts.seconds) s")
+    }
+
     @Test func aSeekStartsAtItsTimeToTheSample() throws {
         let clip = try ToneClips.flac(rate: 48_000, channels: 1)
         let decoder = try AudioDecoder(path: clip)
