@@ -19,8 +19,9 @@ public final class AudioResampler {
     /// Output frames per input frame on top of the rate conversion (1: none). Clamped to
     /// 0.9...1.1; `AudioClockSync` asks for at most ±0.5 %.
     public private(set) var ratio = 1.0
-    /// The distance over which a compensation is spread: one second of output.
-    private var compensationDistance: Int32 { Int32(output.sampleRate) }
+    /// The distance over which a compensation is spread: ten seconds of output, so that the
+    /// ratio's step is 1/(10 * rate) (2 ppm at 48 kHz; a one-second distance would give 21).
+    private var compensationDistance: Int32 { Int32(output.sampleRate * 10) }
 
     public init(output: PCMFormat) {
         self.output = output
