@@ -1,10 +1,10 @@
 # Marquee: `make run` plays the demo loop, `make test` runs every test. Both install what they need.
 
 SWIFT ?= swift
-# Everything the project needs from Debian: the C libraries it links (DRM, GBM, EGL, GLES, FFmpeg),
+# Everything the project needs from Debian: the C libraries it links (DRM, GBM, EGL, GLES, FFmpeg, ALSA),
 # Mesa's software renderer for the headless output, and the ffmpeg command for test media.
 DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri \
-	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
+	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libasound2-dev ffmpeg
 # `make bench` also needs the peers it compares with (mpv; Xvfb so that mpv renders through EGL on
 # llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv).
 BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv

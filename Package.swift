@@ -10,11 +10,12 @@ let package = Package(
     targets: [
         // C system libraries (headers and link flags only).
         .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavformat",
-                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev"])]),
+                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev"])]),
         .systemLibrary(name: "CEGL", path: "Sources/CEGL", pkgConfig: "egl", providers: [.apt(["libegl-dev"])]),
         .systemLibrary(name: "CGLES", path: "Sources/CGLES", pkgConfig: "glesv2", providers: [.apt(["libgles-dev"])]),
         .systemLibrary(name: "CDRM", path: "Sources/CDRM", pkgConfig: "libdrm", providers: [.apt(["libdrm-dev"])]),
         .systemLibrary(name: "CGBM", path: "Sources/CGBM", pkgConfig: "gbm", providers: [.apt(["libgbm-dev"])]),
+        .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // The one C shim: what Swift cannot import (function-like and struct-valued macros).
         .target(name: "CShim", dependencies: ["CFFmpeg"], path: "Sources/CShim"),
 
@@ -22,6 +23,8 @@ let package = Package(
         .target(name: "Playback"),
         .target(name: "Media", dependencies: ["Playback", "CFFmpeg", "CShim"]),
         .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES", "CGBM"]),
+        // Sound through ALSA (alsa-lib): one PCM device, its latency, underrun recovery.
+        .target(name: "Audio", dependencies: ["Playback", "CALSA"]),
         .target(name: "Display", dependencies: ["Playback", "Render", "CDRM"]),
         // The control socket's protocol and client: JSON, the socket path, a blocking client (no C libraries).
         .target(name: "Control", dependencies: ["Playback"]),
@@ -51,5 +54,6 @@ let package = Package(
         .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Playback", "TestSupport"]),
         .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Media", "Playback", "TestSupport"]),
     ]
 )

@@ -5,5 +5,7 @@
 #include <libavutil/pixdesc.h>
 #include <libavutil/display.h>
 #include <libswscale/swscale.h>
+#include <libswresample/swresample.h>
+#include <libavutil/opt.h>
 #include <libavutil/hwcontext.h>
 #include <libavutil/hwcontext_drm.h>
