@@ -181,7 +181,7 @@ let overrides: @Sendable (inout KioskConfig) -> Void = { [arguments] config in
 }
 overrides(&config)
 
-let logger = Logger(level: arguments.logLevel ?? config.logLevel, priorityPrefix: Logger.standardErrorIsJournal())
+let logger = Logger.forService(level: arguments.logLevel ?? config.logLevel, identifier: "marquee")
 setFFmpegLogLevel(logger.level)
 
 // MARK: Run
