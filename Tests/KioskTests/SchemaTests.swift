@@ -44,6 +44,8 @@ import TestSupport
         #"{"playlist": {"directory": "media"}, "display": {"output": "headless", "mode": "1920x1080@59.94"}}"#,
         #"{"playlist": {"m3u": "list.m3u"}, "display": {"mode": "preferred"}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"mode": "16384x1@1000"}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"waitForCard": 0}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"output": "kms", "waitForCard": 30}}"#,
         #"{"wall": {"canvas": {"width": 3840, "height": 1080}, "regions": [{"x": 0, "y": 0, "width": 1920, "height": 1080, "playlist": [{"uri": "l.mp4"}]}, {"x": 1920, "y": 0, "width": 1920, "height": 1080, "playlist": [{"uri": "r.mp4"}], "gravity": "resizeAspectFill"}], "outputs": [{"name": "left", "x": 0, "y": 0, "width": 1920, "height": 1080, "rotation": 90, "connector": "HDMI-A-1", "node": "pi-1"}, {"name": "right", "x": 1920, "y": 0, "width": 1920, "height": 1080, "connector": "HDMI-A-1", "node": "pi-2"}], "sync": {"mode": "clock", "epoch": "2026-01-01T00:00:00Z"}}}"#,
     ]
 
@@ -62,6 +64,9 @@ import TestSupport
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"mode": "1920x1080@1001"}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"mode": "16385x100"}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"output": "screen-7"}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"waitForCard": 31}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"waitForCard": -1}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"waitForCard": "10"}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10}]}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": []}}"#,
