@@ -39,8 +39,7 @@ import TestSupport
     @Test func marqueeUnderTheJournalPrefixesEveryLine() throws {
         let clip = try TestMedia.clip(seconds: 1, fps: 30, width: 160, height: 90)
         let config = TestMedia.folder + "/journal-\(UUID().uuidString).json"
-        try #"{"playlist": [{"uri": "\#(clip)"}, {"uri": "/nonexistent/missing.mp4"}, {"uri": "\#(clip)", "start": 0.5}], "loop": true}"#
-            .write(toFile: config, atomically: true, encoding: .utf8)
+        try TestConfig.write(#"{"playlist": [{"uri": "\#(clip)"}, {"uri": "/nonexistent/missing.mp4"}, {"uri": "\#(clip)", "start": 0.5}], "loop": true}"#, to: config)
         let process = Process()
         process.executableURL = MarqueeProcessTests.binary
         process.arguments = ["--config", config, "--output", "headless", "--mode", "320x180@60", "--exit-after", "5", "--socket", "none"]
@@ -142,8 +141,7 @@ import TestSupport
     @Test func marqueeSendsStructuredRecordsToTheJournalSocket() throws {
         let clip = try TestMedia.clip(seconds: 1, fps: 30, width: 160, height: 90)
         let config = TestMedia.folder + "/journal-socket-\(UUID().uuidString).json"
-        try #"{"playlist": [{"uri": "\#(clip)"}, {"uri": "/nonexistent/missing.mp4"}], "loop": true}"#
-            .write(toFile: config, atomically: true, encoding: .utf8)
+        try TestConfig.write(#"{"playlist": [{"uri": "\#(clip)"}, {"uri": "/nonexistent/missing.mp4"}], "loop": true}"#, to: config)
         let journal = try FakeJournal()
         journal.startCollecting()
         let process = Process()

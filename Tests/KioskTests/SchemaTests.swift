@@ -143,16 +143,37 @@ import TestSupport
             #expect(checked.status == 2 && !checked.errorText.contains("nothing in the playlist can be played"),
                     "--check-config accepts \(text): \(checked.text)")
         }
-        // The one rule JSON Schema cannot state (it compares two fields): the reader alone has it.
+        // The one rule JSON Schema cannot state (it compares two fields): the reader alone has it,
+        // and the schema's description says so.
         let backwards = try write([#"{"playlist": [{"uri": "a.mp4", "start": 5, "end": 1}]}"#], "schema-backwards")[0]
         try makeMedia(namedBy: [backwards])
-        let refused = try checkConfig(backwards)
-        #expect(refused.status == 2 && !refused.errorText.contains("nothing in the playlist can be played"), "\(refused.errorText)")
+        try TestConfig.check(backwards, .refusedOnlyByCheckConfig)
+        let schema = try #require(try JSONParser.parse(String(contentsOfFile: Self.schema, encoding: .utf8))["description"]?.stringValue)
+        #expect(schema.contains("One rule is checked only by marquee --check-config") && schema.contains("an item's end must be after its start"),
+                "\(schema)")
         print("schema: \(files.count) bad configs refused by both")
     }
 
     /// --check-config probes the files: it lists each one that cannot be played, and refuses a
     /// config with nothing playable.
+    /// What tests write through TestConfig is judged by both; a config marked wrongly is caught.
+    @Test func testConfigsAreCheckedByBothJudgesAsTheyAreWritten() throws {
+        #expect(throws: Never.self) { try TestConfig.write(#"{"playlist": [{"uri": "/nonexistent/a.mp4"}]}"#, named: "judged-valid.json") }
+        #expect(throws: Never.self) { try TestConfig.write(#"{"playlist": [{"uri": 5}]}"#, named: "judged-bad.json", .refused) }
+        // Marked wrongly: each is a Mismatch naming which judge disagrees.
+        let cases: [(String, TestConfig.Expectation, String)] = [
+            (#"{"playlist": [{"uri": "a.mp4"}], "speed": 2}"#, .valid, "the schema refuses a config the test calls valid"),
+            (#"{"playlist": [{"uri": "a.mp4"}]}"#, .refused, "the schema accepts a config the test calls bad"),
+            (#"{"playlist": [{"uri": "a.mp4", "start": 5, "end": 1}]}"#, .valid, "--check-config refuses a config the test calls valid"),
+            (#"{"playlist": [{"uri": "a.mp4", "start": -1}]}"#, .refusedOnlyByCheckConfig, "the schema refuses it: not the rule only --check-config has"),
+            (#"{"playlist": [{"uri": "\ud800\u0041.mp4"}]}"#, .valid, "the schema refuses"),
+        ]
+        for (i, (text, expectation, why)) in cases.enumerated() {
+            let error = #expect(throws: TestConfig.Mismatch.self) { try TestConfig.write(text, named: "judged-\(i).json", expectation) }
+            #expect(error?.description.contains(why) == true, "\(text): \(String(describing: error))")
+        }
+    }
+
     @Test func checkConfigListsFilesThatCannotBePlayed() throws {
         let clip = try TestMedia.clip(seconds: 1, fps: 30, width: 160, height: 90)
         let garbage = try TestMedia.garbage()
