@@ -81,10 +81,15 @@ public struct Logger: Sendable {
     }
 
     public func log(_ level: Level, _ message: String, _ extra: KeyValuePairs<String, String> = [:]) {
+        log(level, message, fields: extra.map { ($0.key, $0.value) })
+    }
+
+    /// `log` with fields built at run time.
+    public func log(_ level: Level, _ message: String, fields extra: [(String, String)]) {
         guard level >= self.level else { return }
         var line = "level=\(level.name) msg=\(Self.quote(message))"
         // A field given with the message replaces the logger's own of that name.
-        let all = fields.filter({ field in !extra.contains { $0.key == field.0 } }) + extra.map({ ($0.key, $0.value) })
+        let all = fields.filter({ field in !extra.contains { $0.0 == field.0 } }) + extra
         for (key, value) in all {
             line += " \(key)=\(Self.quote(value))"
         }

@@ -74,6 +74,33 @@ import TestSupport
         print("journal: \(lines.count) lines, \(playing.count) item changes logged")
     }
 
+    /// FFmpeg's own messages (a damaged clip's decoding errors) come out as log records with their
+    /// component, never as FFmpeg's raw `[h264 @ 0x...]` lines; so does --check-config's probing.
+    @Test func ffmpegsMessagesAreLogRecords() throws {
+        let config = try TestConfig.write(#"{"playlist": [{"uri": "\#(try TestMedia.corruptClip())"}], "loop": false}"#,
+                                          named: "ffmpeg-log-\(UUID().uuidString).json")
+        let result = try Command.run(MarqueeProcessTests.binary.path, ["--config", config, "--output", "headless", "--mode", "320x180@60",
+                                                                      "--clock", "virtual", "--exit-after", "5", "--socket", "none",
+                                                                      "--log-level", "debug"])
+        let lines = result.errorText.split(separator: "\n").map(String.init)
+        #expect(result.status == 0, "\(result.errorText.suffix(2000))")
+        #expect(lines.allSatisfy { $0.hasPrefix("level=") }, "raw lines: \(lines.filter { !$0.hasPrefix("level=") }.prefix(5))")
+        let ffmpeg = lines.filter { $0.contains(#"msg="ffmpeg: "#) }
+        #expect(ffmpeg.contains { $0.hasPrefix("level=error") && $0.contains("component=h264") }, "\(lines.suffix(30))")
+        #expect(ffmpeg.count <= 20, "rate-limited: \(ffmpeg.count)")
+        // hwdec auto tried VAAPI, CUDA and V4L2 first (none here): FFmpeg's complaints are debug lines.
+        #expect(!ffmpeg.contains { !$0.hasPrefix("level=debug") && ($0.contains("component=AVHWDeviceContext") || $0.contains("_v4l2m2m")) },
+                "\(ffmpeg)")
+        #expect(!ffmpeg.contains { $0.contains("component=NULL") })
+        print("ffmpeg via the logger: \(ffmpeg.count) lines, e.g. \(ffmpeg.first ?? "none")")
+
+        let garbage = try TestConfig.write(#"{"playlist": [{"uri": "\#(try TestMedia.garbage())"}]}"#, named: "ffmpeg-garbage-\(UUID().uuidString).json")
+        let checked = try Command.run(MarqueeProcessTests.binary.path, ["--config", garbage, "--check-config", "--log-level", "debug"])
+        #expect(checked.status == 2)
+        #expect(checked.errorText.split(separator: "\n").allSatisfy { $0.hasPrefix("level=") || $0.contains(": cannot be played: ") || $0.hasSuffix(": nothing in the playlist can be played") },
+                "\(checked.errorText)")
+    }
+
     // MARK: The journal's native socket
 
     /// Each record is one datagram: PRIORITY, SYSLOG_IDENTIFIER, MESSAGE (the logfmt line) and the
