@@ -14,6 +14,20 @@ public func isDRMHotplug(uevent bytes: some Collection<UInt8>) -> Bool {
     return drm && hotplug
 }
 
+/// Whether a kernel uevent concerns a DRM device (`SUBSYSTEM=drm`): a card or a connector added,
+/// changed or removed.
+public func isDRMDeviceEvent(uevent bytes: some Collection<UInt8>) -> Bool {
+    bytes.split(separator: 0).contains { String(decoding: $0, as: UTF8.self) == "SUBSYSTEM=drm" }
+}
+
+/// Which uevents a `NetlinkHotplugEvents` reports.
+public enum UeventMatch: Sendable {
+    /// Display hotplugs (`isDRMHotplug`).
+    case hotplug
+    /// Any DRM device event (`isDRMDeviceEvent`): a card that appears.
+    case drmDevice
+}
+
 /// A socket error: names the call and errno.
 public struct HotplugError: Error, CustomStringConvertible {
     public let call: String
@@ -25,8 +39,10 @@ public struct HotplugError: Error, CustomStringConvertible {
 /// udev needed), filtered to DRM hotplugs. Owns the socket (closed in deinit).
 public final class NetlinkHotplugEvents: HotplugEvents {
     private let fd: Int32
+    private let match: UeventMatch
 
-    public init() throws {
+    public init(matching match: UeventMatch = .hotplug) throws {
+        self.match = match
         let fd = socket(AF_NETLINK, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
                         NETLINK_KOBJECT_UEVENT)
         guard fd >= 0 else { throw HotplugError(call: "socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT)", errno: errno) }
@@ -56,7 +72,8 @@ public final class NetlinkHotplugEvents: HotplugEvents {
             while true {
                 let count = recv(fd, &buffer, buffer.count, 0)
                 if count < 0 { break }   // EAGAIN: drained (other errors: nothing to read either)
-                if isDRMHotplug(uevent: buffer.prefix(count)) { seen = true }
+                let event = buffer.prefix(count)
+                if match == .hotplug ? isDRMHotplug(uevent: event) : isDRMDeviceEvent(uevent: event) { seen = true }
             }
             if seen { return true }
             let remaining = deadline - MonotonicTime().now()

@@ -1,4 +1,5 @@
 import Foundation
+import Playback
 
 /// Which kind of output to drive.
 public enum OutputKind: String, Sendable, CaseIterable {
@@ -50,9 +51,10 @@ public func displayCards(sysfs: String = "/sys/class/drm") -> [String] {
 /// KMS (the output waits for a display); with no such card at all, `auto` is headless and `kms`
 /// fails naming what is missing.
 public func resolveOutputKind(_ requested: OutputKind, connectors: [ConnectedConnector] = connectedConnectors(),
-                              cards: [String] = displayCards()) throws -> (OutputKind, reason: String) {
+                              cards: [String] = displayCards(),
+                              usable isUsable: (String) -> Bool = CardProbe.system.usable) throws -> (OutputKind, reason: String) {
     let found = connectors.map { "\($0.card)/\($0.connector)" }.joined(separator: ", ")
-    let usable = Set(connectors.map(\.card)).union(cards).sorted().filter { access("/dev/dri/\($0)", R_OK | W_OK) == 0 }
+    let usable = Set(connectors.map(\.card)).union(cards).sorted().filter(isUsable)
     switch requested {
     case .headless:
         return (.headless, "requested")
@@ -70,4 +72,87 @@ public func resolveOutputKind(_ requested: OutputKind, connectors: [ConnectedCon
         if found.isEmpty { return (.kms, "no display connected yet on \(usable.joined(separator: ", ")): waiting for one") }
         return (.kms, "connected \(found)")
     }
+}
+
+/// What output selection reads of the system: connected connectors and display cards from sysfs,
+/// and whether this process may open a card (`/dev/dri/cardN` readable and writable). Tests give
+/// their own.
+public struct CardProbe: Sendable {
+    public var connectors: @Sendable () -> [ConnectedConnector]
+    public var cards: @Sendable () -> [String]
+    public var usable: @Sendable (String) -> Bool
+    public init(connectors: @escaping @Sendable () -> [ConnectedConnector], cards: @escaping @Sendable () -> [String],
+                usable: @escaping @Sendable (String) -> Bool) {
+        self.connectors = connectors
+        self.cards = cards
+        self.usable = usable
+    }
+
+    public static let system = CardProbe(connectors: { connectedConnectors() }, cards: { displayCards() },
+                                         usable: { access("/dev/dri/\($0)", R_OK | W_OK) == 0 })
+
+    /// Display cards this process can open now.
+    public func usableCards() -> [String] {
+        Set(connectors().map(\.card)).union(cards()).sorted().filter(usable)
+    }
+}
+
+/// The longest `display.waitForCard`: the wait happens before the output opens, so before the
+/// service's READY=1, which the unit waits for at most 60 s (`TimeoutStartSec`).
+public let longestCardWait = 30.0
+
+/// Waits up to `limit` seconds for a display card this process can open (`probe.usableCards()`),
+/// for a boot where the GPU's driver loads after marquee starts. It looks again at each DRM
+/// uevent (`events`: a card and its connectors are announced as `SUBSYSTEM=drm` devices) and every
+/// `recheck` seconds besides (udev gives the device node its group and mode after the kernel's
+/// event, which sends no uevent of its own). Returns the cards found (empty: none within `limit`,
+/// or `shouldContinue` turned false) and the seconds waited.
+public func waitForDisplayCard(limit: Double, probe: CardProbe, events: any HotplugEvents,
+                               time: any PresentationTime = MonotonicTime(), recheck: Double = 0.25,
+                               shouldContinue: () -> Bool = { true }) -> (cards: [String], waited: Double) {
+    let start = time.now()
+    let limit = limit.isFinite ? min(max(limit, 0), longestCardWait) : 0
+    let deadline = start + Int64(limit * 1e9)
+    while true {
+        let cards = probe.usableCards()
+        let now = time.now()
+        let waited = Double(now - start) / 1e9
+        if !cards.isEmpty { return (cards, waited) }
+        guard now < deadline, shouldContinue() else { return ([], waited) }
+        _ = events.wait(timeout: min(recheck, Double(deadline - now) / 1e9))
+    }
+}
+
+/// Chooses the output at start: `resolveOutputKind`, but where `auto` or `kms` finds no display
+/// card this process can open, first waits for one (`waitForDisplayCard`, up to `waitForCard`
+/// seconds, logged). A card that comes later than that is not used until marquee starts again:
+/// `auto` plays headless, `kms` fails (and systemd starts it again).
+public func selectOutput(_ requested: OutputKind, waitForCard: Double, logger: Logger, probe: CardProbe = .system,
+                         events: () -> any HotplugEvents = { systemCardEvents() }, time: any PresentationTime = MonotonicTime(),
+                         shouldContinue: () -> Bool = { true }) throws -> (OutputKind, reason: String) {
+    guard requested != .headless, waitForCard > 0, probe.usableCards().isEmpty else {
+        return try resolveOutputKind(requested, connectors: probe.connectors(), cards: probe.cards(), usable: probe.usable)
+    }
+    let limit = min(waitForCard, longestCardWait)
+    logger.info("waiting for a display card", ["output": requested.rawValue, "limit": "\(limit.formatted(decimals: 1)) s"])
+    let (cards, waited) = waitForDisplayCard(limit: limit, probe: probe, events: events(), time: time, shouldContinue: shouldContinue)
+    if !cards.isEmpty {
+        logger.info("display card found", ["cards": cards.joined(separator: ","), "waited": "\(waited.formatted(decimals: 2)) s"])
+        return try resolveOutputKind(requested, connectors: probe.connectors(), cards: probe.cards(), usable: probe.usable)
+    }
+    do {
+        let (kind, reason) = try resolveOutputKind(requested, connectors: probe.connectors(), cards: probe.cards(), usable: probe.usable)
+        guard kind == .headless, shouldContinue() else { return (kind, reason) }   // stopped while waiting: nothing to say
+        let why = "\(reason); none appeared within \(waited.formatted(decimals: 1)) s (display.waitForCard): headless until restarted"
+        logger.warning("no display card; playing headless", ["why": why])
+        return (kind, why)
+    } catch let error as OutputUnavailable {
+        throw OutputUnavailable(description: "\(error.description) (waited \(waited.formatted(decimals: 1)) s for one)")
+    }
+}
+
+/// DRM device uevents (a card or a connector added, changed or removed) from netlink, else a
+/// slow sysfs poll.
+public func systemCardEvents() -> any HotplugEvents {
+    (try? NetlinkHotplugEvents(matching: .drmDevice)) ?? SysfsPollHotplugEvents()
 }

@@ -66,6 +66,9 @@ public struct KioskConfig: Sendable {
         public var rotation: Rotation = .none
         /// `display.conversion`: where Y'CbCr becomes RGB (`auto`: on the CPU for software renderers).
         public var conversion: ColorConversionMode = .auto
+        /// `display.waitForCard`: how long `auto` and `kms` wait at start for a display card that is
+        /// not there yet (a GPU driver still loading), in seconds, 0 to `longestCardWait`.
+        public var waitForCard = 10.0
         public init() {}
     }
 
@@ -231,7 +234,7 @@ struct ConfigReader {
                     }
                 }
             case "display":
-                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity", "device", "connector", "kmsApi", "format", "rotation", "conversion"]) else { continue }
+                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity", "device", "connector", "kmsApi", "format", "rotation", "conversion", "waitForCard"]) else { continue }
                 for (field, v) in fields {
                     let path = "display.\(field)"
                     switch field {
@@ -281,6 +284,12 @@ struct ConfigReader {
                         config.display.rotation = rotation
                     case "conversion":
                         if let mode: ColorConversionMode = choice(v, at: path) { config.display.conversion = mode }
+                    case "waitForCard":
+                        guard case .number(let n) = v else {
+                            problem(path, "expected a number of seconds, found \(v.typeName)")
+                            continue
+                        }
+                        do { config.display.waitForCard = try checkedNumber(n, in: 0...longestCardWait, field: path) } catch { problem(error) }
                     default: break
                     }
                 }

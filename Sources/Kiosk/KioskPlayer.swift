@@ -38,7 +38,8 @@ public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
 public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
                      makeSession: (OutputCapabilities) throws -> KioskSession,
                      onVsync: ((Int64) -> Void)? = nil, shouldContinue: @escaping () -> Bool) throws -> PresentationStats {
-    let (kind, reason) = try resolveOutputKind(config.display.output)
+    let (kind, reason) = try selectOutput(config.display.output, waitForCard: config.display.waitForCard, logger: logger,
+                                          shouldContinue: shouldContinue)
     logger.info("decoder chosen", ["hwdec": config.hardwareDecoding.rawValue,
                                    "order": config.hardwareDecoding == .auto ? HardwareDecoding.autoOrder.map(\.rawValue).joined(separator: ",") : config.hardwareDecoding.rawValue,
                                    "fallback": "software (FFmpeg libavcodec, frame threads)"])

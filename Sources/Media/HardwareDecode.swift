@@ -91,6 +91,9 @@ final class CodecSession {
     /// v4l2m2m decoder is asked (through `get_format`) for DRM PRIME frames instead of memory ones.
     init(hardware kind: HardwareDecoding, software decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>,
          uri: String, drmPrime: Bool = false) throws {
+        // FFmpeg's own messages about a device that is not there are debug: the failure is reported once, by us.
+        let loudness = FFmpegLog.demoteThisThread()
+        defer { FFmpegLog.restoreThisThread(loudness) }
         let codecName = String(cString: decoder.pointee.name)
         self.kind = kind
         if kind == .v4l2m2m {

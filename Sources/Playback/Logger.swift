@@ -6,9 +6,12 @@ import Foundation
 /// shippers read them alike. A `Logger` is a value: `with(_:)` returns a copy that adds fields to
 /// every line (the output's name, the item's URI) without touching the parent.
 ///
-/// Under systemd, when standard error is the journal (`standardErrorIsJournal`), each line starts
+/// Under systemd, when standard error is the journal (`standardErrorIsJournal`), `forService`
+/// sends each record to the journal's native socket (`JournalSocket`): `PRIORITY=`, `MESSAGE=` (the
+/// logfmt line) and every structured field as a journal field of its own (`ITEM=`, `URI=`,
+/// `OUTPUT=`...). A record the socket does not take goes to standard error as a line that starts
 /// with its syslog priority (`<3>` error, `<4>` warning, `<6>` info, `<7>` debug), which journald
-/// takes as the line's PRIORITY (so `journalctl -p err` finds errors).
+/// takes as the line's PRIORITY (so `journalctl -p err` finds errors either way).
 public struct Logger: Sendable {
     public enum Level: Int, Sendable, Comparable, CaseIterable {
         case debug, info, warning, error
@@ -28,14 +31,29 @@ public struct Logger: Sendable {
     public var level: Level
     /// Lines start with `<priority>` (for the journal).
     public let priorityPrefix: Bool
+    /// Where records go first, when set; the sink gets the records it refuses.
+    public let journal: JournalSocket?
     private let sink: Sink
     private var fields: [(String, String)]
 
-    public init(level: Level = .info, priorityPrefix: Bool = false, sink: @escaping Sink = Logger.standardError) {
+    public init(level: Level = .info, priorityPrefix: Bool = false, journal: JournalSocket? = nil,
+                sink: @escaping Sink = Logger.standardError) {
         self.level = level
         self.priorityPrefix = priorityPrefix
+        self.journal = journal
         self.sink = sink
         self.fields = []
+    }
+
+    /// The logger of a process that may run under systemd: when standard error is the journal's
+    /// stream, records go to the journal's native socket (`MARQUEE_JOURNAL_SOCKET`, else
+    /// `/run/systemd/journal/socket`) with priority-prefixed standard error lines as the fallback;
+    /// otherwise plain lines on standard error.
+    public static func forService(level: Level, identifier: String,
+                                  environment: [String: String] = ProcessInfo.processInfo.environment) -> Logger {
+        guard standardErrorIsJournal(environment: environment) else { return Logger(level: level) }
+        let path = environment["MARQUEE_JOURNAL_SOCKET"].flatMap { $0.isEmpty ? nil : $0 } ?? JournalSocket.defaultPath
+        return Logger(level: level, priorityPrefix: true, journal: JournalSocket(path: path, identifier: identifier))
     }
 
     /// True when standard error is the journal's stream: systemd sets `JOURNAL_STREAM` to its
@@ -63,13 +81,20 @@ public struct Logger: Sendable {
     }
 
     public func log(_ level: Level, _ message: String, _ extra: KeyValuePairs<String, String> = [:]) {
+        log(level, message, fields: extra.map { ($0.key, $0.value) })
+    }
+
+    /// `log` with fields built at run time.
+    public func log(_ level: Level, _ message: String, fields extra: [(String, String)]) {
         guard level >= self.level else { return }
-        var line = (priorityPrefix ? "<\(level.syslogPriority)>" : "") + "level=\(level.name) msg=\(Self.quote(message))"
+        var line = "level=\(level.name) msg=\(Self.quote(message))"
         // A field given with the message replaces the logger's own of that name.
-        for (key, value) in fields.filter({ field in !extra.contains { $0.key == field.0 } }) + extra.map({ ($0.key, $0.value) }) {
+        let all = fields.filter({ field in !extra.contains { $0.0 == field.0 } }) + extra
+        for (key, value) in all {
             line += " \(key)=\(Self.quote(value))"
         }
-        sink(line)
+        if let journal, journal.send(priority: level.syslogPriority, message: line, fields: all) { return }
+        sink((priorityPrefix ? "<\(level.syslogPriority)>" : "") + line)
     }
 
     public func debug(_ message: String, _ extra: KeyValuePairs<String, String> = [:]) { log(.debug, message, extra) }

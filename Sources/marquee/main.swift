@@ -137,6 +137,8 @@ func dataDirectory() -> String? {
     return candidates.first { fm.fileExists(atPath: $0 + "/demo/demo.mp4") }
 }
 
+// FFmpeg's own messages (here from --check-config's probes) are log records, never raw lines.
+FFmpegLog.route(to: Logger.forService(level: arguments.logLevel ?? .info, identifier: "marquee"))
 var config: KioskConfig
 do {
     if let configPath = arguments.configPath {
@@ -181,8 +183,8 @@ let overrides: @Sendable (inout KioskConfig) -> Void = { [arguments] config in
 }
 overrides(&config)
 
-let logger = Logger(level: arguments.logLevel ?? config.logLevel, priorityPrefix: Logger.standardErrorIsJournal())
-setFFmpegLogLevel(logger.level)
+let logger = Logger.forService(level: arguments.logLevel ?? config.logLevel, identifier: "marquee")
+FFmpegLog.route(to: logger)
 
 // MARK: Run
 

@@ -38,7 +38,7 @@ enum KMSVM {
     static func run(config json: String, name: String, seconds: Int, heads: Int = 1, environment: [String: String] = [:]) throws -> Run {
         let folder = TestMedia.folder
         let config = "\(folder)/\(name).json"
-        try json.write(toFile: config, atomically: true, encoding: .utf8)
+        try TestConfig.write(json, to: config)
         let png = "\(folder)/\(name).png"
         let headPNGs = (1..<max(1, heads)).map { "\(folder)/\(name)-head\($0).png" }
         for file in [png] + headPNGs { try? FileManager.default.removeItem(atPath: file) }

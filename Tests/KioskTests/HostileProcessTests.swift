@@ -15,10 +15,9 @@ import TestSupport
         return try Command.run(binary, arguments)
     }
 
-    func config(_ text: String) throws -> String {
-        let path = TestMedia.folder + "/hostile-\(UUID().uuidString).json"
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
+    /// A config file; hostile ones are bad, and refused by the schema as by the reader.
+    func config(_ text: String, _ expectation: TestConfig.Expectation = .refused) throws -> String {
+        try TestConfig.write(text, named: "hostile-\(UUID().uuidString).json", expectation)
     }
 
     @Test func checkConfigReportsHostileValuesWithTheirPaths() throws {
@@ -42,7 +41,7 @@ import TestSupport
     }
 
     @Test func hostileCommandLineValuesAreRefusedByName() throws {
-        let good = try config(#"{"playlist": [{"uri": "a.mp4"}]}"#)
+        let good = try config(#"{"playlist": [{"uri": "a.mp4"}]}"#, .valid)
         let cases: [([String], String)] = [
             (["--mode", "640x360@0.004"], "--mode 640x360@0.004: expected WxH or WxH@Hz"),
             (["--mode", "99999999999999999999x360"], "--mode 99999999999999999999x360: expected WxH or WxH@Hz"),
@@ -64,7 +63,7 @@ import TestSupport
     /// goes on playing and answering.
     @Test func hostileSocketLinesLeaveAPlayingMarqueeRunning() throws {
         let clip = try TestMedia.clip(seconds: 1, fps: 30)
-        let config = try config(#"{"playlist": [{"uri": "\#(clip)"}], "loop": true}"#)
+        let config = try config(#"{"playlist": [{"uri": "\#(clip)"}], "loop": true}"#, .valid)
         let running = try MarqueeProcessTests.Running(config: config, exitAfter: 60)
         let client = try running.connect()
         let lines = [

@@ -9,25 +9,11 @@ import TestSupport
     /// The test venv's python with `package` (from PyPI; `module` is its import name) installed:
     /// the venv is made once, in the build folder. Cancels the test when PyPI cannot be reached.
     static func venvPython(package: String = "python-mpv-jsonipc", module: String = "python_mpv_jsonipc") throws -> String {
-        let venv = Command.repository + "/.build/test-venv"
-        let python = venv + "/bin/python"
-        if (try? Command.run(python, ["-c", "import \(module)"]))?.status == 0 { return python }
-        if !FileManager.default.isExecutableFile(atPath: python) {
-            let made = try Command.run("python3", ["-m", "venv", venv], mergeErrors: true)
-            try #require(made.status == 0, "python3 -m venv (Debian's python3-venv) failed: \(made.text)")
+        do {
+            return try TestVenv.python(package: package, module: module)
+        } catch let error as TestVenv.Unavailable where error.offline {
+            try Test.cancel("PyPI is unreachable, so \(package) cannot be installed: \(error.description)")
         }
-        let pip = try Command.run(venv + "/bin/pip", ["install", "--quiet", "--disable-pip-version-check", "--timeout", "20",
-                                                      package], mergeErrors: true)
-        if pip.status != 0 {
-            let unreachable = ["Network is unreachable", "Temporary failure in name resolution", "Failed to establish a new connection",
-                               "timed out", "ProxyError"]
-            if unreachable.contains(where: pip.text.contains) {
-                try Test.cancel("PyPI is unreachable, so \(package) cannot be installed: \(pip.text.suffix(300))")
-            }
-            Issue.record("pip install \(package) failed: \(pip.text)")
-            throw MarqueeProcessTests.NotBuilt(description: "no \(package)")
-        }
-        return python
     }
 
     /// Three clips of `seconds`, 30 fps, each a colour of its own (so items differ).

@@ -74,7 +74,7 @@ import TestSupport
     func writeConfig(_ items: [String], name: String = "config-\(UUID().uuidString).json") throws -> String {
         let path = TestMedia.folder + "/" + name
         let playlist = items.map { #"{"uri": "\#($0)"}"# }.joined(separator: ", ")
-        try #"{"playlist": [\#(playlist)], "loop": true}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        try TestConfig.write(#"{"playlist": [\#(playlist)], "loop": true}"#, to: path)
         return path
     }
 
@@ -120,8 +120,8 @@ import TestSupport
             (#"{"playlist": [{"uri": "a.mp4"}], "speed": 2}"#, "speed: unknown key"),
         ]
         for (text, expected) in cases {
-            let path = TestMedia.folder + "/broken-\(UUID().uuidString).json"
-            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            let path = try TestConfig.write(text, named: "broken-\(UUID().uuidString).json",
+                                            expected.contains(TestConfig.checkConfigOnlyRule) ? .refusedOnlyByCheckConfig : .refused)
             for flags in [["--check-config"], ["--output", "headless", "--exit-after", "1"]] {
                 let result = try Command.run(Self.binary.path, ["--config", path] + flags)
                 let message = result.errorText
@@ -230,7 +230,7 @@ import TestSupport
         let running = try Running(config: config, clock: "virtual", exitAfter: 600)
         let client = try running.connect()
 
-        try #"{"playlist": [{"uri": 7}]}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        try TestConfig.write(#"{"playlist": [{"uri": 7}]}"#, to: config, .refused)
         let refused = client.request(["reload"], id: 1)
         #expect(refused?["error"]?.stringValue == "error running command")
         #expect(refused?["detail"]?.stringValue?.contains("playlist[0].uri: expected a string") == true)
@@ -268,8 +268,7 @@ import TestSupport
         let config = TestMedia.folder + "/gravity-\(UUID().uuidString).json"
         for (settings, expected) in [(#""gravity": "resize""#, [0, 0, 320, 180]),       // stretched over 320x180
                                      (#""gravity": "resizeAspect""#, [40, 0, 240, 180])] { // pillarboxed
-            try #"{"playlist": [{"uri": "\#(clip)", \#(settings)}], "display": {"rotation": 180}}"#
-                .write(toFile: config, atomically: true, encoding: .utf8)
+            try TestConfig.write(#"{"playlist": [{"uri": "\#(clip)", \#(settings)}], "display": {"rotation": 180}}"#, to: config)
             let running = try Running(config: config, clock: "real", exitAfter: 30)
             let client = try running.connect()
             var rect: [Double]?
@@ -290,8 +289,7 @@ import TestSupport
         let picture = try TestMedia.make("still.png", ["-f", "lavfi", "-i", "color=c=red:size=64x48", "-frames:v", "1", "-c:v", "png", "-f", "image2"])
         let clip = try TestMedia.clip(seconds: 1, fps: 30)
         let config = TestMedia.folder + "/still-\(UUID().uuidString).json"
-        try #"{"playlist": [{"uri": "\#(picture)", "duration": 0.5}, {"uri": "\#(clip)"}], "loop": false}"#
-            .write(toFile: config, atomically: true, encoding: .utf8)
+        try TestConfig.write(#"{"playlist": [{"uri": "\#(picture)", "duration": 0.5}, {"uri": "\#(clip)"}], "loop": false}"#, to: config)
         let running = try Running(config: config, clock: "virtual", exitAfter: 30)
         #expect(running.wait() == 0, "a playlist without loop ends by itself")
         let frames = try running.traceLines().filter { $0["type"] as? String == "frame" }
@@ -306,7 +304,7 @@ import TestSupport
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: try TestMedia.clip(seconds: 1, fps: 30), toPath: folder + "/a.mp4")
         let config = TestMedia.folder + "/folder-\(UUID().uuidString).json"
-        try #"{"playlist": {"directory": "\#(folder)"}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        try TestConfig.write(#"{"playlist": {"directory": "\#(folder)"}}"#, to: config)
         let running = try Running(config: config, clock: "real", exitAfter: 60)
         let client = try running.connect()
         try FileManager.default.copyItem(atPath: try TestMedia.clip(seconds: 1, fps: 30, width: 160, height: 120), toPath: folder + "/b.mp4")
@@ -358,12 +356,12 @@ import TestSupport
         let a = try TestMedia.clip(seconds: 2, fps: 30)
         let b = try TestMedia.clip(seconds: 1, fps: 25, width: 160, height: 120)
         let config = TestMedia.folder + "/wall-sync-\(UUID().uuidString).json"
-        try #"""
+        try TestConfig.write(#"""
             {"playlist": [{"uri": "\#(a)"}, {"uri": "\#(b)"}],
              "wall": {"canvas": {"width": 320, "height": 180},
                       "outputs": [{"name": "screen", "x": 0, "y": 0, "width": 320, "height": 180}],
                       "sync": {"mode": "clock", "epoch": "2026-01-01T00:00:00Z"}}}
-            """#.write(toFile: config, atomically: true, encoding: .utf8)
+            """#, to: config)
         // The first runs 1.7 s past the second's end, so that a slow start of the second (a loaded
         // machine) still leaves every frame it shows inside the first's trace.
         let first = try Running(config: config, clock: "real", exitAfter: 12)
@@ -442,12 +440,12 @@ import TestSupport
         // A 640x180 canvas: red on the left half, blue on the right; two 320x180 outputs, one per node.
         let clip = try halvesClip(seconds: 1, rate: 10)
         let config = TestMedia.folder + "/wall-nodes-\(UUID().uuidString).json"
-        try #"""
+        try TestConfig.write(#"""
             {"playlist": [{"uri": "\#(clip)"}],
              "wall": {"canvas": {"width": 640, "height": 180},
                       "outputs": [{"name": "left", "node": "pi-left", "x": 0, "y": 0, "width": 320, "height": 180},
                                   {"name": "right", "node": "pi-right", "x": 320, "y": 0, "width": 320, "height": 180}]}}
-            """#.write(toFile: config, atomically: true, encoding: .utf8)
+            """#, to: config)
         for (node, expected) in [("pi-left", [255, 0, 0]), ("pi-right", [0, 0, 255])] {
             let running = try Running(config: config, clock: "real", exitAfter: 30, extra: ["--node", node])
             let client = try running.connect()
@@ -469,12 +467,12 @@ import TestSupport
     @Test func oneNodeDrivesTwoOutputsInStep() throws {
         let clip = try halvesClip(seconds: 2, rate: 30)
         let config = TestMedia.folder + "/wall-two-outputs-\(UUID().uuidString).json"
-        try #"""
+        try TestConfig.write(#"""
             {"playlist": [{"uri": "\#(clip)"}],
              "wall": {"canvas": {"width": 680, "height": 180},
                       "outputs": [{"name": "left", "x": 0, "y": 0, "width": 320, "height": 180},
                                   {"name": "right", "x": 360, "y": 0, "width": 320, "height": 180}]}}
-            """#.write(toFile: config, atomically: true, encoding: .utf8)
+            """#, to: config)
         let running = try Running(config: config, clock: "real", exitAfter: 6)
         let client = try running.connect()
         // Each output has a sync error once it has shown a picture (seconds on a loaded machine).
@@ -518,13 +516,13 @@ import TestSupport
         }
         let red = try solid("red"), blue = try solid("blue")
         let config = TestMedia.folder + "/wall-mosaic-\(UUID().uuidString).json"
-        try #"""
+        try TestConfig.write(#"""
             {"display": {"gravity": "resize"},
              "wall": {"canvas": {"width": 320, "height": 180},
                       "regions": [{"x": 0, "y": 0, "width": 160, "height": 180, "playlist": [{"uri": "\#(red)"}]},
                                   {"x": 160, "y": 0, "width": 160, "height": 180, "playlist": [{"uri": "\#(blue)"}]}],
                       "outputs": [{"name": "screen", "x": 0, "y": 0, "width": 320, "height": 180}]}}
-            """#.write(toFile: config, atomically: true, encoding: .utf8)
+            """#, to: config)
         let running = try Running(config: config, clock: "real", exitAfter: 4)
         let client = try running.connect()
         Thread.sleep(forTimeInterval: 1)
@@ -549,12 +547,12 @@ import TestSupport
         let b = try TestMedia.clip(seconds: 1, fps: 25, width: 160, height: 120)
         let config = TestMedia.folder + "/wall-reload-\(UUID().uuidString).json"
         func write(_ clip: String) throws {
-            try #"""
+            try TestConfig.write(#"""
                 {"playlist": [{"uri": "\#(clip)"}],
                  "wall": {"canvas": {"width": 640, "height": 180},
                           "outputs": [{"name": "left", "x": 0, "y": 0, "width": 320, "height": 180},
                                       {"name": "right", "x": 320, "y": 0, "width": 320, "height": 180}]}}
-                """#.write(toFile: config, atomically: true, encoding: .utf8)
+                """#, to: config)
         }
         try write(a)
         let running = try Running(config: config, clock: "real", exitAfter: 60)

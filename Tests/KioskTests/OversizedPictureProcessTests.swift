@@ -15,8 +15,7 @@ import TestSupport
         let first = try TestMedia.clip(seconds: 1, fps: 30)
         let last = try TestMedia.clip(seconds: 1, fps: 25, width: 160, height: 120)
         let config = TestMedia.folder + "/oversized-\(UUID().uuidString).json"
-        try #"{"playlist": [{"uri": "\#(first)"}, {"uri": "\#(wide)", "duration": 1}, {"uri": "\#(last)"}], "loop": true}"#
-            .write(toFile: config, atomically: true, encoding: .utf8)
+        try TestConfig.write(#"{"playlist": [{"uri": "\#(first)"}, {"uri": "\#(wide)", "duration": 1}, {"uri": "\#(last)"}], "loop": true}"#, to: config)
         let running = try MarqueeProcessTests.Running(config: config, clock: "virtual", exitAfter: 6)
         #expect(running.wait(timeout: 60) == 0, "\(running.log)")
         let frames = try running.traceLines().filter { $0["type"] as? String == "frame" }

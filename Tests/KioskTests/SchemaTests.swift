@@ -44,6 +44,8 @@ import TestSupport
         #"{"playlist": {"directory": "media"}, "display": {"output": "headless", "mode": "1920x1080@59.94"}}"#,
         #"{"playlist": {"m3u": "list.m3u"}, "display": {"mode": "preferred"}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"mode": "16384x1@1000"}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"waitForCard": 0}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"output": "kms", "waitForCard": 30}}"#,
         #"{"wall": {"canvas": {"width": 3840, "height": 1080}, "regions": [{"x": 0, "y": 0, "width": 1920, "height": 1080, "playlist": [{"uri": "l.mp4"}]}, {"x": 1920, "y": 0, "width": 1920, "height": 1080, "playlist": [{"uri": "r.mp4"}], "gravity": "resizeAspectFill"}], "outputs": [{"name": "left", "x": 0, "y": 0, "width": 1920, "height": 1080, "rotation": 90, "connector": "HDMI-A-1", "node": "pi-1"}, {"name": "right", "x": 1920, "y": 0, "width": 1920, "height": 1080, "connector": "HDMI-A-1", "node": "pi-2"}], "sync": {"mode": "clock", "epoch": "2026-01-01T00:00:00Z"}}}"#,
     ]
 
@@ -62,6 +64,9 @@ import TestSupport
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"mode": "1920x1080@1001"}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"mode": "16385x100"}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"output": "screen-7"}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"waitForCard": 31}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"waitForCard": -1}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "display": {"waitForCard": "10"}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10}]}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": []}}"#,
@@ -138,16 +143,37 @@ import TestSupport
             #expect(checked.status == 2 && !checked.errorText.contains("nothing in the playlist can be played"),
                     "--check-config accepts \(text): \(checked.text)")
         }
-        // The one rule JSON Schema cannot state (it compares two fields): the reader alone has it.
+        // The one rule JSON Schema cannot state (it compares two fields): the reader alone has it,
+        // and the schema's description says so.
         let backwards = try write([#"{"playlist": [{"uri": "a.mp4", "start": 5, "end": 1}]}"#], "schema-backwards")[0]
         try makeMedia(namedBy: [backwards])
-        let refused = try checkConfig(backwards)
-        #expect(refused.status == 2 && !refused.errorText.contains("nothing in the playlist can be played"), "\(refused.errorText)")
+        try TestConfig.check(backwards, .refusedOnlyByCheckConfig)
+        let schema = try #require(try JSONParser.parse(String(contentsOfFile: Self.schema, encoding: .utf8))["description"]?.stringValue)
+        #expect(schema.contains("One rule is checked only by marquee --check-config") && schema.contains("an item's end must be after its start"),
+                "\(schema)")
         print("schema: \(files.count) bad configs refused by both")
     }
 
     /// --check-config probes the files: it lists each one that cannot be played, and refuses a
     /// config with nothing playable.
+    /// What tests write through TestConfig is judged by both; a config marked wrongly is caught.
+    @Test func testConfigsAreCheckedByBothJudgesAsTheyAreWritten() throws {
+        #expect(throws: Never.self) { try TestConfig.write(#"{"playlist": [{"uri": "/nonexistent/a.mp4"}]}"#, named: "judged-valid.json") }
+        #expect(throws: Never.self) { try TestConfig.write(#"{"playlist": [{"uri": 5}]}"#, named: "judged-bad.json", .refused) }
+        // Marked wrongly: each is a Mismatch naming which judge disagrees.
+        let cases: [(String, TestConfig.Expectation, String)] = [
+            (#"{"playlist": [{"uri": "a.mp4"}], "speed": 2}"#, .valid, "the schema refuses a config the test calls valid"),
+            (#"{"playlist": [{"uri": "a.mp4"}]}"#, .refused, "the schema accepts a config the test calls bad"),
+            (#"{"playlist": [{"uri": "a.mp4", "start": 5, "end": 1}]}"#, .valid, "--check-config refuses a config the test calls valid"),
+            (#"{"playlist": [{"uri": "a.mp4", "start": -1}]}"#, .refusedOnlyByCheckConfig, "the schema refuses it: not the rule only --check-config has"),
+            (#"{"playlist": [{"uri": "\ud800\u0041.mp4"}]}"#, .valid, "the schema refuses"),
+        ]
+        for (i, (text, expectation, why)) in cases.enumerated() {
+            let error = #expect(throws: TestConfig.Mismatch.self) { try TestConfig.write(text, named: "judged-\(i).json", expectation) }
+            #expect(error?.description.contains(why) == true, "\(text): \(String(describing: error))")
+        }
+    }
+
     @Test func checkConfigListsFilesThatCannotBePlayed() throws {
         let clip = try TestMedia.clip(seconds: 1, fps: 30, width: 160, height: 90)
         let garbage = try TestMedia.garbage()

@@ -35,7 +35,7 @@ import TestSupport
         // A long playlist (the same clip 400 times): setting it up takes a while, as it does
         // with a folder of many files.
         let items = Array(repeating: #"{"uri": "\#(clip)"}"#, count: 400).joined(separator: ", ")
-        try #"{"playlist": [\#(items)], "loop": true}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        try TestConfig.write(#"{"playlist": [\#(items)], "loop": true}"#, to: config)
         let watch = try OpenWatch(config)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
@@ -85,7 +85,7 @@ import TestSupport
     @Test func readyComesAtOnceAndTheWatchdogIsFedWhileNothingIsPlayable() throws {
         let socket = try NotifySocket()
         let config = TestMedia.folder + "/ready-\(UUID().uuidString.prefix(8)).json"
-        try #"{"playlist": [{"uri": "nothing-here.mp4"}], "loop": true}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        try TestConfig.write(#"{"playlist": [{"uri": "nothing-here.mp4"}], "loop": true}"#, to: config)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["--config", config, "--output", "headless", "--mode", "160x90@30", "--exit-after", "8", "--socket", "none"]

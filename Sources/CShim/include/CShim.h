@@ -25,4 +25,17 @@ double mq_stream_display_rotation(const struct AVStream *stream);
 /// in Swift's Glibc module). Returns 1 on success, 0 when refused.
 int mq_limit_malloc_arenas(int count);
 
+/// Receives FFmpeg's log messages: the AV_LOG_* level, the component that logged (its AVClass's
+/// item name, e.g. "h264"; NULL when none) and one whole line without its newline.
+typedef void (*mq_log_sink)(int level, const char *component, const char *line);
+
+/// Routes FFmpeg's log through `sink` (av_log_set_callback with a callback that formats each
+/// message with av_log_format_line2 and joins pieces into whole lines per thread); NULL routes it
+/// back to FFmpeg's default (standard error). Messages above av_log_get_level() are not formatted.
+void mq_av_log_route(mq_log_sink sink);
+
+/// Messages logged by this thread from now on count as no more severe than `level` (an AV_LOG_*
+/// value; -1: as logged). Returns the previous setting, to be put back.
+int mq_av_log_demote(int level);
+
 #endif
