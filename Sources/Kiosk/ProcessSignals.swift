@@ -1,5 +1,6 @@
 import Foundation
 import Playback
+import SystemCalls
 
 /// The write end of the pipe the signal handler writes each signal's number to (-1 before
 /// `ProcessSignals.install`). Read by the handler, so it is set once, before the handler is.
@@ -25,7 +26,9 @@ public final class ProcessSignals: @unchecked Sendable {
     private var pendingReload = false
     private var logger: Logger?
     private let reloads = DispatchQueue(label: "marquee-reload")
-    private let readEnd: Int32
+    /// The pipe's read end (nil where the pipe could not be made); its write end is the handler's,
+    /// kept open for the life of the process.
+    private let readEnd: FileDescriptor?
 
     /// Signals `install` handles.
     public static let handled: [Int32] = [SIGTERM, SIGINT, SIGHUP]
@@ -33,18 +36,16 @@ public final class ProcessSignals: @unchecked Sendable {
     /// Installs the handler for SIGTERM, SIGINT and SIGHUP and starts the thread that hands them
     /// on. Call once, first thing in `main`.
     public static func install() -> ProcessSignals {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else {
-            let code = errno
-            FileHandle.standardError.write(Data("marquee: pipe failed (errno \(code), \(String(cString: strerror(code)))): signals keep their default action\n".utf8))
-            return ProcessSignals(readEnd: -1)
+        let pipe: FileDescriptor.Pipe
+        do {
+            pipe = try signalPipe()
+        } catch {
+            FileHandle.standardError.write(Data("marquee: \(error): signals keep their default action\n".utf8))
+            return ProcessSignals(readEnd: nil)
         }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        // The handler must never block: a full pipe drops the byte (the same signal is pending
-        // many times over then anyway).
-        _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
-        signalPipeWriteEnd = ends[1]
-        let signals = ProcessSignals(readEnd: ends[0])
+        // The handler writes to it from now on, for the life of the process.
+        signalPipeWriteEnd = pipe.writeEnd.relinquish()
+        let signals = ProcessSignals(readEnd: pipe.readEnd)
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { number in
             // Async-signal-safe: one write(2), errno kept.
@@ -62,7 +63,15 @@ public final class ProcessSignals: @unchecked Sendable {
         return signals
     }
 
-    private init(readEnd: Int32) { self.readEnd = readEnd }
+    /// The pipe from the handler: the handler must never block, so a full pipe drops the byte
+    /// (the same signal is pending many times over then anyway).
+    private static func signalPipe() throws(SystemCallError) -> FileDescriptor.Pipe {
+        let pipe = try FileDescriptor.pipe()
+        try pipe.writeEnd.setNonBlocking()
+        return pipe
+    }
+
+    private init(readEnd: consuming FileDescriptor?) { self.readEnd = readEnd }
 
     /// Where hand-offs are logged from now on (before: standard error).
     public func setLogger(_ logger: Logger) { lock.withLock { self.logger = logger } }
@@ -85,12 +94,18 @@ public final class ProcessSignals: @unchecked Sendable {
     }
 
     private func readLoop() {
-        guard readEnd >= 0 else { return }
+        guard let fd = readEnd.rawValue else { return }
         var byte: UInt8 = 0
         while true {
-            let count = read(readEnd, &byte, 1)
-            if count < 0 && errno == EINTR { continue }
-            guard count == 1 else { return }
+            // EINTR is retried; an error or the end of the pipe (neither can happen while the
+            // write end is open) ends the thread.
+            let count = try? withUnsafeMutableBytes(of: &byte) { bytes throws(SystemCallError) in
+                try systemCall("read(signal pipe)") { read(fd, bytes.baseAddress, 1) }
+            }
+            guard count == 1 else {
+                log(.error, "the signal pipe cannot be read; SIGTERM, SIGINT and SIGHUP are no longer handed on")
+                return
+            }
             handle(Int32(byte))
         }
     }
