@@ -24,7 +24,7 @@ let package = Package(
         // Pure Swift over Glibc: owned file descriptors and system calls that retry EINTR and throw
         // errors naming the call and errno (Display and Kiosk use it).
         .target(name: "SystemCalls"),
-        .target(name: "Media", dependencies: ["Playback", "CFFmpeg", "CShim"]),
+        .target(name: "Media", dependencies: ["Playback", "CFFmpeg", "CShim", "SystemCalls"]),
         .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES", "CGBM"]),
         // Sound through ALSA (alsa-lib): one PCM device, its latency, underrun recovery.
         .target(name: "Audio", dependencies: ["Playback", "CALSA"]),
