@@ -138,8 +138,17 @@ final class DRMDevice: @unchecked Sendable {
     private var reading = false
     /// CRTCs driven by an output of this process.
     private var claimed = Set<UInt32>()
-    /// The virtual terminal whose switches this card follows (set once by the first output).
-    var vt: VTSwitcher?
+    /// The virtual terminal whose switches this card follows (set by `followVT`).
+    private var switcher: VTSwitcher?
+    var vt: VTSwitcher? { events.withLock { switcher } }
+
+    /// Follows the process's VT (`VTSwitcher.forProcess`); the outputs of a shared card call it
+    /// from their own threads, the first one opens it.
+    func followVT(logger: Logger) {
+        events.withLock {
+            if switcher == nil { switcher = VTSwitcher.forProcess(logger: logger) }
+        }
+    }
     /// Where libdrm's page-flip handler puts the events of one `drmHandleEvent` call.
     private let sink = FlipEventSink()
 

@@ -86,7 +86,7 @@ public final class KMSOutput: PresentationOutput {
         let hotplug = hotplug ?? systemHotplugEvents()
         self.hotplugSource = hotplug.why
         // VT switches: the display is let go of while the terminal is in the background.
-        if device.vt == nil { device.vt = VTSwitcher.forProcess(logger: logger) }
+        device.followVT(logger: logger)
         display = KMSDisplay(device: device, settings: settings, api: api, context: context, timer: timer,
                              nativeFences: nativeFences, logger: logger)
         link = DisplayLink(display: display, hotplug: device.vt.map { VTAwareHotplugEvents(inner: hotplug.events, switcher: $0) } ?? hotplug.events,

@@ -89,9 +89,9 @@ final class VTSwitcher: @unchecked Sendable {
     /// Takes in the signals that came; returns the generation (it moves with each signal).
     @discardableResult
     func update() -> Int {
-        let new = signals()
-        return lock.withLock {
-            for signal in new {
+        lock.withLock {
+            // Read under the lock: two threads asking at once see the signals in their order.
+            for signal in signals() {
                 generation += 1
                 switch signal {
                 case .release: releasePending = true
