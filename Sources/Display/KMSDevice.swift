@@ -98,9 +98,9 @@ func restorable(_ property: PropertyInfo, core: Bool = false) -> Bool {
 /// of a wall node share it, each from its own presentation thread: flip events are handed to the
 /// CRTC they belong to, and each CRTC is claimed by one output.
 final class DRMDevice: @unchecked Sendable {
-    // @unchecked: `events` guards `pendingFlips`, `reading` and `claimed`; `sink` is used only by
-    // the thread that reads the fd (`reading`); the rest is immutable or, like `file`, changed only
-    // by the owner once every output is closed.
+    // @unchecked: `shared` guards what the outputs share; `sink` is used only by the thread that
+    // reads the fd (`Shared.reading`); the rest is immutable or, like `file`, changed only by the
+    // owner once every output is closed.
     let path: String
     /// The descriptor's number, for libdrm's calls (valid while `isOpen`).
     let fd: Int32
@@ -129,24 +129,27 @@ final class DRMDevice: @unchecked Sendable {
     }
 
     var isOpen: Bool { file != nil }
-    /// Guards the flip events read for each CRTC, who reads the fd now and the claimed CRTCs;
-    /// signalled when a reader has handed events out or stopped reading.
-    private let events = NSCondition()
-    /// Flip events read by one output's thread that belong to another output's CRTC.
-    private var pendingFlips: [UInt32: [FlipEvent]] = [:]
-    /// Whether an output's thread is waiting on the fd now (the others wait for it to hand out).
-    private var reading = false
-    /// CRTCs driven by an output of this process.
-    private var claimed = Set<UInt32>()
-    /// The virtual terminal whose switches this card follows (set by `followVT`).
-    private var switcher: VTSwitcher?
-    var vt: VTSwitcher? { events.withLock { switcher } }
+    /// What the outputs of the card share; waiters are woken when a reader has handed events out
+    /// or stopped reading.
+    private struct Shared {
+        /// Flip events read by one output's thread that belong to another output's CRTC.
+        var pendingFlips: [UInt32: [FlipEvent]] = [:]
+        /// Whether an output's thread is waiting on the fd now (the others wait for it to hand out).
+        var reading = false
+        /// CRTCs driven by an output of this process.
+        var claimed = Set<UInt32>()
+        /// The virtual terminal whose switches this card follows (set by `followVT`).
+        var switcher: VTSwitcher?
+    }
+    private let shared = Monitor(Shared())
+
+    var vt: VTSwitcher? { shared.withLock { $0.switcher } }
 
     /// Follows the process's VT (`VTSwitcher.forProcess`); the outputs of a shared card call it
     /// from their own threads, the first one opens it.
     func followVT(logger: Logger) {
-        events.withLock {
-            if switcher == nil { switcher = VTSwitcher.forProcess(logger: logger) }
+        shared.withLock { state in
+            if state.switcher == nil { state.switcher = VTSwitcher.forProcess(logger: logger) }
         }
     }
     /// Where libdrm's page-flip handler puts the events of one `drmHandleEvent` call.
@@ -216,7 +219,8 @@ final class DRMDevice: @unchecked Sendable {
     /// A CRTC for the connector, claimed for it (`releaseCRTC` gives it back): the one its encoder
     /// drives now, else the first its encoders can use that no other output of this process has.
     func chooseCRTC(encoders: [UInt32], currentEncoder: UInt32, crtcs: [UInt32]) throws -> (id: UInt32, index: Int) {
-        try events.withLock {
+        try shared.withLock { (state: inout Shared) throws(DRMError) -> (id: UInt32, index: Int) in
+            let claimed = state.claimed
             var choice: (id: UInt32, index: Int)?
             if currentEncoder != 0, let e = drmModeGetEncoder(fd, currentEncoder) {
                 defer { drmModeFreeEncoder(e) }
@@ -236,20 +240,20 @@ final class DRMDevice: @unchecked Sendable {
                 throw DRMError(call: "drmModeGetEncoder", detail: "no free CRTC can drive the connector's encoders \(encoders)"
                                + (claimed.isEmpty ? "" : " (CRTCs \(claimed.sorted()) drive other outputs)"))
             }
-            claimed.insert(choice.id)
+            state.claimed.insert(choice.id)
             return choice
         }
     }
 
     func releaseCRTC(_ crtc: UInt32) {
-        events.withLock {
-            claimed.remove(crtc)
-            pendingFlips[crtc] = nil
+        shared.withLock { state in
+            state.claimed.remove(crtc)
+            state.pendingFlips[crtc] = nil
         }
     }
 
     /// How many CRTCs outputs of this process drive now.
-    var claimedCRTCs: Int { events.withLock { claimed.count } }
+    var claimedCRTCs: Int { shared.withLock { $0.claimed.count } }
 
     /// The primary plane that can show on CRTC number `crtcIndex`.
     func primaryPlane(crtcIndex: Int) throws -> UInt32 {
@@ -491,37 +495,41 @@ final class DRMDevice: @unchecked Sendable {
     /// others for them and wakes them. (An event without a CRTC, from kernels before 4.12,
     /// belongs to whoever reads it.)
     func readFlipEvent(crtc: UInt32, timeout: Double, waitingFor: @autoclosure () -> String) throws -> FlipEvent {
-        let deadline = Date().addingTimeInterval(timeout)
-        events.lock()
-        defer { events.unlock() }
+        let clock = MonotonicTime()
+        let deadline = clock.now() + Int64(min(max(timeout, 0), 86_400) * 1e9)
+        func left() -> Double { Double(deadline - clock.now()) / 1e9 }
+        enum Step { case event(FlipEvent), read, timedOut }
         while true {
-            if let event = pendingFlips[crtc]?.first {
-                pendingFlips[crtc]!.removeFirst()
-                return event
+            // This CRTC's next event, or the fd to read (nobody reads it now), or the end of the wait.
+            let step = shared.wait(until: { $0.pendingFlips[crtc]?.isEmpty == false || !$0.reading }, timeout: max(left(), 0)) { state, _ in
+                if let event = state.pendingFlips[crtc]?.first {
+                    state.pendingFlips[crtc]!.removeFirst()
+                    return Step.event(event)
+                }
+                if state.reading || left() <= 0 { return Step.timedOut }
+                state.reading = true
+                return Step.read
             }
-            guard deadline.timeIntervalSinceNow > 0 else { throw WaitTimeout(waitingFor: waitingFor(), seconds: timeout) }
-            if reading {
-                // Another output's thread waits on the fd: it hands this CRTC's events over.
-                _ = events.wait(until: deadline)
-                continue
+            switch step {
+            case .event(let event): return event
+            case .timedOut: throw WaitTimeout(waitingFor: waitingFor(), seconds: timeout)
+            case .read: break
             }
-            reading = true
-            events.unlock()
             let read = Result { () throws -> [FlipEvent] in
                 let ready: Bool
                 do throws(SystemCallError) {
-                    ready = try FileDescriptor.poll(fd, timeout: deadline.timeIntervalSinceNow)
+                    ready = try FileDescriptor.poll(fd, timeout: left())
                 } catch {
                     throw DRMError(error, detail: "waiting for \(waitingFor())")
                 }
                 return ready ? try handleEvents() : []
             }
-            events.lock()
-            reading = false
-            for event in (try? read.get()) ?? [] {
-                pendingFlips[event.crtc == 0 ? crtc : event.crtc, default: []].append(event)
+            shared.update { state in
+                state.reading = false
+                for event in (try? read.get()) ?? [] {
+                    state.pendingFlips[event.crtc == 0 ? crtc : event.crtc, default: []].append(event)
+                }
             }
-            events.broadcast()
             if case .failure(let error) = read { throw error }
         }
     }

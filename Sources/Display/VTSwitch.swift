@@ -39,19 +39,24 @@ enum VTSignal: Sendable {
 ///
 /// The state machine is here; the terminal and the card are behind protocols (tested with fakes).
 final class VTSwitcher: @unchecked Sendable {
-    // @unchecked: the state is guarded by `lock`; `terminal` and `signals` are immutable.
+    // @unchecked: `state` is a Mutex; `terminal` and `signals` are immutable.
     /// The terminal's name, e.g. `tty1`.
     let name: String
     private let terminal: any VTAcknowledging
     /// Reads the signals that came since it was last asked (nothing when none).
     private let signals: () -> [VTSignal]
     private let logger: Logger
-    private let lock = NSLock()
-    private var active = true
-    private var master = true
-    private var releasePending = false
-    /// Counts signals: hotplug waits report a change when it moved.
-    private(set) var generation = 0
+    private struct State {
+        var active = true
+        var master = true
+        var releasePending = false
+        /// Counts signals: hotplug waits report a change when it moved.
+        var generation = 0
+    }
+    private let state = Mutex(State())
+
+    /// Counts the signals taken in so far.
+    var generation: Int { state.withLock { $0.generation } }
 
     /// Called by `finish` once the display is let go of for good (puts the terminal's mode back).
     private let onFinish: () -> Void
@@ -89,26 +94,26 @@ final class VTSwitcher: @unchecked Sendable {
     /// Takes in the signals that came; returns the generation (it moves with each signal).
     @discardableResult
     func update() -> Int {
-        lock.withLock {
+        state.withLock { state in
             // Read under the lock: two threads asking at once see the signals in their order.
             for signal in signals() {
-                generation += 1
+                state.generation += 1
                 switch signal {
-                case .release: releasePending = true
+                case .release: state.releasePending = true
                 case .acquire:
-                    releasePending = false
-                    active = true
-                    master = false
+                    state.releasePending = false
+                    state.active = true
+                    state.master = false
                 }
             }
-            return generation
+            return state.generation
         }
     }
 
     /// Why a head presenting now must go (a switch away was asked for), else nil.
     func releaseRequested() -> String? {
         update()
-        return lock.withLock { releasePending ? "\(name) is being switched away" : nil }
+        return state.withLock { $0.releasePending ? "\(name) is being switched away" : nil }
     }
 
     /// Called before looking for a display: completes what the signals asked for and says why the
@@ -118,8 +123,8 @@ final class VTSwitcher: @unchecked Sendable {
     /// another process holds it).
     func claim(_ card: any DRMMasterControl) -> String? {
         update()
-        return lock.withLock { () -> String? in
-            if releasePending {
+        return state.withLock { state -> String? in
+            if state.releasePending {
                 if card.claimedCRTCs > 0 { return "\(name) is being switched away (outputs are letting go of the display)" }
                 do {
                     try card.dropMaster()
@@ -132,12 +137,12 @@ final class VTSwitcher: @unchecked Sendable {
                 } catch {
                     logger.warning("cannot acknowledge the VT switch", ["tty": name, "error": "\(error)"])
                 }
-                releasePending = false
-                active = false
-                master = false
+                state.releasePending = false
+                state.active = false
+                state.master = false
             }
-            guard active else { return "\(name) is in the background (VT switched away)" }
-            if !master {
+            guard state.active else { return "\(name) is in the background (VT switched away)" }
+            if !state.master {
                 do {
                     try terminal.acknowledgeAcquire()
                 } catch {
@@ -145,7 +150,7 @@ final class VTSwitcher: @unchecked Sendable {
                 }
                 do {
                     try card.setMaster()
-                    master = true
+                    state.master = true
                     logger.info("VT back in front: DRM master taken back", ["tty": name])
                 } catch {
                     return "\(name) is in front again, but DRM master cannot be taken back (\(error))"
@@ -158,9 +163,9 @@ final class VTSwitcher: @unchecked Sendable {
     /// Before the process lets go of the card: a switch away that is waiting is let go on.
     func finish(_ card: any DRMMasterControl) {
         update()
-        let pending = lock.withLock { () -> Bool in
-            defer { releasePending = false }
-            return releasePending
+        let pending = state.withLock { state -> Bool in
+            defer { state.releasePending = false }
+            return state.releasePending
         }
         if pending {
             try? card.dropMaster()

@@ -1,16 +1,16 @@
 import Foundation
 import Playback
+import Synchronization
 import SystemCalls
 
 /// systemd's service notification (`sd_notify`): datagrams like `READY=1` to `$NOTIFY_SOCKET`.
 /// Without `NOTIFY_SOCKET` (not started by systemd) every call does nothing.
 public final class ServiceNotifier: @unchecked Sendable {
-    // @unchecked: `lastWatchdog` is guarded by `lock`; the socket is only written.
+    // @unchecked: `lastWatchdog` is a Mutex; the socket is only written.
     private let socket: NotifySocket?
     /// Half of `WATCHDOG_USEC`: how often `WATCHDOG=1` must be sent; nil when no watchdog is set.
     public let watchdogInterval: Duration?
-    private let lock = NSLock()
-    private var lastWatchdog: ContinuousClock.Instant?
+    private let lastWatchdog = Mutex<ContinuousClock.Instant?>(nil)
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         if let usec = environment["WATCHDOG_USEC"].flatMap(Int64.init), usec > 0,
@@ -46,7 +46,7 @@ public final class ServiceNotifier: @unchecked Sendable {
     /// stops the pings and systemd restarts the service.
     public func watchdogPing(now: ContinuousClock.Instant = .now) {
         guard let interval = watchdogInterval, socket != nil else { return }
-        let due = lock.withLock { () -> Bool in
+        let due = lastWatchdog.withLock { lastWatchdog -> Bool in
             if let last = lastWatchdog, now - last < interval / 2 { return false }
             lastWatchdog = now
             return true
@@ -94,14 +94,15 @@ private final class NotifySocket: Sendable {
 /// `STATUS=` says which, or why it is stalled, whenever that changes. A frozen picture thus
 /// stops the pings and systemd restarts the service after `WatchdogSec`.
 public final class ServiceSupervisor: @unchecked Sendable {
-    // @unchecked: `lastSummary` and `timer` are guarded by `lock`.
+    // @unchecked: `judged` and `timer` are Mutexes.
     private let notifier: ServiceNotifier
     private let status: KioskStatus
     private let logger: Logger
-    private let lock = NSLock()
-    private var lastSummary: String?
-    private var lastProgressing = true
-    private var timer: (any DispatchSourceTimer)?
+    /// The last verdict's summary, and whether it said progressing.
+    private let judged = Mutex<(summary: String?, progressing: Bool)>((nil, true))
+    private let timer = Mutex<TimerSource?>(nil)
+    /// A dispatch timer handed between threads (dispatch sources are thread-safe).
+    private struct TimerSource: @unchecked Sendable { let source: any DispatchSourceTimer }
 
     public init(notifier: ServiceNotifier, status: KioskStatus, logger: Logger) {
         self.notifier = notifier
@@ -115,9 +116,9 @@ public final class ServiceSupervisor: @unchecked Sendable {
     public func tick(now: ContinuousClock.Instant = .now) -> KioskStatus.Supervision {
         let verdict = status.supervision(now: now)
         if verdict.progressing { notifier.watchdogPing(now: now) }
-        let (changed, wasProgressing) = lock.withLock { () -> (Bool, Bool) in
-            defer { (lastSummary, lastProgressing) = (verdict.summary, verdict.progressing) }
-            return (lastSummary != verdict.summary, lastProgressing)
+        let (changed, wasProgressing) = judged.withLock { last -> (Bool, Bool) in
+            defer { last = (verdict.summary, verdict.progressing) }
+            return (last.summary != verdict.summary, last.progressing)
         }
         if changed { notifier.status(verdict.summary) }
         if wasProgressing && !verdict.progressing {
@@ -132,7 +133,7 @@ public final class ServiceSupervisor: @unchecked Sendable {
     /// Sends `READY=1` with what `STATUS=` says now.
     public func ready() {
         let summary = status.supervision().summary
-        lock.withLock { lastSummary = summary }
+        judged.withLock { $0.summary = summary }
         notifier.ready(status: summary)
     }
 
@@ -141,14 +142,14 @@ public final class ServiceSupervisor: @unchecked Sendable {
         let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "marquee-supervisor"))
         source.schedule(deadline: .now(), repeating: interval, leeway: .milliseconds(50))
         source.setEventHandler { [weak self] in self?.tick() }
-        lock.withLock { timer = source }
+        timer.withLock { $0 = TimerSource(source: source) }
         source.resume()
     }
 
     public func stop() {
-        lock.withLock { () -> (any DispatchSourceTimer)? in
+        timer.withLock { timer -> TimerSource? in
             defer { timer = nil }
             return timer
-        }?.cancel()
+        }?.source.cancel()
     }
 }
