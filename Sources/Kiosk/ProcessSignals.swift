@@ -1,5 +1,6 @@
 import Foundation
 import Playback
+import Synchronization
 import SystemCalls
 
 /// The write end of the pipe the signal handler writes each signal's number to (-1 before
@@ -19,12 +20,14 @@ nonisolated(unsafe) private var signalPipeWriteEnd: Int32 = -1
 /// What comes before `main` (the dynamic loader mapping and relocating the libraries) cannot be
 /// covered by the program: a signal then still has its default action.
 public final class ProcessSignals: @unchecked Sendable {
-    // @unchecked: the handlers and `pendingReload` are guarded by `lock`.
-    private let lock = NSLock()
-    private var stopHandler: (@Sendable (String) -> Void)?
-    private var reloadHandler: (@Sendable () -> Void)?
-    private var pendingReload = false
-    private var logger: Logger?
+    // @unchecked: `handlers` is a Mutex; the rest is immutable.
+    private struct Handlers {
+        var stop: (@Sendable (String) -> Void)?
+        var reload: (@Sendable () -> Void)?
+        var pendingReload = false
+        var logger: Logger?
+    }
+    private let handlers = Mutex(Handlers())
     private let reloads = DispatchQueue(label: "marquee-reload")
     /// The pipe's read end (nil where the pipe could not be made); its write end is the handler's,
     /// kept open for the life of the process.
@@ -74,18 +77,18 @@ public final class ProcessSignals: @unchecked Sendable {
     private init(readEnd: consuming FileDescriptor?) { self.readEnd = readEnd }
 
     /// Where hand-offs are logged from now on (before: standard error).
-    public func setLogger(_ logger: Logger) { lock.withLock { self.logger = logger } }
+    public func setLogger(_ logger: Logger) { handlers.withLock { $0.logger = logger } }
 
     /// SIGTERM and SIGINT call `handler` (with the signal's name) from now on.
-    public func onStop(_ handler: @escaping @Sendable (String) -> Void) { lock.withLock { stopHandler = handler } }
+    public func onStop(_ handler: @escaping @Sendable (String) -> Void) { handlers.withLock { $0.stop = handler } }
 
     /// SIGHUP calls `handler` from now on, on a queue of its own (a slow reload never delays a
     /// SIGTERM); a SIGHUP that came before calls it once now.
     public func onReload(_ handler: @escaping @Sendable () -> Void) {
-        let pending = lock.withLock { () -> Bool in
-            reloadHandler = handler
-            defer { pendingReload = false }
-            return pendingReload
+        let pending = handlers.withLock { state -> Bool in
+            state.reload = handler
+            defer { state.pendingReload = false }
+            return state.pendingReload
         }
         if pending {
             log(.info, "SIGHUP came during start-up; reading the config again now")
@@ -113,9 +116,9 @@ public final class ProcessSignals: @unchecked Sendable {
     private func handle(_ number: Int32) {
         let name = number == SIGHUP ? "SIGHUP" : number == SIGINT ? "SIGINT" : "SIGTERM"
         if number == SIGHUP {
-            let handler = lock.withLock { () -> (@Sendable () -> Void)? in
-                if reloadHandler == nil { pendingReload = true }
-                return reloadHandler
+            let handler = handlers.withLock { state -> (@Sendable () -> Void)? in
+                if state.reload == nil { state.pendingReload = true }
+                return state.reload
             }
             if let handler {
                 reloads.async(execute: handler)
@@ -124,7 +127,7 @@ public final class ProcessSignals: @unchecked Sendable {
             }
             return
         }
-        guard let stop = lock.withLock({ stopHandler }) else {
+        guard let stop = handlers.withLock({ $0.stop }) else {
             // Nothing is set up yet (no output, no socket): end here, cleanly.
             log(.info, "\(name) during start-up; exiting")
             _exit(0)
@@ -133,7 +136,7 @@ public final class ProcessSignals: @unchecked Sendable {
     }
 
     private func log(_ level: Logger.Level, _ message: String) {
-        if let logger = lock.withLock({ logger }) {
+        if let logger = handlers.withLock({ $0.logger }) {
             logger.log(level, message)
         } else {
             FileHandle.standardError.write(Data("marquee: \(message)\n".utf8))

@@ -53,7 +53,7 @@ import Testing
     static let pending: [String: Set<String>] = [
         "Sources/Kiosk/KioskPlayer.swift": ["dispatch semaphore or group"],
         "Sources/Kiosk/KioskSession.swift": ["Foundation lock", "task", "dispatch queue", "dispatch semaphore or group", "polling sleep"],
-        "Sources/Kiosk/ProcessSignals.swift": ["Foundation lock", "dispatch queue"],
+        "Sources/Kiosk/ProcessSignals.swift": ["dispatch queue"],
         "Sources/Playback/FrameQueue.swift": ["Foundation lock"],
         "Sources/Playback/ItemFeeder.swift": ["Foundation lock"],
         "Sources/Playback/Player.swift": ["Foundation lock", "dispatch queue", "continuation"],
