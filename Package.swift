@@ -21,14 +21,17 @@ let package = Package(
 
         // Pure Swift: the playback model, timing and the protocols the C-backed modules implement.
         .target(name: "Playback"),
-        .target(name: "Media", dependencies: ["Playback", "CFFmpeg", "CShim"]),
+        // Pure Swift over Glibc: owned file descriptors and system calls that retry EINTR and throw
+        // errors naming the call and errno (Display and Kiosk use it).
+        .target(name: "SystemCalls"),
+        .target(name: "Media", dependencies: ["Playback", "CFFmpeg", "CShim", "SystemCalls"]),
         .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES", "CGBM"]),
         // Sound through ALSA (alsa-lib): one PCM device, its latency, underrun recovery.
         .target(name: "Audio", dependencies: ["Playback", "CALSA"]),
-        .target(name: "Display", dependencies: ["Playback", "Render", "CDRM"]),
+        .target(name: "Display", dependencies: ["Playback", "Render", "CDRM", "SystemCalls"]),
         // The control socket's protocol and client: JSON, the socket path, a blocking client (no C libraries).
         .target(name: "Control", dependencies: ["Playback"]),
-        .target(name: "Kiosk", dependencies: ["Control", "Playback", "Media", "Render", "Display"]),
+        .target(name: "Kiosk", dependencies: ["Control", "Playback", "Media", "Render", "Display", "SystemCalls"]),
         .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Control", "Playback"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
@@ -52,6 +55,7 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "Playback", "TestSupport"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
         .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
+        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Playback", "TestSupport"]),
         .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "Media", "Playback", "TestSupport"]),

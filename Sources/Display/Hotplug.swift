@@ -1,6 +1,7 @@
 import CDRM
 import Foundation
 import Playback
+import SystemCalls
 
 /// Whether a kernel uevent (NUL-separated `KEY=value` lines after an `action@devpath` header) is
 /// a DRM hotplug: `SUBSYSTEM=drm` and `HOTPLUG=1`.
@@ -28,60 +29,49 @@ public enum UeventMatch: Sendable {
     case drmDevice
 }
 
-/// A socket error: names the call and errno.
-public struct HotplugError: Error, CustomStringConvertible {
-    public let call: String
-    public let errno: Int32
-    public var description: String { "\(call) failed (errno \(errno): \(String(cString: strerror(errno))))" }
-}
-
 /// The kernel's uevents on a `NETLINK_KOBJECT_UEVENT` socket (the kernel's multicast group, no
-/// udev needed), filtered to DRM hotplugs. Owns the socket (closed in deinit).
+/// udev needed), filtered to DRM hotplugs. Owns the socket.
 public final class NetlinkHotplugEvents: HotplugEvents {
-    private let fd: Int32
+    private let socket: FileDescriptor
     private let match: UeventMatch
 
-    public init(matching match: UeventMatch = .hotplug) throws {
+    /// Throws `SystemCallError` naming the call that failed (no netlink in a sandbox, for one).
+    public init(matching match: UeventMatch = .hotplug) throws(SystemCallError) {
         self.match = match
-        let fd = socket(AF_NETLINK, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
-                        NETLINK_KOBJECT_UEVENT)
-        guard fd >= 0 else { throw HotplugError(call: "socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT)", errno: errno) }
+        let socket = try FileDescriptor.socket(domain: AF_NETLINK, type: Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                                               protocol: NETLINK_KOBJECT_UEVENT, call: "socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT)")
         var address = sockaddr_nl()
         address.nl_family = sa_family_t(AF_NETLINK)
         address.nl_pid = 0
         address.nl_groups = 1   // the kernel's uevents
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
+        let fd = socket.rawValue
+        try systemCall("bind(NETLINK_KOBJECT_UEVENT, group 1)") {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
+            }
         }
-        guard bound == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw HotplugError(call: "bind(NETLINK_KOBJECT_UEVENT, group 1)", errno: code)
-        }
-        self.fd = fd   // closed in deinit from here on
+        self.socket = socket
     }
 
-    deinit { Glibc.close(fd) }
-
     public func wait(timeout: Double) -> Bool {
-        let deadline = MonotonicTime().now() + Int64(max(0, timeout) * 1e9)
+        let deadline = MonotonicTime().now() + Int64(max(0, min(timeout, 86_400)) * 1e9)
         var buffer = [UInt8](repeating: 0, count: 8192)
+        let fd = socket.rawValue
         while true {
-            // Drain what is there; several notices count as one.
+            // Drain what is there; several notices count as one. EAGAIN: drained (other errors:
+            // nothing to read either).
             var seen = false
-            while true {
-                let count = recv(fd, &buffer, buffer.count, 0)
-                if count < 0 { break }   // EAGAIN: drained (other errors: nothing to read either)
+            while let count = try? buffer.withUnsafeMutableBytes({ bytes throws(SystemCallError) in
+                try systemCall("recv(netlink uevents)") { recv(fd, bytes.baseAddress, bytes.count, 0) }
+            }) {
                 let event = buffer.prefix(count)
                 if match == .hotplug ? isDRMHotplug(uevent: event) : isDRMDeviceEvent(uevent: event) { seen = true }
             }
             if seen { return true }
             let remaining = deadline - MonotonicTime().now()
             guard remaining > 0 else { return false }
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, Int32(max(1, remaining / 1_000_000)))
-            if ready == 0 { return false }
-            if ready < 0 && errno != EINTR { return false }
+            // A failing poll is no notice (the re-probe interval still finds a display).
+            guard (try? socket.poll(timeout: Double(remaining) / 1e9)) == true else { return false }
         }
     }
 }

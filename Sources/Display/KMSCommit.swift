@@ -49,7 +49,7 @@ final class LegacyCommitter: KMSCommitter {
 
     func flip(framebuffer: UInt32, inFence: Int32?) throws {
         try drmCheck("drmModePageFlip(CRTC \(pipe.crtc), fb \(framebuffer))",
-                     drmModePageFlip(device.fd, pipe.crtc, framebuffer, UInt32(DRM_MODE_PAGE_FLIP_EVENT), nil))
+                     drmModePageFlip(device.fd, pipe.crtc, framebuffer, UInt32(DRM_MODE_PAGE_FLIP_EVENT), device.flipUserData))
     }
 }
 
@@ -90,7 +90,8 @@ final class AtomicCommitter: KMSCommitter {
         guard let request = drmModeAtomicAlloc() else { throw DRMError(call: "drmModeAtomicAlloc", errno: ENOMEM) }
         defer { drmModeAtomicFree(request) }
         fill(request)
-        try drmCheck("drmModeAtomicCommit(\(what))", drmModeAtomicCommit(device.fd, request, flags, nil))
+        // The flip event's user data leads libdrm's handler to the device's event sink.
+        try drmCheck("drmModeAtomicCommit(\(what))", drmModeAtomicCommit(device.fd, request, flags, device.flipUserData))
     }
 
     private func add(_ request: OpaquePointer, _ object: UInt32, _ table: [String: (id: UInt32, value: UInt64)], _ name: String, _ value: UInt64) {

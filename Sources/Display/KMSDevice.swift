@@ -2,6 +2,7 @@ import CDRM
 import Foundation
 import Playback
 import Render
+import SystemCalls
 
 /// A failing DRM call: names the call, its errno and what it was doing.
 public struct DRMError: Error, CustomStringConvertible, Sendable {
@@ -12,6 +13,9 @@ public struct DRMError: Error, CustomStringConvertible, Sendable {
         self.call = call
         self.errno = errno
         self.detail = detail
+    }
+    init(_ error: SystemCallError, detail: String = "") {
+        self.init(call: error.call, errno: error.errno, detail: detail)
     }
     public var description: String {
         var text = "\(call) failed"
@@ -39,9 +43,54 @@ public struct KMSConnector: Sendable {
     public let modes: [KMSMode]
 }
 
-/// The CRTC's state before Marquee touched it, put back on exit.
+/// What the display showed before Marquee touched it, put back on exit: the CRTC as the legacy
+/// API sees it and, on an atomic device, every property of the connector, the CRTC and the planes
+/// on it (`SavedAtomicState`).
 struct SavedCRTC {
     var crtc: drmModeCrtc
+    var atomic: SavedAtomicState?
+}
+
+/// One property value of a KMS object, as read before Marquee's first modeset. A blob's bytes are
+/// kept (its id may be gone by the time it is put back: the kernel frees a blob nobody uses).
+struct SavedProperty: Equatable {
+    var object: UInt32
+    var objectType: UInt32
+    var property: UInt32
+    var name: String
+    var value: UInt64
+    var blob: [UInt8]?
+}
+
+/// The atomic state of a pipe: every writable property of its connector, its CRTC and each plane
+/// that shows on the CRTC (and of the primary plane Marquee uses), restored in one atomic commit
+/// with ALLOW_MODESET.
+struct SavedAtomicState: Equatable {
+    var properties: [SavedProperty]
+    /// The planes saved (the primary first).
+    var planes: [UInt32]
+}
+
+/// A property as `drmModeGetProperty` gives it, with what saving needs to know.
+struct PropertyInfo {
+    var id: UInt32
+    var name: String
+    var value: UInt64
+    var immutable: Bool
+    var isBlob: Bool
+}
+
+/// Which properties of a saved state to write back: the writable ones, without those that are
+/// requests rather than state (fences, damage clips) and DPMS, which atomic commits refuse.
+/// `core`: only what Marquee's own commits set (the fallback when a driver refuses the full set).
+func restorable(_ property: PropertyInfo, core: Bool = false) -> Bool {
+    if property.immutable { return false }
+    if ["IN_FENCE_FD", "OUT_FENCE_PTR", "FB_DAMAGE_CLIPS", "DPMS"].contains(property.name) { return false }
+    if core {
+        return ["CRTC_ID", "MODE_ID", "ACTIVE", "FB_ID", "SRC_X", "SRC_Y", "SRC_W", "SRC_H",
+                "CRTC_X", "CRTC_Y", "CRTC_W", "CRTC_H"].contains(property.name)
+    }
+    return true
 }
 
 /// An open DRM card (`/dev/dri/cardN`): the file descriptor, its resources, events. Owns the fd
@@ -49,46 +98,80 @@ struct SavedCRTC {
 /// of a wall node share it, each from its own presentation thread: flip events are handed to the
 /// CRTC they belong to, and each CRTC is claimed by one output.
 final class DRMDevice: @unchecked Sendable {
-    // @unchecked: `lock` guards `pendingFlips` and `claimed`; the rest is immutable or, like
-    // `isOpen`, changed only by the owner once every output is closed.
+    // @unchecked: `shared` guards what the outputs share; `sink` is used only by the thread that
+    // reads the fd (`Shared.reading`); the rest is immutable or, like `file`, changed only by the
+    // owner once every output is closed.
     let path: String
+    /// The descriptor's number, for libdrm's calls (valid while `isOpen`).
     let fd: Int32
+    private var file: FileDescriptor?
     /// Atomic modesetting was accepted (`DRM_CLIENT_CAP_ATOMIC`).
     let atomic: Bool
 
     /// Opens `path` and asks for universal planes and, when `wantAtomic`, atomic modesetting.
     init(path: String, wantAtomic: Bool) throws {
-        let fd = open(path, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else {
-            let code = errno
-            let why = switch code {
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, O_RDWR)
+        } catch {
+            let why = switch error.errno {
             case ENOENT: "no such device"
             case EACCES, EPERM: "no permission to open it (run as root, or join the video group / hold a seat)"
-            default: String(cString: strerror(code))
+            default: error.reason
             }
-            throw DRMError(call: "open(\(path))", errno: code, detail: why)
+            throw DRMError(error, detail: why)
         }
         self.path = path
-        self.fd = fd  // closed in deinit from here on
+        self.fd = file.rawValue
+        self.file = consume file  // closed by close() or deinit
         _ = drmSetClientCap(fd, UInt64(DRM_CLIENT_CAP_UNIVERSAL_PLANES), 1)
         atomic = wantAtomic && drmSetClientCap(fd, UInt64(DRM_CLIENT_CAP_ATOMIC), 1) == 0
     }
 
-    private(set) var isOpen = true
-    private let lock = NSLock()
-    /// Flip events read by one output's thread that belong to another output's CRTC.
-    private var pendingFlips: [UInt32: [FlipEvent]] = [:]
-    /// CRTCs driven by an output of this process.
-    private var claimed = Set<UInt32>()
+    var isOpen: Bool { file != nil }
+    /// What the outputs of the card share; waiters are woken when a reader has handed events out
+    /// or stopped reading.
+    private struct Shared {
+        /// Flip events read by one output's thread that belong to another output's CRTC.
+        var pendingFlips: [UInt32: [FlipEvent]] = [:]
+        /// Whether an output's thread is waiting on the fd now (the others wait for it to hand out).
+        var reading = false
+        /// CRTCs driven by an output of this process.
+        var claimed = Set<UInt32>()
+        /// The virtual terminal whose switches this card follows (set by `followVT`).
+        var switcher: VTSwitcher?
+    }
+    private let shared = Monitor(Shared())
+
+    var vt: VTSwitcher? { shared.withLock { $0.switcher } }
+
+    /// Follows the process's VT (`VTSwitcher.forProcess`); the outputs of a shared card call it
+    /// from their own threads, the first one opens it.
+    func followVT(logger: Logger) {
+        shared.withLock { state in
+            if state.switcher == nil { state.switcher = VTSwitcher.forProcess(logger: logger) }
+        }
+    }
+    /// Where libdrm's page-flip handler puts the events of one `drmHandleEvent` call.
+    private let sink = FlipEventSink()
+
+    /// The user data every page flip and atomic commit of this device carries: libdrm hands it to
+    /// the page-flip handler, which finds the event sink through it. Valid while the device lives.
+    var flipUserData: UnsafeMutableRawPointer { Unmanaged.passUnretained(sink).toOpaque() }
 
     deinit { close() }
 
     /// Drops DRM master and closes the fd (once).
     func close() {
         guard isOpen else { return }
-        isOpen = false
+        vt?.finish(self)
+        guard let file = file.take() else { return }
         _ = drmDropMaster(fd)
-        Glibc.close(fd)
+        do {
+            try file.close()
+        } catch {
+            // Nothing to do about it: the descriptor is released either way.
+        }
     }
 
     /// Whether this fd may modeset (it is DRM master).
@@ -136,7 +219,8 @@ final class DRMDevice: @unchecked Sendable {
     /// A CRTC for the connector, claimed for it (`releaseCRTC` gives it back): the one its encoder
     /// drives now, else the first its encoders can use that no other output of this process has.
     func chooseCRTC(encoders: [UInt32], currentEncoder: UInt32, crtcs: [UInt32]) throws -> (id: UInt32, index: Int) {
-        try lock.withLock {
+        try shared.withLock { (state: inout Shared) throws(DRMError) -> (id: UInt32, index: Int) in
+            let claimed = state.claimed
             var choice: (id: UInt32, index: Int)?
             if currentEncoder != 0, let e = drmModeGetEncoder(fd, currentEncoder) {
                 defer { drmModeFreeEncoder(e) }
@@ -156,17 +240,20 @@ final class DRMDevice: @unchecked Sendable {
                 throw DRMError(call: "drmModeGetEncoder", detail: "no free CRTC can drive the connector's encoders \(encoders)"
                                + (claimed.isEmpty ? "" : " (CRTCs \(claimed.sorted()) drive other outputs)"))
             }
-            claimed.insert(choice.id)
+            state.claimed.insert(choice.id)
             return choice
         }
     }
 
     func releaseCRTC(_ crtc: UInt32) {
-        lock.withLock {
-            claimed.remove(crtc)
-            pendingFlips[crtc] = nil
+        shared.withLock { state in
+            state.claimed.remove(crtc)
+            state.pendingFlips[crtc] = nil
         }
     }
+
+    /// How many CRTCs outputs of this process drive now.
+    var claimedCRTCs: Int { shared.withLock { $0.claimed.count } }
 
     /// The primary plane that can show on CRTC number `crtcIndex`.
     func primaryPlane(crtcIndex: Int) throws -> UInt32 {
@@ -207,18 +294,50 @@ final class DRMDevice: @unchecked Sendable {
 
     /// An object's properties by name: their ids and current values.
     func properties(of object: UInt32, type: UInt32) throws -> [String: (id: UInt32, value: UInt64)] {
+        var table: [String: (id: UInt32, value: UInt64)] = [:]
+        for property in try propertyList(of: object, type: type) { table[property.name] = (property.id, property.value) }
+        return table
+    }
+
+    /// An object's properties in the kernel's order, with their flags.
+    func propertyList(of object: UInt32, type: UInt32) throws -> [PropertyInfo] {
         guard let props = drmModeObjectGetProperties(fd, object, type) else {
             throw DRMError(call: "drmModeObjectGetProperties(\(object))", errno: errno)
         }
         defer { drmModeFreeObjectProperties(props) }
-        var table: [String: (id: UInt32, value: UInt64)] = [:]
+        var list: [PropertyInfo] = []
         for i in 0..<Int(props.pointee.count_props) {
             guard let prop = drmModeGetProperty(fd, props.pointee.props[i]) else { continue }
+            defer { drmModeFreeProperty(prop) }
             let name = withUnsafeBytes(of: prop.pointee.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            table[name] = (prop.pointee.prop_id, props.pointee.prop_values[i])
-            drmModeFreeProperty(prop)
+            let flags = prop.pointee.flags
+            list.append(PropertyInfo(id: prop.pointee.prop_id, name: name, value: props.pointee.prop_values[i],
+                                     immutable: flags & UInt32(DRM_MODE_PROP_IMMUTABLE) != 0,
+                                     isBlob: flags & UInt32(DRM_MODE_PROP_BLOB) != 0))
         }
-        return table
+        return list
+    }
+
+    /// A property blob's bytes (nil when it is gone).
+    func blobBytes(_ id: UInt32) -> [UInt8]? {
+        guard id != 0, let blob = drmModeGetPropertyBlob(fd, id) else { return nil }
+        defer { drmModeFreePropertyBlob(blob) }
+        return Array(UnsafeRawBufferPointer(start: blob.pointee.data, count: Int(blob.pointee.length)))
+    }
+
+    /// The planes that can show on CRTC number `crtcIndex`, and the CRTC each is on now (0: none).
+    func planes(crtcIndex: Int) throws -> [(id: UInt32, crtc: UInt32)] {
+        guard let planes = drmModeGetPlaneResources(fd) else {
+            throw DRMError(call: "drmModeGetPlaneResources", errno: errno)
+        }
+        defer { drmModeFreePlaneResources(planes) }
+        var list: [(id: UInt32, crtc: UInt32)] = []
+        for id in UnsafeBufferPointer(start: planes.pointee.planes, count: Int(planes.pointee.count_planes)) {
+            guard let plane = drmModeGetPlane(fd, id) else { continue }
+            defer { drmModeFreePlane(plane) }
+            if plane.pointee.possible_crtcs & (1 << UInt32(crtcIndex)) != 0 { list.append((id, plane.pointee.crtc_id)) }
+        }
+        return list
     }
 
     // MARK: Framebuffers, state, events
@@ -251,9 +370,114 @@ final class DRMDevice: @unchecked Sendable {
         return SavedCRTC(crtc: saved.pointee)
     }
 
+    /// What `pipe`'s display shows now, before Marquee's first modeset on it: the CRTC (legacy)
+    /// and, on an atomic device, the full atomic state of its connector, CRTC and planes.
+    func saveState(of pipe: KMSPipe) throws -> SavedCRTC {
+        var saved = try saveCRTC(pipe.crtc)
+        if atomic {
+            guard let index = try resources().crtcs.firstIndex(of: pipe.crtc) else {
+                throw DRMError(call: "drmModeGetResources", detail: "CRTC \(pipe.crtc) is not one of \(path)'s")
+            }
+            saved.atomic = try saveAtomicState(of: pipe, crtcIndex: index)
+        }
+        return saved
+    }
+
+    /// Every writable property of the connector, the CRTC, the primary plane and each other plane
+    /// showing on the CRTC now (cursor, overlays).
+    func saveAtomicState(of pipe: KMSPipe, crtcIndex: Int) throws -> SavedAtomicState {
+        let others = try planes(crtcIndex: crtcIndex).filter { $0.crtc == pipe.crtc && $0.id != pipe.plane }.map(\.id)
+        let objects: [(UInt32, UInt32)] = [(pipe.connector, UInt32(DRM_MODE_OBJECT_CONNECTOR)), (pipe.crtc, UInt32(DRM_MODE_OBJECT_CRTC))]
+            + ([pipe.plane] + others).map { ($0, UInt32(DRM_MODE_OBJECT_PLANE)) }
+        var properties: [SavedProperty] = []
+        for (object, type) in objects {
+            for property in try propertyList(of: object, type: type) where restorable(property) {
+                properties.append(SavedProperty(object: object, objectType: type, property: property.id, name: property.name,
+                                                value: property.value, blob: property.isBlob ? blobBytes(UInt32(truncatingIfNeeded: property.value)) : nil))
+            }
+        }
+        return SavedAtomicState(properties: properties, planes: [pipe.plane] + others)
+    }
+
+    /// How a saved state went back: "atomic", "atomic (core properties)" or "legacy"; why a
+    /// fuller way was refused; and the saved properties that read differently afterwards.
+    struct Restored {
+        var how: String
+        var refused: [String] = []
+        var differences: [String] = []
+    }
+
+    /// Puts a saved display state back: on an atomic device every saved property in one commit
+    /// with ALLOW_MODESET (blobs made again from their bytes); where the driver refuses that, only
+    /// the properties Marquee's commits set; then, or on a legacy device, the CRTC with
+    /// `drmModeSetCrtc`. The properties are read back and compared with the saved ones.
+    @discardableResult
+    func restore(_ saved: SavedCRTC, connector: UInt32) throws -> Restored {
+        var refused: [String] = []
+        if let state = saved.atomic {
+            for core in [false, true] {
+                do {
+                    try commitAtomicState(state, core: core)
+                    return Restored(how: core ? "atomic (core properties)" : "atomic", refused: refused, differences: differences(from: state))
+                } catch {
+                    refused.append("\(error)")
+                }
+            }
+        }
+        try restoreLegacy(saved, connector: connector)
+        return Restored(how: "legacy", refused: refused, differences: saved.atomic.map(differences(from:)) ?? [])
+    }
+
+    /// The saved properties whose value reads differently now (a blob: its bytes), as
+    /// "NAME of OBJECT: SAVED -> NOW".
+    func differences(from state: SavedAtomicState) -> [String] {
+        var current: [UInt32: [UInt32: PropertyInfo]] = [:]
+        var found: [String] = []
+        for saved in state.properties {
+            if current[saved.object] == nil {
+                let list = (try? propertyList(of: saved.object, type: saved.objectType)) ?? []
+                current[saved.object] = Dictionary(list.map { ($0.id, $0) }) { first, _ in first }
+            }
+            guard let now = current[saved.object]?[saved.property] else {
+                found.append("\(saved.name) of \(saved.object): gone")
+                continue
+            }
+            if let bytes = saved.blob {
+                if blobBytes(UInt32(truncatingIfNeeded: now.value)) != bytes { found.append("\(saved.name) of \(saved.object): blob differs") }
+            } else if now.value != saved.value {
+                found.append("\(saved.name) of \(saved.object): \(saved.value) -> \(now.value)")
+            }
+        }
+        return found
+    }
+
+    /// One atomic commit (blocking, ALLOW_MODESET) of the saved properties.
+    func commitAtomicState(_ state: SavedAtomicState, core: Bool) throws {
+        guard let request = drmModeAtomicAlloc() else { throw DRMError(call: "drmModeAtomicAlloc", errno: ENOMEM) }
+        defer { drmModeAtomicFree(request) }
+        var blobs: [UInt32] = []
+        defer { for blob in blobs { _ = drmModeDestroyPropertyBlob(fd, blob) } }
+        for property in state.properties
+        where restorable(PropertyInfo(id: property.property, name: property.name, value: property.value, immutable: false,
+                                      isBlob: property.blob != nil), core: core) {
+            var value = property.value
+            if let bytes = property.blob {
+                var blob: UInt32 = 0
+                try drmCheck("drmModeCreatePropertyBlob(\(property.name) of object \(property.object))",
+                             bytes.withUnsafeBytes { drmModeCreatePropertyBlob(fd, $0.baseAddress, $0.count, &blob) })
+                blobs.append(blob)
+                value = UInt64(blob)
+            }
+            try drmCheck("drmModeAtomicAddProperty(\(property.name))",
+                         drmModeAtomicAddProperty(request, property.object, property.property, value))
+        }
+        try drmCheck("drmModeAtomicCommit(restore \(core ? "core properties" : "the saved state"))",
+                     drmModeAtomicCommit(fd, request, UInt32(DRM_MODE_ATOMIC_ALLOW_MODESET), nil))
+    }
+
     /// Puts a saved CRTC back (mode, framebuffer, position) on `connector`, with the legacy call,
     /// which every driver has, atomic or not.
-    func restore(_ saved: SavedCRTC, connector: UInt32) throws {
+    func restoreLegacy(_ saved: SavedCRTC, connector: UInt32) throws {
         var s = saved
         var connectorID = connector
         let result: Int32
@@ -265,69 +489,86 @@ final class DRMDevice: @unchecked Sendable {
         try drmCheck("drmModeSetCrtc(restore CRTC \(s.crtc.crtc_id), fb \(s.crtc.buffer_id))", result)
     }
 
-    /// Waits up to `timeout` seconds for the next page-flip event of `crtc`; retries EINTR/EAGAIN.
-    /// Outputs on other CRTCs may wait at the same time on their own threads: whichever reads the
-    /// fd keeps the events of the others for them. (An event without a CRTC, from kernels before
-    /// 4.12, belongs to whoever reads it.)
+    /// Waits up to `timeout` seconds for the next page-flip event of `crtc`; throws `WaitTimeout`
+    /// naming `waitingFor` when none comes in time. Outputs on other CRTCs may wait at the same
+    /// time on their own threads: one of them waits on the fd and reads it, keeps the events of the
+    /// others for them and wakes them. (An event without a CRTC, from kernels before 4.12,
+    /// belongs to whoever reads it.)
     func readFlipEvent(crtc: UInt32, timeout: Double, waitingFor: @autoclosure () -> String) throws -> FlipEvent {
-        let deadline = Date().addingTimeInterval(timeout)
+        let clock = MonotonicTime()
+        let deadline = clock.now() + Int64(min(max(timeout, 0), 86_400) * 1e9)
+        func left() -> Double { Double(deadline - clock.now()) / 1e9 }
+        enum Step { case event(FlipEvent), read, timedOut }
         while true {
-            let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0 else { throw WaitTimeout(waitingFor: waitingFor(), seconds: timeout) }
-            let next: FlipEvent? = try lock.withLock {
-                if let event = pendingFlips[crtc]?.first {
-                    pendingFlips[crtc]!.removeFirst()
-                    return event
+            // This CRTC's next event, or the fd to read (nobody reads it now), or the end of the wait.
+            let step = shared.wait(until: { $0.pendingFlips[crtc]?.isEmpty == false || !$0.reading }, timeout: max(left(), 0)) { state, _ in
+                if let event = state.pendingFlips[crtc]?.first {
+                    state.pendingFlips[crtc]!.removeFirst()
+                    return Step.event(event)
                 }
-                // Poll under the lock: while other outputs share the fd, for at most a millisecond,
-                // so that another output's thread soon gets its turn to collect what was read for
-                // it; a lone output waits for its event in one poll.
-                let milliseconds = max(0, (remaining * 1000).rounded(.up))
-                var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&pfd, 1, Int32(claimed.count > 1 ? min(1, milliseconds) : milliseconds))
-                if ready < 0 {
-                    if errno == EINTR || errno == EAGAIN { return nil }
-                    throw DRMError(call: "poll(\(path))", errno: errno)
-                }
-                if ready == 0 { return nil }
-                var mine: FlipEvent?
-                for event in try readEvents() {
-                    if mine == nil && (event.crtc == crtc || event.crtc == 0) {
-                        mine = event
-                    } else {
-                        pendingFlips[event.crtc, default: []].append(event)
-                    }
-                }
-                return mine
+                if state.reading || left() <= 0 { return Step.timedOut }
+                state.reading = true
+                return Step.read
             }
-            if let next { return next }
-            usleep(200)  // lets another output's thread take the lock
+            switch step {
+            case .event(let event): return event
+            case .timedOut: throw WaitTimeout(waitingFor: waitingFor(), seconds: timeout)
+            case .read: break
+            }
+            let read = Result { () throws -> [FlipEvent] in
+                let ready: Bool
+                do throws(SystemCallError) {
+                    ready = try FileDescriptor.poll(fd, timeout: left())
+                } catch {
+                    throw DRMError(error, detail: "waiting for \(waitingFor())")
+                }
+                return ready ? try handleEvents() : []
+            }
+            shared.update { state in
+                state.reading = false
+                for event in (try? read.get()) ?? [] {
+                    state.pendingFlips[event.crtc == 0 ? crtc : event.crtc, default: []].append(event)
+                }
+            }
+            if case .failure(let error) = read { throw error }
         }
     }
 
-    /// The page-flip events one `read` of the fd returns (none after EINTR/EAGAIN).
-    private func readEvents() throws -> [FlipEvent] {
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let count = read(fd, &buffer, buffer.count)
-        if count < 0 {
-            if errno == EINTR || errno == EAGAIN { return [] }
-            throw DRMError(call: "read(\(path))", errno: errno)
+    /// The page-flip events of one read of the fd, through libdrm's `drmHandleEvent` (none when a
+    /// signal or another reader came first). Called by the one thread that reads now.
+    private func handleEvents() throws -> [FlipEvent] {
+        var context = drmEventContext()
+        // Version 3 brings page_flip_handler2 (with the CRTC); an older libdrm calls the first.
+        context.version = 3
+        context.page_flip_handler = { _, sequence, seconds, microseconds, userData in
+            FlipEventSink.deliver(userData, FlipEvent(sequence: sequence, time: Int64(seconds) * 1_000_000_000 + Int64(microseconds) * 1000, crtc: 0))
         }
-        // struct drm_event {u32 type, length}; drm_event_vblank adds u64 user_data, u32 tv_sec,
-        // tv_usec, sequence, crtc_id.
-        var offset = 0
-        var events: [FlipEvent] = []
-        func u32(_ at: Int) -> UInt32 { buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt32.self) } }
-        while offset + 8 <= count {
-            let type = u32(offset), length = Int(u32(offset + 4))
-            guard length >= 8, offset + length <= count else { break }
-            if type == UInt32(DRM_EVENT_FLIP_COMPLETE), length >= 32 {
-                let seconds = Int64(u32(offset + 16)), micros = Int64(u32(offset + 20))
-                events.append(FlipEvent(sequence: u32(offset + 24), time: seconds * 1_000_000_000 + micros * 1000, crtc: u32(offset + 28)))
-            }
-            offset += length
+        context.page_flip_handler2 = { _, sequence, seconds, microseconds, crtc, userData in
+            FlipEventSink.deliver(userData, FlipEvent(sequence: sequence, time: Int64(seconds) * 1_000_000_000 + Int64(microseconds) * 1000, crtc: crtc))
         }
-        return events
+        sink.events = []
+        do {
+            try systemCall("drmHandleEvent(\(path))") { drmHandleEvent(fd, &context) }
+        } catch where error.wouldBlock {
+            return []
+        } catch {
+            throw DRMError(error)
+        }
+        defer { sink.events = [] }
+        return sink.events
+    }
+}
+
+/// Collects the page-flip events libdrm hands to the handler during one `drmHandleEvent` call; the
+/// C handler finds it through the flip's user data (`DRMDevice.flipUserData`).
+final class FlipEventSink {
+    var events: [FlipEvent] = []
+
+    /// Called from libdrm's handler: `userData` is the sink of the device the flip was queued on
+    /// (a flip queued without it cannot be told apart and is left out).
+    static func deliver(_ userData: UnsafeMutableRawPointer?, _ event: FlipEvent) {
+        guard let userData else { return }
+        Unmanaged<FlipEventSink>.fromOpaque(userData).takeUnretainedValue().events.append(event)
     }
 }
 

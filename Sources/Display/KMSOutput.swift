@@ -85,9 +85,12 @@ public final class KMSOutput: PresentationOutput {
         self.name = "kms-\(settings.connector ?? firstConnected ?? "display")"
         let hotplug = hotplug ?? systemHotplugEvents()
         self.hotplugSource = hotplug.why
+        // VT switches: the display is let go of while the terminal is in the background.
+        device.followVT(logger: logger)
         display = KMSDisplay(device: device, settings: settings, api: api, context: context, timer: timer,
                              nativeFences: nativeFences, logger: logger)
-        link = DisplayLink(display: display, hotplug: hotplug.events, refresh: RefreshRate(numerator: 60), logger: logger)
+        link = DisplayLink(display: display, hotplug: device.vt.map { VTAwareHotplugEvents(inner: hotplug.events, switcher: $0) } ?? hotplug.events,
+                           refresh: RefreshRate(numerator: 60), logger: logger)
     }
 
     deinit { close() }
@@ -233,6 +236,10 @@ final class KMSDisplay: HotplugDisplay {
     }
 
     func connect() throws -> KMSHead? {
+        if let why = device.vt?.claim(device) {
+            absence = why
+            return nil
+        }
         let resources = try device.resources()
         var names: [String] = []
         for id in resources.connectors {
@@ -261,6 +268,7 @@ final class KMSDisplay: HotplugDisplay {
     }
 
     func recheck(_ head: KMSHead) -> String? {
+        if let why = device.vt?.releaseRequested() { return why }
         guard let (connector, _, _, _) = try? device.connector(head.pipe.connector) else {
             return "connector \(head.connector) can no longer be read"
         }
@@ -302,7 +310,7 @@ final class KMSHead: DisplayHead {
         flipClock = PageFlipClock(refresh: mode.refresh)
         scanout = KMSScanout(device: display.device, committer: committer, pipe: pipe)
         presenter = PageFlipPresenter(device: scanout, clock: flipClock)
-        saved = try display.device.saveCRTC(pipe.crtc)  // before the first modeset
+        saved = try display.device.saveState(of: pipe)  // before the first modeset
     }
 
     func show(atVsync vsync: Int64, draw: () throws -> Void) throws -> Int64 {
@@ -346,7 +354,9 @@ final class KMSHead: DisplayHead {
         let device = display.device
         if let saved {
             do {
-                try device.restore(saved, connector: pipe.connector)
+                let restored = try device.restore(saved, connector: pipe.connector)
+                display.logger.info("display state restored", ["how": restored.how, "refused": restored.refused.joined(separator: "; "),
+                                                               "differs": restored.differences.isEmpty ? "none" : restored.differences.joined(separator: "; ")])
             } catch {
                 if lost {
                     display.logger.debug("display state not restored (the display is gone)", ["error": "\(error)"])

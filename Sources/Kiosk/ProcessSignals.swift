@@ -1,5 +1,7 @@
 import Foundation
 import Playback
+import Synchronization
+import SystemCalls
 
 /// The write end of the pipe the signal handler writes each signal's number to (-1 before
 /// `ProcessSignals.install`). Read by the handler, so it is set once, before the handler is.
@@ -18,14 +20,18 @@ nonisolated(unsafe) private var signalPipeWriteEnd: Int32 = -1
 /// What comes before `main` (the dynamic loader mapping and relocating the libraries) cannot be
 /// covered by the program: a signal then still has its default action.
 public final class ProcessSignals: @unchecked Sendable {
-    // @unchecked: the handlers and `pendingReload` are guarded by `lock`.
-    private let lock = NSLock()
-    private var stopHandler: (@Sendable (String) -> Void)?
-    private var reloadHandler: (@Sendable () -> Void)?
-    private var pendingReload = false
-    private var logger: Logger?
+    // @unchecked: `handlers` is a Mutex; the rest is immutable.
+    private struct Handlers {
+        var stop: (@Sendable (String) -> Void)?
+        var reload: (@Sendable () -> Void)?
+        var pendingReload = false
+        var logger: Logger?
+    }
+    private let handlers = Mutex(Handlers())
     private let reloads = DispatchQueue(label: "marquee-reload")
-    private let readEnd: Int32
+    /// The pipe's read end (nil where the pipe could not be made); its write end is the handler's,
+    /// kept open for the life of the process.
+    private let readEnd: FileDescriptor?
 
     /// Signals `install` handles.
     public static let handled: [Int32] = [SIGTERM, SIGINT, SIGHUP]
@@ -33,18 +39,16 @@ public final class ProcessSignals: @unchecked Sendable {
     /// Installs the handler for SIGTERM, SIGINT and SIGHUP and starts the thread that hands them
     /// on. Call once, first thing in `main`.
     public static func install() -> ProcessSignals {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else {
-            let code = errno
-            FileHandle.standardError.write(Data("marquee: pipe failed (errno \(code), \(String(cString: strerror(code)))): signals keep their default action\n".utf8))
-            return ProcessSignals(readEnd: -1)
+        let pipe: FileDescriptor.Pipe
+        do {
+            pipe = try signalPipe()
+        } catch {
+            FileHandle.standardError.write(Data("marquee: \(error): signals keep their default action\n".utf8))
+            return ProcessSignals(readEnd: nil)
         }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        // The handler must never block: a full pipe drops the byte (the same signal is pending
-        // many times over then anyway).
-        _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
-        signalPipeWriteEnd = ends[1]
-        let signals = ProcessSignals(readEnd: ends[0])
+        // The handler writes to it from now on, for the life of the process.
+        signalPipeWriteEnd = pipe.writeEnd.relinquish()
+        let signals = ProcessSignals(readEnd: pipe.readEnd)
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { number in
             // Async-signal-safe: one write(2), errno kept.
@@ -62,21 +66,29 @@ public final class ProcessSignals: @unchecked Sendable {
         return signals
     }
 
-    private init(readEnd: Int32) { self.readEnd = readEnd }
+    /// The pipe from the handler: the handler must never block, so a full pipe drops the byte
+    /// (the same signal is pending many times over then anyway).
+    private static func signalPipe() throws(SystemCallError) -> FileDescriptor.Pipe {
+        let pipe = try FileDescriptor.pipe()
+        try pipe.writeEnd.setNonBlocking()
+        return pipe
+    }
+
+    private init(readEnd: consuming FileDescriptor?) { self.readEnd = readEnd }
 
     /// Where hand-offs are logged from now on (before: standard error).
-    public func setLogger(_ logger: Logger) { lock.withLock { self.logger = logger } }
+    public func setLogger(_ logger: Logger) { handlers.withLock { $0.logger = logger } }
 
     /// SIGTERM and SIGINT call `handler` (with the signal's name) from now on.
-    public func onStop(_ handler: @escaping @Sendable (String) -> Void) { lock.withLock { stopHandler = handler } }
+    public func onStop(_ handler: @escaping @Sendable (String) -> Void) { handlers.withLock { $0.stop = handler } }
 
     /// SIGHUP calls `handler` from now on, on a queue of its own (a slow reload never delays a
     /// SIGTERM); a SIGHUP that came before calls it once now.
     public func onReload(_ handler: @escaping @Sendable () -> Void) {
-        let pending = lock.withLock { () -> Bool in
-            reloadHandler = handler
-            defer { pendingReload = false }
-            return pendingReload
+        let pending = handlers.withLock { state -> Bool in
+            state.reload = handler
+            defer { state.pendingReload = false }
+            return state.pendingReload
         }
         if pending {
             log(.info, "SIGHUP came during start-up; reading the config again now")
@@ -85,12 +97,18 @@ public final class ProcessSignals: @unchecked Sendable {
     }
 
     private func readLoop() {
-        guard readEnd >= 0 else { return }
+        guard let fd = readEnd.rawValue else { return }
         var byte: UInt8 = 0
         while true {
-            let count = read(readEnd, &byte, 1)
-            if count < 0 && errno == EINTR { continue }
-            guard count == 1 else { return }
+            // EINTR is retried; an error or the end of the pipe (neither can happen while the
+            // write end is open) ends the thread.
+            let count = try? withUnsafeMutableBytes(of: &byte) { bytes throws(SystemCallError) in
+                try systemCall("read(signal pipe)") { read(fd, bytes.baseAddress, 1) }
+            }
+            guard count == 1 else {
+                log(.error, "the signal pipe cannot be read; SIGTERM, SIGINT and SIGHUP are no longer handed on")
+                return
+            }
             handle(Int32(byte))
         }
     }
@@ -98,9 +116,9 @@ public final class ProcessSignals: @unchecked Sendable {
     private func handle(_ number: Int32) {
         let name = number == SIGHUP ? "SIGHUP" : number == SIGINT ? "SIGINT" : "SIGTERM"
         if number == SIGHUP {
-            let handler = lock.withLock { () -> (@Sendable () -> Void)? in
-                if reloadHandler == nil { pendingReload = true }
-                return reloadHandler
+            let handler = handlers.withLock { state -> (@Sendable () -> Void)? in
+                if state.reload == nil { state.pendingReload = true }
+                return state.reload
             }
             if let handler {
                 reloads.async(execute: handler)
@@ -109,7 +127,7 @@ public final class ProcessSignals: @unchecked Sendable {
             }
             return
         }
-        guard let stop = lock.withLock({ stopHandler }) else {
+        guard let stop = handlers.withLock({ $0.stop }) else {
             // Nothing is set up yet (no output, no socket): end here, cleanly.
             log(.info, "\(name) during start-up; exiting")
             _exit(0)
@@ -118,7 +136,7 @@ public final class ProcessSignals: @unchecked Sendable {
     }
 
     private func log(_ level: Logger.Level, _ message: String) {
-        if let logger = lock.withLock({ logger }) {
+        if let logger = handlers.withLock({ $0.logger }) {
             logger.log(level, message)
         } else {
             FileHandle.standardError.write(Data("marquee: \(message)\n".utf8))

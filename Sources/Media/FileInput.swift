@@ -3,6 +3,7 @@ import CShim
 import Foundation
 import Playback
 import Synchronization
+import SystemCalls
 
 /// How long opening and reading a media file may block. A file that stalls longer fails its item
 /// (naming the file and the wait) and its decode thread ends: a FIFO nobody writes to, a device
@@ -26,8 +27,10 @@ public struct MediaIOLimits: Sendable {
 /// wait timed out or the input was cancelled. Shared with C callbacks through an unretained pointer;
 /// `FileInput` keeps it alive for as long as FFmpeg holds the pointer.
 final class InputGuard: @unchecked Sendable {
-    // @unchecked: `fd`, `regular` and `limits` are set once; the rest are atomics.
-    let fd: Int32
+    // @unchecked: `file`, `regular` and `limits` are set once; the rest are atomics.
+    /// The file, closed when the guard goes (after FFmpeg's I/O context, which holds the guard).
+    let file: FileDescriptor
+    var fd: Int32 { file.rawValue }
     let regular: Bool
     let limits: MediaIOLimits
     /// Monotonic nanoseconds after which FFmpeg's interrupt callback stops the operation; 0: none.
@@ -37,8 +40,8 @@ final class InputGuard: @unchecked Sendable {
     let readTimedOut = Atomic(false)
     let openTimedOut = Atomic(false)
 
-    init(fd: Int32, regular: Bool, limits: MediaIOLimits) {
-        self.fd = fd
+    init(file: consuming FileDescriptor, regular: Bool, limits: MediaIOLimits) {
+        self.file = file
         self.regular = regular
         self.limits = limits
     }
@@ -76,17 +79,22 @@ final class InputGuard: @unchecked Sendable {
                     readTimedOut.store(true, ordering: .relaxed)
                     return mq_averror(ETIMEDOUT)
                 }
-                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                let slice = Int32(min((waitEnd - now) / 1_000_000 + 1, 50))
-                let ready = poll(&poller, 1, slice)
-                if ready < 0 && errno != EINTR { return mq_averror(errno) }
-                if ready <= 0 { continue }
+                let slice = min(Double(waitEnd - now) / 1e9, 0.05)
+                do {
+                    guard try file.poll(timeout: slice) else { continue }
+                } catch {
+                    return mq_averror(error.errno)
+                }
             }
-            let n = Glibc.read(fd, buffer, Int(size))
-            if n > 0 { return Int32(clamping: n) }
-            if n == 0 { return averrorEOF }
-            if errno == EINTR || errno == EAGAIN { continue }
-            return mq_averror(errno)
+            let fd = self.fd
+            do {
+                let n = try systemCall("read") { Glibc.read(fd, buffer, Int(size)) }
+                return n > 0 ? Int32(clamping: n) : averrorEOF
+            } catch where error.wouldBlock {
+                continue
+            } catch {
+                return mq_averror(error.errno)
+            }
         }
     }
 
@@ -108,26 +116,26 @@ final class GuardedIO {
 
     init(path: String, limits: MediaIOLimits) throws {
         // Named as the step it stands for (FFmpeg's own open), so a missing file reads as before.
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
-            let code = errno
-            throw MediaError(uri: path, call: "avformat_open_input", code: mq_averror(code), reason: String(cString: strerror(code)))
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
+        } catch {
+            throw MediaError(uri: path, call: "avformat_open_input", code: mq_averror(error.errno), reason: error.reason)
         }
         var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let code = errno
-            close(fd)
-            throw MediaError(uri: path, call: "fstat", code: mq_averror(code), reason: String(cString: strerror(code)))
+        let fd = file.rawValue
+        do {
+            try systemCall("fstat") { fstat(fd, &info) }
+        } catch {
+            throw MediaError(uri: path, call: "fstat", code: mq_averror(error.errno), reason: error.reason)
         }
         let kind = info.st_mode & S_IFMT
         guard kind != S_IFDIR else {
-            close(fd)
             throw MediaError(uri: path, call: "avformat_open_input", code: mq_averror(EISDIR), reason: "is a directory")
         }
-        let state = InputGuard(fd: fd, regular: kind == S_IFREG, limits: limits)
+        let state = InputGuard(file: file, regular: kind == S_IFREG, limits: limits)
         let bufferSize: Int32 = 64 << 10
         guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
-            close(fd)
             throw MediaError(uri: path, call: "av_malloc", reason: "out of memory")
         }
         let read: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<UInt8>?, Int32) -> Int32 = { opaque, buffer, size in
@@ -141,7 +149,6 @@ final class GuardedIO {
         let opaque = Unmanaged.passUnretained(state).toOpaque()
         guard let context = avio_alloc_context(buffer, bufferSize, 0, opaque, read, nil, state.regular ? seek : nil) else {
             av_free(buffer)
-            close(fd)
             throw MediaError(uri: path, call: "avio_alloc_context", reason: "out of memory")
         }
         if !state.regular { context.pointee.seekable = 0 }
@@ -153,7 +160,7 @@ final class GuardedIO {
         av_freep(&context.pointee.buffer)  // FFmpeg may have replaced the buffer given
         var io: UnsafeMutablePointer<AVIOContext>? = context
         avio_context_free(&io)
-        close(state.fd)
+        // The file closes with `state`, once nothing holds it.
     }
 }
 

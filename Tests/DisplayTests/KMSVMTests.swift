@@ -51,7 +51,8 @@ enum KMSVM {
     /// A PNG screen capture as a PPM image (nil when there is none).
     static func readPNG(_ png: String) throws -> PPMImage? {
         guard FileManager.default.fileExists(atPath: png) else { return nil }
-        return PPMImage(try Command.run("pngtopnm", [png]).output)
+        // ppmtoppm: pngtopnm gives a grey or black-and-white capture as PGM or PBM.
+        return PPMImage(try Command.run("/bin/sh", ["-c", "pngtopnm \"$0\" | ppmtoppm", png]).output)
     }
 }
 
@@ -169,8 +170,42 @@ struct KMSVMTests {
         #expect(run.status == 0, "marquee exited with \(run.status): \(run.output)")
         #expect(run.output.contains("SIGTERM"), "\(run.output)")
         #expect(run.output.contains("display released"), "\(run.output)")
+        // The full atomic state (connector, CRTC, planes on it) went back in one commit, and reads
+        // back as saved.
+        #expect(run.output.contains("msg=\"display state restored\" how=atomic refused="), "\(run.output)")
+        #expect(run.output.contains("differs=none"), "\(run.output)")
         let image = try #require(run.image, "no screen capture: \(run.output)")
         let worst = image.worstError(x0: 0, y0: 0, w: image.width, h: image.height, margin: image.width / 20, expected: [255, 0, 255])
         #expect(worst <= 4, "screen after exit: worst error \(worst)/255 against the magenta console")
+    }
+
+    /// VT switching (issue 14): marquee runs on tty1; the guest switches to tty2 and back. While
+    /// tty2 is in front the console is on screen (marquee let go of the display: its saved state
+    /// went back and DRM master was dropped), and after the return the video is back.
+    @Test("a VT switch away shows the console; switching back shows the video again")
+    func vtSwitch() throws {
+        let clip = try TestMedia.quadrants()
+        let away = "\(TestMedia.folder)/kms-vt-switch-away.png"
+        try? FileManager.default.removeItem(atPath: away)
+        let run = try KMSVM.run(config: """
+            {"playlist": [{"uri": "\(clip)"}], "loop": true,
+             "display": {"output": "kms", "mode": "preferred", "gravity": "resize", "kmsApi": "atomic"}}
+            """, name: "kms-vt-switch", seconds: 8, environment: ["KMS_RUN_VT": "switch"])
+        #expect(run.status == 0, "marquee exited with \(run.status): \(run.output)")
+        #expect(run.output.contains("msg=\"VT switches are followed\" tty=tty1"), "\(run.output)")
+        #expect(!run.output.contains("did not complete"), "\(run.output)")
+        #expect(run.output.contains("VT switched away"), "\(run.output)")
+        #expect(run.output.contains("DRM master taken back"), "\(run.output)")
+        let awayImage = try #require(try KMSVM.readPNG(away), "no capture while tty2 was in front: \(run.output)")
+        // The console of tty2 (dark), not the video's quadrants: the red quadrant is not red.
+        let red = awayImage.worstError(x0: 0, y0: 0, w: awayImage.width / 2, h: awayImage.height / 2,
+                                       margin: awayImage.width / 40, expected: [255, 0, 0])
+        #expect(red > 100, "while tty2 was in front the video stayed on screen (worst error \(red)/255 against red)")
+        let image = try #require(run.image, "no capture after switching back: \(run.output)")
+        let (w, h) = (image.width / 2, image.height / 2)
+        for (x0, y0, colour) in [(0, 0, [255, 0, 0]), (w, 0, [0, 255, 0]), (0, h, [0, 0, 255]), (w, h, [255, 255, 255])] {
+            let worst = image.worstError(x0: x0, y0: y0, w: w, h: h, margin: image.width / 40, expected: colour)
+            #expect(worst <= 4, "after the return, quadrant at \(x0),\(y0): worst error \(worst)/255 against \(colour)")
+        }
     }
 }
