@@ -74,6 +74,18 @@ public final class FrameQueue<Element: Sendable>: @unchecked Sendable {
         return .element(element)
     }
 
+    /// Waits up to `timeout` seconds until the queue holds an element or is closed, without taking
+    /// anything; true when an element (or the close) is there to be popped.
+    public func waitForElement(timeout: Double) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while stored == 0 && !closed {
+            if !condition.wait(until: deadline) { return stored > 0 || closed }
+        }
+        return true
+    }
+
     public var count: Int {
         condition.lock()
         defer { condition.unlock() }

@@ -76,6 +76,8 @@ public class Player: @unchecked Sendable {
     private var emptyRuns = 0
     private var retryAtVsync: Int64?
     private var stalled = false
+    /// The vsync whose picture waits for a frame being decoded (it may be asked for again).
+    private var waitingVsync: Int64?
     /// The first vsync the picture was due to change with no frame decoded, and how long pulls
     /// have waited for one since; nil while frames come.
     private var starved: (since: Int64, waited: Double)?
@@ -407,7 +409,7 @@ public class Player: @unchecked Sendable {
         ensureRunLocked(at: currentPositionLocked())
         guard let run else { return false }
         if run.ended { return true }
-        return peekLocked(wait: 0) != nil
+        return peekLocked() != nil
     }
 
     // MARK: Seeking
@@ -576,6 +578,9 @@ public class Player: @unchecked Sendable {
         public let isNew: Bool
         /// Item time of the frame.
         public let itemTime: MediaTime
+        /// True when a frame is due on this vsync but not decoded yet: the picture stays, and asking
+        /// again for the same vsync after waiting for decoding (`waitForDecodedFrame`) may give it.
+        public var isWaiting = false
     }
 
     func attachOutput(refresh: RefreshRate, name: String) throws {
@@ -588,11 +593,41 @@ public class Player: @unchecked Sendable {
         }
     }
 
-    /// The frame to show on vsync `n` (vsyncs only go forward). Waits up to `wait` seconds for a
-    /// frame that is due but not yet decoded; past that the picture stays as it is, and after
-    /// `stallTimeout` without a frame the timeline waits (a stall) until frames come again.
+    /// The frame to show on vsync `n` (vsyncs only go forward; the same vsync may be asked again
+    /// while its picture `isWaiting`). Never waits: a frame that is due but not decoded yet leaves
+    /// the picture as it is and says so (`isWaiting`). `waited`: seconds the caller waited for
+    /// decoding since it last asked for this vsync (what a clock that waits for decoding counts
+    /// towards `stallTimeout`; after it without a frame the timeline waits, a stall, until
+    /// frames come again).
+    func picture(forVsync n: Int64, waited: Double) -> Picture {
+        locked { outbox in pullLocked(n, waited: waited, &outbox) }
+    }
+
+    /// As `picture(forVsync:waited:)`, waiting up to `wait` seconds in all for a due frame that is
+    /// still being decoded (between the questions, without the player's lock).
     func picture(forVsync n: Int64, wait: Double) -> Picture {
-        locked { outbox in pullLocked(n, wait: wait, &outbox) }
+        let start = ContinuousClock.now
+        var asked = start
+        while true {
+            let now = ContinuousClock.now
+            let picture = picture(forVsync: n, waited: (now - asked).seconds)
+            asked = now
+            let left = wait - (now - start).seconds
+            guard picture.isWaiting, left > 0 else { return picture }
+            _ = waitForDecodedFrame(timeout: left)
+        }
+    }
+
+    /// Waits up to `timeout` seconds for the current item's decode thread to have something for
+    /// the next question (a frame, its end or its failure), without holding the player's lock;
+    /// true when it has. Returns at once when nothing is being decoded.
+    func waitForDecodedFrame(timeout: Double) -> Bool {
+        let queue: FrameQueue<FeedEvent>? = withLock {
+            guard pending == nil, let run, !run.ended else { return nil }
+            return run.feeder.queue
+        }
+        guard let queue else { return true }
+        return queue.waitForElement(timeout: timeout)
     }
 
     /// The output showed the last picture on vsync `actual`, later than asked. The timeline keeps
@@ -606,12 +641,14 @@ public class Player: @unchecked Sendable {
         }
     }
 
-    private func currentPicture(isNew: Bool) -> Picture {
-        Picture(frame: shown?.frame, item: shown?.item, isNew: isNew, itemTime: itemTimeLocked() ?? .zero)
+    private func currentPicture(isNew: Bool, waiting: Bool = false) -> Picture {
+        Picture(frame: shown?.frame, item: shown?.item, isNew: isNew, itemTime: itemTimeLocked() ?? .zero, isWaiting: waiting)
     }
 
-    private func pullLocked(_ n: Int64, wait: Double, _ outbox: inout Outbox) -> Picture {
-        if let last = lastVsync, n <= last { return currentPicture(isNew: false) }
+    private func pullLocked(_ n: Int64, waited: Double, _ outbox: inout Outbox) -> Picture {
+        // A vsync is asked once, or again while its picture waits for a frame being decoded.
+        if let last = lastVsync, n < last || (n == last && waitingVsync != n) { return currentPicture(isNew: false) }
+        waitingVsync = nil
         let hadPicture = shown != nil
         lastVsync = n
         _stats.lastVsync = n
@@ -634,10 +671,17 @@ public class Player: @unchecked Sendable {
         let paused = _rate == 0 || (hostStartVsync.map { n < $0 } ?? false)
         if paused {
             // Show the first frame of a new run (a seek, a new item) even while paused.
-            if let run, run.shownFrames == 0, !run.ended, case .frame(let frame, let t)? = peekLocked(wait: wait) {
-                pending = nil
-                show(frame, t: t, vsync: n, run: run, &outbox)
-                return currentPicture(isNew: true)
+            if let run, run.shownFrames == 0, !run.ended {
+                let next = peekLocked()
+                if case .frame(let frame, let t)? = next {
+                    pending = nil
+                    show(frame, t: t, vsync: n, run: run, &outbox)
+                    return currentPicture(isNew: true)
+                }
+                if next == nil {
+                    waitingVsync = n
+                    return currentPicture(isNew: false, waiting: true)
+                }
             }
             return currentPicture(isNew: false)
         }
@@ -650,7 +694,7 @@ public class Player: @unchecked Sendable {
         }
         if holdingStart, let a = anchor {
             anchor = (n, a.position)
-            if peekLocked(wait: 0) != nil { holdingStart = false }  // it starts now
+            if peekLocked() != nil { holdingStart = false }  // it starts now
         } else if stalled {
             // A stall holds the timeline where the missing frame belongs.
             anchor = (n, stallPosition)
@@ -660,16 +704,16 @@ public class Player: @unchecked Sendable {
         var steps = 0
         loop: while steps < 100_000, let current = run, !current.ended {
             steps += 1
-            var next = peekLocked(wait: 0)
+            let next = peekLocked()
             if next == nil {
-                // Nothing decoded yet: only wait when the picture on screen has had its time.
+                // Nothing decoded yet: only a wait when the picture on screen has had its time.
                 if let s = selected ?? shown.map({ ($0.frame, $0.t, $0.vsync, $0.run) }),
                    s.run === current, vsyncOf(s.t + s.frame.duration) > n { break loop }
-                next = peekLocked(wait: wait)
-                if next == nil {
-                    if selected == nil && !holdingStart { starvingLocked(n, waited: wait, run: current, &outbox) }
-                    break loop
+                if selected == nil {
+                    if !holdingStart { starvingLocked(n, waited: waited, run: current, &outbox) }
+                    waitingVsync = n
                 }
+                break loop
             }
             starved = nil
             switch next! {
@@ -715,7 +759,7 @@ public class Player: @unchecked Sendable {
         }
         reportClockLocked(n)
         fireProgressLocked(&outbox)
-        return currentPicture(isNew: selected != nil)
+        return currentPicture(isNew: selected != nil, waiting: waitingVsync == n)
     }
 
     /// No frame for vsync `n` although the picture on screen has had its time. Past
@@ -878,12 +922,12 @@ public class Player: @unchecked Sendable {
         }
     }
 
-    /// The next decoded event of the current run, waiting up to `wait` seconds for it.
-    private func peekLocked(wait: Double) -> Pending? {
+    /// The next decoded event of the current run, if the decode thread has one ready (never waits).
+    private func peekLocked() -> Pending? {
         if let pending { return pending }
         guard let run, !run.ended else { return nil }
         while true {
-            switch run.feeder.queue.pop(timeout: wait) {
+            switch run.feeder.queue.pop(timeout: 0) {
             case .element(.ready(let description)):
                 run.item.becomeReady(duration: description.duration, tracks: description.tracks)
             case .element(.frame(let frame)):
