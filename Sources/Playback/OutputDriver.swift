@@ -87,6 +87,10 @@ public struct FramePlanner: Sendable {
         public var vsync: Int64
         /// Nanoseconds from now until rendering should start (zero or less: at once).
         public var startIn: Int64
+        public init(vsync: Int64, startIn: Int64) {
+            self.vsync = vsync
+            self.startIn = startIn
+        }
     }
 
     /// Plans the picture for `earliest` (the first vsync the clock allows), given `nanosUntil(v)`,

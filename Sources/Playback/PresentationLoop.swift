@@ -106,8 +106,11 @@ public final class PlayerPresenter<Output: OutputDriver> {
             changed.removeAll(keepingCapacity: true)
             for videoOutput in videoOutputs { pictures.append(videoOutput.picture(forVsync: n, waited: 0)) }
             awaitDecoding(forVsync: n, &pictures)
+            // A player still waiting for its first frame has nothing to show yet (its region keeps
+            // the background, and no blank is reported for it).
             for (i, picture) in pictures.enumerated()
-            where picture.isNew || showingBlank[i] == nil || (picture.frame == nil && showingBlank[i] == false) || unreported.contains(i) {
+            where picture.isNew || (showingBlank[i] == nil && !picture.isWaiting) || (picture.frame == nil && showingBlank[i] == false)
+                || unreported.contains(i) {
                 changed.append(i)
             }
             guard !changed.isEmpty || redraw else {
@@ -180,29 +183,34 @@ public final class PlayerPresenter<Output: OutputDriver> {
     }
 
     /// Players whose due frame is still being decoded are asked again once it is (the others keep
-    /// their answer): on a real clock until the moment drawing for vsync `n` must start, on a
-    /// virtual one up to `decodeWaitLimit`. The wait is on the decode thread's queue, never under
+    /// their answer): on a real clock until the last moment drawing can start and still make vsync
+    /// `n` (the render estimate and the planner's margin before it), on a virtual one up to
+    /// `decodeWaitLimit`. The wait is on the decode thread's queue, never under
     /// a player's lock; past it the picture stays as it is.
     private func awaitDecoding(forVsync n: Int64, _ pictures: inout [Player.Picture]) {
         guard pictures.contains(where: \.isWaiting) else { return }
         let clock = output.clock
         let start = ContinuousClock.now
         var asked = start
-        let phase = clock.refresh.interval.seconds * planner.commitPhase
+        let margin = clock.refresh.interval.seconds * planner.margin
         let render = Double(planner.estimate ?? 0) / 1e9
         let virtual = clock is VirtualVsyncClock
         while let lane = pictures.firstIndex(where: \.isWaiting) {
             let left: Double
             if virtual {
                 left = decodeWaitLimit - (ContinuousClock.now - start).seconds
-            } else if let until = clock.nanosUntilVsync(n - 1) {
-                left = Double(until) / 1e9 + phase - render
+            } else if let until = clock.nanosUntilVsync(n) {
+                // Until the last moment rendering can start and still make vsync n.
+                left = Double(until) / 1e9 - margin - render
             } else {
                 // A display clock before its first flip: about one vsync.
                 left = clock.refresh.interval.seconds - (ContinuousClock.now - start).seconds
             }
-            guard left > 0 else { return }
-            _ = videoOutputs[lane].waitForDecodedFrame(timeout: min(left, 0.5))
+            // Never past `decodeWaitLimit` of real time either (a clock whose time moves only
+            // while the output waits).
+            let bounded = min(left, decodeWaitLimit - (ContinuousClock.now - start).seconds)
+            guard bounded > 0 else { return }
+            _ = videoOutputs[lane].waitForDecodedFrame(timeout: min(bounded, 0.5))
             let now = ContinuousClock.now
             let waited = (now - asked).seconds
             asked = now
