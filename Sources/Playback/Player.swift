@@ -39,7 +39,8 @@ public class Player: @unchecked Sendable {
 
     // MARK: State (all guarded by `lock`)
 
-    let lock = NSLock()
+    /// Guards the player's state; held only while it is read or changed, never across a wait.
+    private let lock = Monitor(())
     let isQueuePlayer: Bool
     let logger: Logger
     let decodeAhead: Int
@@ -142,26 +143,14 @@ public class Player: @unchecked Sendable {
         func run() { for action in actions { action() } }
     }
 
-    func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
+    func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        try lock.withLock { (_: inout ()) throws(E) -> R in try body() }
     }
 
-    func locked<R>(_ body: (inout Outbox) throws -> R) rethrows -> R {
+    func locked<R, E: Error>(_ body: (inout Outbox) throws(E) -> R) throws(E) -> R {
         var outbox = Outbox()
-        lock.lock()
-        let result: R
-        do {
-            result = try body(&outbox)
-        } catch {
-            lock.unlock()
-            outbox.run()
-            throw error
-        }
-        lock.unlock()
-        outbox.run()
-        return result
+        defer { outbox.run() }   // after the lock is released
+        return try lock.withLock { (_: inout ()) throws(E) -> R in try body(&outbox) }
     }
 
     // MARK: Creating
