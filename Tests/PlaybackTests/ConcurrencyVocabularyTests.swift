@@ -55,7 +55,7 @@ import Testing
         "Sources/Kiosk/KioskSession.swift": ["Foundation lock", "task", "dispatch queue", "dispatch semaphore or group", "polling sleep"],
         "Sources/Kiosk/ProcessSignals.swift": ["dispatch queue"],
         "Sources/Playback/ItemFeeder.swift": ["Foundation lock"],
-        "Sources/Playback/Player.swift": ["dispatch queue", "continuation"],
+        "Sources/Playback/Player+Items.swift": ["dispatch queue", "continuation"],
     ]
 
     static var repositoryRoot: URL {
