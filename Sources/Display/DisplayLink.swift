@@ -43,9 +43,16 @@ public protocol DisplayHead: AnyObject {
     var connector: String { get }
     var mode: DisplayMode { get }
     var flipClock: PageFlipClock { get }
-    /// Draws a picture with `draw` and shows it on display vsync `vsync` (or the first one it can
-    /// still make; the first call sets the mode). Returns the vsync it was shown on.
-    func show(atVsync vsync: Int64, draw: () throws -> Void) throws -> Int64
+    /// Draws a picture with `draw` into the head's next buffer. Returns its render time in
+    /// nanoseconds where it is measured, nil for the head's first picture (it pays for one-time
+    /// work: textures, shader variants, an outlier a render estimate would keep).
+    func draw(_ draw: () throws -> Void) throws -> Int64?
+    /// Queues the picture drawn last for the next vsync (the first call sets the mode); returns at
+    /// once. `planned`: the display vsync it is meant for (late pictures are counted from it).
+    func queueFlip(planned: Int64) throws
+    /// Waits up to `timeout` seconds for the queued picture's flip; returns the display vsync it
+    /// was shown on. Throws `WaitTimeout` when it did not come in time (the flip stays queued).
+    func waitForFlip(timeout: Double) throws -> Int64
     /// Takes the head down: puts back what the CRTC showed before, releases its buffers. `lost`:
     /// the display went away, so failing to restore is expected.
     func close(lost: Bool)
@@ -102,8 +109,8 @@ struct VsyncMap: Sendable {
 }
 
 /// The clock a display link gives its player: session vsyncs at a fixed refresh (the first
-/// display's), timed by the page-flip clock of whichever head presents now. While no display is
-/// connected it does not wait (the link's `present` waits for the display instead).
+/// display's), timed by the page-flip clock of whichever head presents now (no times while no
+/// display is connected and before a head's first flip).
 public final class DisplayLinkClock: VsyncClock {
     private struct State {
         var refresh: RefreshRate
@@ -125,16 +132,17 @@ public final class DisplayLinkClock: VsyncClock {
         return max(vsync + 1, map.toSession(clock.earliestVsync(after: map.toDisplay(vsync))))
     }
 
-    public func wait(forVsync n: Int64) throws {
-        guard let (clock, map) = state.withLock({ $0.head }) else { return }
-        try clock.wait(forVsync: map.toDisplay(n))
+    public func timeUntilVsync(_ n: Int64) -> Duration? {
+        guard let (clock, map) = state.withLock({ $0.head }) else { return nil }
+        return clock.timeUntilVsync(map.toDisplay(n))
     }
 }
 
 /// The hotplug state machine: waits for a display, opens it, presents on it, notices when it goes
 /// (hotplug notice + recheck, flip timeout, failing commit), takes it down and waits again. Listens
 /// for hotplug notices rather than polling; re-probes every `probeInterval` seconds as well, and
-/// checks `shouldContinue` every `waitSlice` seconds while it waits.
+/// checks `shouldContinue` every `waitSlice` seconds while it waits. The presenting part is an
+/// output driver's (`draw`, `queue`, `waitForEvent`): the presentation loop decides when.
 ///
 /// Used from the presentation thread only.
 public final class DisplayLink<Display: HotplugDisplay> {
@@ -155,8 +163,19 @@ public final class DisplayLink<Display: HotplugDisplay> {
     public var probeInterval = 10.0
     /// How long to wait for a display in all; nil: as long as it takes (a kiosk waits for its screen).
     public var waitTimeout: Double?
+    /// How long a queued picture's flip event may take before the display counts as lost
+    /// (kmssink uses 3 s too).
+    public var flipTimeout = 3.0
     private var map: VsyncMap?
     private var sessionRefreshFixed = false
+    /// When the picture in flight was queued (monotonic ns); nil when none is.
+    private var inFlight: Int64?
+    /// A loss not reported by `waitForEvent` yet.
+    private var unreportedLoss: String?
+    /// Waiting for a display: since when, the last probe, and whether a notice came since.
+    private var waitingSince: Int64?
+    private var lastProbe: Int64?
+    private var noticePending = false
     private let logger: Logger
 
     public init(display: Display, hotplug: any HotplugEvents, time: any PresentationTime = MonotonicTime(),
@@ -179,82 +198,153 @@ public final class DisplayLink<Display: HotplugDisplay> {
         onStateChange?(new)
     }
 
+    /// One step of waiting for a display: probes when a hotplug notice came or `probeInterval`
+    /// has passed (at once the first time), else waits up to `timeout` (at most `waitSlice`)
+    /// seconds for a notice. True once a display is open. Throws `WaitTimeout` naming what it
+    /// waited for once `waitTimeout` has passed since the wait began.
+    private func displayWaitStep(timeout: Double) throws -> Bool {
+        if head != nil { return true }
+        let now = time.now()
+        let since = waitingSince ?? now
+        waitingSince = since
+        if noticePending || lastProbe.map({ Double(now - $0) >= probeInterval * 1e9 }) ?? true {
+            noticePending = false
+            lastProbe = now
+            do {
+                if let opened = try display.connect() {
+                    head = opened
+                    map = nil
+                    waitingSince = nil
+                    lastProbe = nil
+                    counters.connects += 1
+                    if !sessionRefreshFixed {
+                        clock.setRefresh(opened.mode.refresh)
+                        sessionRefreshFixed = true
+                    }
+                    enter(.modesetting(connector: opened.connector, mode: opened.mode))
+                    return true
+                }
+                enter(.waitingForDisplay(reason: display.absence))
+            } catch {
+                enter(.lost(reason: "cannot drive the display: \(error)"))
+            }
+        }
+        if let limit = waitTimeout, Double(time.now() - since) >= limit * 1e9 {
+            waitingSince = nil
+            throw WaitTimeout(waitingFor: "a connected display (\(display.absence))", seconds: limit)
+        }
+        noticePending = hotplug.wait(timeout: max(0, min(timeout, waitSlice)))
+        if noticePending { counters.hotplugNotices += 1 }
+        return false
+    }
+
     /// Returns once a display is connected and opened (true), or when `shouldContinue` says stop
     /// (false). Throws `WaitTimeout` naming what it waited for when `waitTimeout` passes first.
     /// The first display fixes the session's refresh (`clock.refresh`).
     public func waitForDisplay() throws -> Bool {
-        if head != nil { return true }
-        let started = time.now()
-        var lastProbe: Int64?
-        var notice = false
         while shouldContinue() {
-            let now = time.now()
-            if notice || lastProbe.map({ Double(now - $0) >= probeInterval * 1e9 }) ?? true {
-                lastProbe = now
-                do {
-                    if let opened = try display.connect() {
-                        head = opened
-                        map = nil
-                        counters.connects += 1
-                        if !sessionRefreshFixed {
-                            clock.setRefresh(opened.mode.refresh)
-                            sessionRefreshFixed = true
-                        }
-                        enter(.modesetting(connector: opened.connector, mode: opened.mode))
-                        return true
-                    }
-                    enter(.waitingForDisplay(reason: display.absence))
-                } catch {
-                    enter(.lost(reason: "cannot drive the display: \(error)"))
-                }
-            }
-            if let limit = waitTimeout, Double(time.now() - started) >= limit * 1e9 {
-                throw WaitTimeout(waitingFor: "a connected display (\(display.absence))", seconds: limit)
-            }
-            notice = hotplug.wait(timeout: waitSlice)
-            if notice { counters.hotplugNotices += 1 }
+            if try displayWaitStep(timeout: waitSlice) { return true }
         }
         return false
     }
 
-    /// Shows a picture (drawn by `draw` on the head) on session vsync `vsync` or the first it can
-    /// make; returns the session vsync it was shown on. Without a display it first waits for one
-    /// (the player is not asked for frames meanwhile, so decoding stays paused); when stopped
-    /// while waiting it returns `vsync` without showing anything.
-    public func present(atVsync vsync: Int64, draw: () throws -> Void) throws -> Int64 {
-        while true {
-            guard try waitForDisplay(), let head else { return vsync }
-            if hotplug.wait(timeout: 0) {
-                counters.hotplugNotices += 1
-                if let why = display.recheck(head) {
-                    lose(why)
-                    continue
-                }
+    // MARK: The output driver's part (see `OutputDriver`)
+
+    /// Whether a display is open to draw on.
+    public var isReady: Bool { head != nil }
+
+    /// The render time of the last `draw`, nanoseconds (nil where not measured).
+    public private(set) var lastRenderTime: Int64?
+
+    /// Draws a picture with `draw` on the head. A hotplug notice is checked first: a display that
+    /// went away (or changed its mode) is lost, and nothing is drawn (`isReady` is false).
+    public func draw(_ draw: () throws -> Void) throws {
+        lastRenderTime = nil
+        guard let head else { return }
+        if hotplug.wait(timeout: 0) {
+            counters.hotplugNotices += 1
+            if let why = display.recheck(head) {
+                lose(why)
+                return
             }
-            let map = self.map ?? VsyncMap(sessionAnchor: vsync, session: clock.refresh, display: head.mode.refresh)
-            if self.map == nil {
-                self.map = map
-                clock.follow(head.flipClock, map: map)
-            }
-            do {
-                let shown = try head.show(atVsync: map.toDisplay(vsync), draw: draw)
-                enter(.presenting(connector: head.connector, mode: head.mode))
-                return max(vsync, map.toSession(shown))
-            } catch let error as WaitTimeout {
-                counters.flipTimeouts += 1
-                lose("\(error)")
-            } catch let error as DRMError {
-                lose("\(error)")
-            }
+        }
+        do {
+            lastRenderTime = try head.draw(draw)
+        } catch let error as DRMError {
+            lose("\(error)")
         }
     }
 
-    /// Takes the head down after a loss; the next `present` waits for a display again.
+    /// Queues the picture drawn last for session vsync `vsync`. Without a display (lost since the
+    /// picture was drawn) nothing is queued and the next `waitForEvent` reports the loss.
+    public func queue(forVsync vsync: Int64) throws {
+        guard let head else { return }
+        let map = self.map ?? VsyncMap(sessionAnchor: vsync, session: clock.refresh, display: head.mode.refresh)
+        if self.map == nil {
+            self.map = map
+            clock.follow(head.flipClock, map: map)
+        }
+        do {
+            try head.queueFlip(planned: map.toDisplay(vsync))
+            inFlight = time.now()
+        } catch let error as DRMError {
+            lose("\(error)")
+        }
+    }
+
+    /// Waits up to `timeout` seconds for what happens next: the queued picture's flip (in session
+    /// vsyncs), the display's loss (its flip not come within `flipTimeout`, a failing commit, a
+    /// hotplug notice after which the head cannot go on), or, without a display, one step of the
+    /// wait for one.
+    public func waitForEvent(timeout: Double) throws -> OutputEvent {
+        if let reason = unreportedLoss {
+            unreportedLoss = nil
+            return .lost(reason: reason)
+        }
+        guard let head else {
+            _ = try displayWaitStep(timeout: timeout)
+            return .timedOut
+        }
+        if let queuedAt = inFlight {
+            let deadline = queuedAt + Int64(flipTimeout * 1e9)
+            do {
+                let shown = try head.waitForFlip(timeout: max(0, min(timeout, Double(deadline - time.now()) / 1e9)))
+                inFlight = nil
+                enter(.presenting(connector: head.connector, mode: head.mode))
+                return .flipped(vsync: map.map { $0.toSession(shown) } ?? shown)
+            } catch let error as WaitTimeout {
+                guard time.now() >= deadline else { return .timedOut }
+                counters.flipTimeouts += 1
+                let reason = "\(WaitTimeout(waitingFor: error.waitingFor, seconds: flipTimeout))"
+                lose(reason)
+                unreportedLoss = nil
+                return .lost(reason: reason)
+            } catch let error as DRMError {
+                lose("\(error)")
+                unreportedLoss = nil
+                return .lost(reason: "\(error)")
+            }
+        }
+        if hotplug.wait(timeout: max(0, timeout)) {
+            counters.hotplugNotices += 1
+            if let why = display.recheck(head) {
+                lose(why)
+                unreportedLoss = nil
+                return .lost(reason: why)
+            }
+        }
+        return .timedOut
+    }
+
+    /// Takes the head down after a loss; the display is waited for (and probed at once) again.
     private func lose(_ reason: String) {
         counters.losses += 1
         head?.close(lost: true)
         head = nil
         map = nil
+        inFlight = nil
+        lastProbe = nil
+        unreportedLoss = reason
         clock.follow(nil, map: nil)
         enter(.lost(reason: reason))
     }
@@ -264,6 +354,7 @@ public final class DisplayLink<Display: HotplugDisplay> {
         head?.close(lost: false)
         head = nil
         map = nil
+        inFlight = nil
         clock.follow(nil, map: nil)
     }
 }

@@ -15,7 +15,7 @@ public enum ClockKind: String, Sendable, CaseIterable {
 /// the configured mode. Used where no DRM device is connected, and for tests and benchmarks.
 ///
 /// Made on, and used only from, the presentation thread (its GL context is current there).
-public final class HeadlessOutput: PresentationOutput {
+public final class HeadlessOutput: OutputDriver {
     public typealias Frame = VideoFrame
 
     public let name: String
@@ -25,6 +25,8 @@ public final class HeadlessOutput: PresentationOutput {
     public let context: GLContext
     private let target: Framebuffer
     private let realClock: RealVsyncClock?
+    /// The vsync the picture queued last is shown on, until its event is reported.
+    private var queued: Int64?
 
     public init(name: String = "headless-0", mode: DisplayMode, clock kind: ClockKind, background: RGBColor = .black) throws {
         self.name = name
@@ -46,38 +48,53 @@ public final class HeadlessOutput: PresentationOutput {
 
     public var bounds: PixelRect { PixelRect(x: 0, y: 0, width: mode.width, height: mode.height) }
 
-    public func present(_ frame: VideoFrame?, atVsync vsync: Int64) throws -> Int64 {
+    /// Draws into the offscreen target: one frame, or a mosaic (one frame per
+    /// `layer.mosaicRegions` entry). On a real clock it waits for the renderer to finish, so that
+    /// the picture counts as shown on the first vsync after that.
+    public func draw(_ frames: [VideoFrame?]) throws {
         target.bind()
-        try layer.draw(frame, bounds: bounds)
-        return try finish(atVsync: vsync)
+        if frames.count == 1 {
+            try layer.draw(frames[0], bounds: bounds)
+        } else {
+            try layer.draw(mosaic: frames, bounds: bounds)
+        }
+        finishDrawing()
     }
 
-    /// A mosaic: one frame per `layer.mosaicRegions` entry.
-    public func present(mosaic frames: [VideoFrame?], atVsync vsync: Int64) throws -> Int64 {
-        target.bind()
-        try layer.draw(mosaic: frames, bounds: bounds)
-        return try finish(atVsync: vsync)
-    }
-
-    /// A wall output showing several regions (a mosaic): the part of each region's picture that
-    /// `window`, this output's rectangle on the canvas, shows. (One region: set
-    /// `layer.wallPlacement` and use `present(_:atVsync:)`.)
-    public func present(regions: [PlayerLayer.WallRegionFrame], window: PixelRect, atVsync vsync: Int64) throws -> Int64 {
+    /// A wall output showing several regions (a mosaic): draws the part of each region's picture
+    /// that `window`, this output's rectangle on the canvas, shows. Queue it as any picture. (One
+    /// region: set `layer.wallPlacement` and use `draw(_:)`.)
+    public func draw(regions: [PlayerLayer.WallRegionFrame], window: PixelRect) throws {
         target.bind()
         try layer.draw(regions: regions, window: window, bounds: bounds)
-        return try finish(atVsync: vsync)
+        finishDrawing()
     }
 
-    private func finish(atVsync vsync: Int64) throws -> Int64 {
+    private func finishDrawing() {
+        if realClock == nil { glFlushRenderer() } else { glFinishRenderer() }
+    }
+
+    /// The picture drawn last is shown on `vsync`, or on the first vsync after now when that one
+    /// has passed.
+    public func queue(forVsync vsync: Int64) throws {
+        queued = realClock.map { max(vsync, $0.currentVsync + 1) } ?? vsync
+    }
+
+    /// A virtual clock: the queued picture is shown at once. A real one: waits for the vsync the
+    /// queued picture is shown on, or `timeout` when that comes first (or nothing is queued).
+    public func waitForEvent(timeout: Double) throws -> OutputEvent {
         guard let realClock else {
-            glFlushRenderer()
-            return vsync
+            guard let vsync = queued else { return .timedOut }
+            queued = nil
+            return .flipped(vsync: vsync)
         }
-        // The picture counts as shown on the first vsync after rendering has finished.
-        glFinishRenderer()
-        let shown = max(vsync, realClock.currentVsync + 1)
-        try realClock.wait(forVsync: shown)
-        return shown
+        if let vsync = queued, let left = realClock.timeUntilVsync(vsync)?.seconds, left <= timeout {
+            if left > 0 { Thread.sleep(forTimeInterval: left) }
+            queued = nil
+            return .flipped(vsync: vsync)
+        }
+        if timeout > 0 { Thread.sleep(forTimeInterval: timeout) }
+        return .timedOut
     }
 
     /// The picture now on the output, top row first.

@@ -13,7 +13,7 @@ import Render
 /// Each head saves the CRTC's state before its modeset and puts it back when it goes; `close()`
 /// (called by deinit, and by the kiosk on every way out) also drops DRM master and closes the
 /// device. Made on, and used only from, the presentation thread (its GL context is current there).
-public final class KMSOutput: PresentationOutput {
+public final class KMSOutput: OutputDriver {
     public typealias Frame = VideoFrame
 
     public let name: String
@@ -161,22 +161,38 @@ public final class KMSOutput: PresentationOutput {
         return lastBounds
     }
 
-    public func present(_ frame: VideoFrame?, atVsync vsync: Int64) throws -> Int64 {
+    // MARK: Output driver
+
+    /// Whether a display is connected and open to draw on.
+    public var isReady: Bool { link.isReady }
+
+    /// Draws one frame, or a mosaic (one frame per `layer.mosaicRegions` entry), into the head's
+    /// next buffer.
+    public func draw(_ frames: [VideoFrame?]) throws {
         guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
-        return try link.present(atVsync: vsync) { [layer] in
+        try link.draw { [layer, link] in
             guard let head = link.head else { return }
-            try layer.draw(frame, bounds: head.bounds)
+            if frames.count == 1 {
+                try layer.draw(frames[0], bounds: head.bounds)
+            } else {
+                try layer.draw(mosaic: frames, bounds: head.bounds)
+            }
         }
     }
 
-    /// A mosaic: one frame per `layer.mosaicRegions` entry.
-    public func present(mosaic frames: [VideoFrame?], atVsync vsync: Int64) throws -> Int64 {
+    public var lastRenderTime: Int64? { link.lastRenderTime }
+
+    public func queue(forVsync vsync: Int64) throws {
         guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
-        return try link.present(atVsync: vsync) { [layer] in
-            guard let head = link.head else { return }
-            try layer.draw(mosaic: frames, bounds: head.bounds)
-        }
+        try link.queue(forVsync: vsync)
     }
+
+    public func waitForEvent(timeout: Double) throws -> OutputEvent {
+        guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
+        return try link.waitForEvent(timeout: timeout)
+    }
+
+    public func noteRescheduled(by vsyncs: Int64) { link.head?.flipClock.noteRescheduled(by: vsyncs) }
 
     /// Takes the display down (the saved CRTC state goes back), releases the surfaces, drops DRM
     /// master and closes the device. Safe to call more than once.
@@ -296,10 +312,11 @@ final class KMSHead: DisplayHead {
     private unowned let display: KMSDisplay
     private var window: GBMWindowSurface?            // released in close()
     private let scanout: KMSScanout
-    private let presenter: PageFlipPresenter<KMSScanout>
     private var saved: SavedCRTC?
     private var framebuffers: [UInt: UInt32] = [:]   // GBM buffer id -> DRM fb, removed in close()
     private var onScreen: ScanoutBuffer?             // locked until the next picture replaces it
+    private var drawn: (buffer: ScanoutBuffer, framebuffer: UInt32)?    // drawn, not queued yet
+    private var inFlight: (buffer: ScanoutBuffer, planned: Int64)?      // queued, its flip not seen yet
 
     init(display: KMSDisplay, connector: String, mode: KMSMode, pipe: KMSPipe, committer: any KMSCommitter) throws {
         self.display = display
@@ -309,44 +326,68 @@ final class KMSHead: DisplayHead {
         window = try GBMWindowSurface(on: display.context, width: pipe.width, height: pipe.height)
         flipClock = PageFlipClock(refresh: mode.refresh)
         scanout = KMSScanout(device: display.device, committer: committer, pipe: pipe)
-        presenter = PageFlipPresenter(device: scanout, clock: flipClock)
         saved = try display.device.saveState(of: pipe)  // before the first modeset
     }
 
-    func show(atVsync vsync: Int64, draw: () throws -> Void) throws -> Int64 {
+    func draw(_ draw: () throws -> Void) throws -> Int64? {
         guard let window else { throw OutputUnavailable(description: "the head on \(connector) is closed") }
-        let planned = try presenter.plan(forVsync: vsync)
+        if let unshown = drawn {
+            // Drawn but never queued (the loop gave up on it): its buffer can be drawn again.
+            window.release(unshown.buffer)
+            drawn = nil
+        }
         window.bind()
         let started = monotonicNow()
         display.timer.begin()
         try draw()
         let fence = display.nativeFences && scanout.modeSet && scanout.committer.takesInFences ? try display.timer.nativeFence() : nil
         let buffer = try window.swapAndLock()
-        if let timing = try display.timer.end(startedAt: started, waitForFence: fence == nil) {
-            // The first picture of a head pays for one-time work (textures, shader variants): an
-            // outlier the estimate would keep for a whole window.
-            if scanout.modeSet { presenter.recordRender(nanoseconds: timing.renderNanoseconds) }
-            lastTiming = timing
-        }
-        let fb: UInt32
-        if let cached = framebuffers[buffer.id] {
-            fb = cached
-        } else {
-            fb = try display.device.addFramebuffer(buffer)
-            framebuffers[buffer.id] = fb
-        }
-        scanout.inFence = fence
-        let shown: Int64
+        var rendered: Int64?
         do {
-            shown = try presenter.present(framebuffer: fb, atVsync: planned)
+            if let timing = try display.timer.end(startedAt: started, waitForFence: fence == nil) {
+                // The first picture of a head pays for one-time work (textures, shader variants): an
+                // outlier the estimate would keep for a whole window.
+                if scanout.modeSet { rendered = timing.renderNanoseconds }
+                lastTiming = timing
+            }
+            let fb: UInt32
+            if let cached = framebuffers[buffer.id] {
+                fb = cached
+            } else {
+                fb = try display.device.addFramebuffer(buffer)
+                framebuffers[buffer.id] = fb
+            }
+            drawn = (buffer, fb)
         } catch {
             window.release(buffer)
             throw error
         }
+        scanout.inFence = fence
+        return rendered
+    }
+
+    func queueFlip(planned: Int64) throws {
+        guard let window, let picture = drawn else { return }
+        drawn = nil
+        do {
+            try scanout.queueFlip(framebuffer: picture.framebuffer)
+        } catch {
+            window.release(picture.buffer)
+            throw error
+        }
+        inFlight = (picture.buffer, planned)
+    }
+
+    func waitForFlip(timeout: Double) throws -> Int64 {
+        guard let window, let flight = inFlight else {
+            throw OutputUnavailable(description: "no flip queued on \(connector)")
+        }
+        let event = try scanout.waitForFlip(timeout: timeout)
+        inFlight = nil
         // The flip is done: the previous picture is off screen and its buffer can be drawn again.
         if let previous = onScreen { window.release(previous) }
-        onScreen = buffer
-        return shown
+        onScreen = flight.buffer
+        return flipClock.record(event, planned: flight.planned)
     }
 
     func close(lost: Bool) {
@@ -370,13 +411,15 @@ final class KMSHead: DisplayHead {
         framebuffers = [:]
         device.releaseCRTC(pipe.crtc)
         onScreen = nil
+        drawn = nil
+        inFlight = nil
         window = nil   // the GBM and EGL window surfaces; the context stays, surfaceless
         let stats = flipClock.stats
         display.logger.info("display released", [
             "device": device.path, "connector": connector, "mode": "\(mode)", "lost": "\(lost)", "flips": "\(stats.flips)",
             "late": "\(stats.lateFrames)", "missedVsyncs": "\(stats.missedVsyncs)", "rescheduled": "\(stats.rescheduledFrames)",
             "shownMinusPlanned": stats.shownMinusPlanned.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ","),
-            "renderMs": presenter.renderEstimate.map { (Double($0) / 1e6).formatted(decimals: 2) } ?? "-",
+            "renderMs": lastTiming.map { (Double($0.renderNanoseconds) / 1e6).formatted(decimals: 2) } ?? "-",
             "refresh": flipClock.measuredRefresh.map { $0.formatted(decimals: 3) } ?? "-",
             "jitter": flipClock.jitter.map { $0.formatted(decimals: 4) } ?? "-"])
     }

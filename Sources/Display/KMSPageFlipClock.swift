@@ -17,7 +17,7 @@ public struct FlipEvent: Sendable, Equatable {
     }
 }
 
-/// Monotonic time and sleeping, as the presenter sees them: real in the output, virtual in tests.
+/// Monotonic time and sleeping, as the display side sees them: real in the output, virtual in tests.
 public protocol PresentationTime: Sendable {
     /// Nanoseconds on CLOCK_MONOTONIC (the clock of DRM's event timestamps).
     func now() -> Int64
@@ -182,96 +182,15 @@ public final class PageFlipClock: VsyncClock, Sendable {
     }
 
     public func earliestVsync(after vsync: Int64) -> Int64 { max(vsync + 1, currentVsync + 1) }
-
-    /// Sleeps until vsync `n` is expected; refuses to wait more than 10 s.
-    public func wait(forVsync n: Int64) throws {
-        guard let at = predictedTime(ofVsync: n) else { return }
-        if at - time.now() > 10_000_000_000 {
-            throw WaitTimeout(waitingFor: "vsync \(n) (more than 10 s ahead)", seconds: 10)
-        }
-        time.sleep(until: at)
-    }
 }
 
-/// The part of a KMS device the presenter needs: queue a flip, wait for its event. The real one is
-/// `KMSScanout` (atomic or legacy); tests use a fake display with virtual time.
+/// The part of a KMS device a head needs: queue a flip, wait for its event. The real one is
+/// `KMSScanout` (atomic or legacy, its events read through `DRMDevice.readFlipEvent`); tests use a
+/// fake display with virtual time.
 public protocol PageFlipDevice: AnyObject {
     /// Queues framebuffer `framebuffer` for the next vsync (the first call also sets the mode);
     /// returns at once, completion arrives as a flip event.
     func queueFlip(framebuffer: UInt32) throws
     /// The next flip event; throws `WaitTimeout` naming what it waited for after `timeout` seconds.
     func waitForFlip(timeout: Double) throws -> FlipEvent
-}
-
-/// Shows framebuffers on planned vsyncs through a `PageFlipDevice`: waits until the vsync before the
-/// planned one (so that the flip lands on it), queues the flip, waits for its event, and records it
-/// on the clock. One flip is in flight at a time.
-public final class PageFlipPresenter<Device: PageFlipDevice> {
-    public let device: Device
-    public let clock: PageFlipClock
-    /// How long a flip event may take (kmssink uses 3 s too).
-    public var flipTimeout = 3.0
-    /// Where in the interval before the target vsync the flip is queued (0: right after that vsync).
-    public var commitPhase = 0.25
-    /// Recent render times (start of drawing to render fence signalled), nanoseconds.
-    public private(set) var renderTimes: [Int64] = []
-    /// How many render times the estimate looks back on.
-    public var renderWindow = 16
-    /// Time kept free between the end of rendering and the flip's queue time: a tenth of a vsync.
-    public var renderMargin: Double = 0.1
-
-    /// Records how long a picture took to render (`GPUFrameTimer`).
-    public func recordRender(nanoseconds: Int64) {
-        renderTimes.append(nanoseconds)
-        if renderTimes.count > renderWindow { renderTimes.removeFirst(renderTimes.count - renderWindow) }
-    }
-
-    /// The render time to plan with: the longest of the recent ones (nil before the first).
-    public var renderEstimate: Int64? { renderTimes.max() }
-
-    /// Decides when to start rendering the frame asked for vsync `asked`, and which vsync it can
-    /// make: the first (from `asked`) whose commit deadline (a `renderMargin` of an interval before
-    /// it) the render estimate still meets if rendering starts now; a later one than the clock
-    /// allows is counted as rescheduled. Then sleeps until rendering should start: the estimate
-    /// before the flip's queue time (`commitPhase` into the interval before the planned vsync).
-    /// Returns the planned vsync, to pass to `present`. Without a render estimate or a flip yet,
-    /// plans what the clock allows and returns at once.
-    public func plan(forVsync asked: Int64) throws -> Int64 {
-        let earliest = max(asked, clock.earliestVsync(after: clock.lastFlipVsync))
-        guard let estimate = renderEstimate, clock.predictedTime(ofVsync: earliest - 1) != nil else { return earliest }
-        let interval = clock.measuredInterval ?? clock.nominalInterval
-        let now = clock.time.now()
-        var target = earliest
-        while clock.predictedTime(ofVsync: target)! - Int64(interval * renderMargin) < now + estimate && target - earliest < 1000 {
-            target += 1
-        }
-        clock.noteRescheduled(by: target - earliest)
-        let start = clock.predictedTime(ofVsync: target - 1)! + Int64(interval * commitPhase) - estimate
-        if start - now > 10_000_000_000 {
-            throw WaitTimeout(waitingFor: "the moment to start rendering for vsync \(target) (more than 10 s ahead)", seconds: 10)
-        }
-        clock.time.sleep(until: start)
-        return target
-    }
-
-    public init(device: Device, clock: PageFlipClock) {
-        self.device = device
-        self.clock = clock
-    }
-
-    /// Shows `framebuffer` on vsync `vsync`, or on the first vsync it can still make. Returns the
-    /// vsync it was shown on, as the flip event says.
-    public func present(framebuffer: UInt32, atVsync vsync: Int64) throws -> Int64 {
-        let target = max(vsync, clock.earliestVsync(after: clock.lastFlipVsync))
-        if let previous = clock.predictedTime(ofVsync: target - 1) {
-            let queueAt = previous + Int64(clock.nominalInterval * commitPhase)
-            if queueAt - clock.time.now() > 10_000_000_000 {
-                throw WaitTimeout(waitingFor: "the moment to queue a flip for vsync \(target) (more than 10 s ahead)", seconds: 10)
-            }
-            clock.time.sleep(until: queueAt)
-        }
-        try device.queueFlip(framebuffer: framebuffer)
-        let event = try device.waitForFlip(timeout: flipTimeout)
-        return clock.record(event, planned: vsync)
-    }
 }

@@ -1,42 +1,37 @@
-import Foundation
-
 /// A bounded blocking queue between two threads (the decoder and the presenter): the producer waits
 /// while it is full, so the decoder runs ahead of presentation by at most `capacity` frames.
 /// Every wait has a timeout. `close()` wakes both sides for shutdown.
-public final class FrameQueue<Element: Sendable>: @unchecked Sendable {
-    // @unchecked: every stored property is guarded by `condition`.
-    private let condition = NSCondition()
-    private var ring: [Element?]
-    private var head = 0
-    private var stored = 0
-    private var closed = false
-    private var limit: Int
+public final class FrameQueue<Element: Sendable>: Sendable {
+    private struct State {
+        var ring: [Element?]
+        var head = 0
+        var stored = 0
+        var closed = false
+        var limit: Int
+        var isEmpty: Bool { stored == 0 }
+        var isFull: Bool { stored >= limit }
+    }
+    private let monitor: Monitor<State>
 
     public init(capacity: Int) {
         precondition(capacity > 0)
-        limit = capacity
-        ring = Array(repeating: nil, count: capacity)
+        monitor = Monitor(State(ring: Array(repeating: nil, count: capacity), limit: capacity))
     }
 
     /// How many elements the queue holds before `push` waits.
-    public var capacity: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return limit
-    }
+    public var capacity: Int { monitor.withLock { $0.limit } }
 
     /// Changes the capacity (the elements stored stay, in order; a smaller capacity than what is
     /// stored only stops pushes until pops make room).
     public func setCapacity(_ capacity: Int) {
         precondition(capacity > 0)
-        condition.lock()
-        defer { condition.unlock() }
-        var kept: [Element?] = (0..<stored).map { ring[(head + $0) % ring.count] }
-        kept += Array(repeating: nil, count: max(capacity, stored) - stored)
-        ring = kept
-        head = 0
-        limit = capacity
-        condition.broadcast()
+        monitor.update { s in
+            var kept: [Element?] = (0..<s.stored).map { s.ring[(s.head + $0) % s.ring.count] }
+            kept += Array(repeating: nil, count: max(capacity, s.stored) - s.stored)
+            s.ring = kept
+            s.head = 0
+            s.limit = capacity
+        }
     }
 
     public enum PushResult: Sendable { case pushed, closed, timedOut }
@@ -44,47 +39,41 @@ public final class FrameQueue<Element: Sendable>: @unchecked Sendable {
 
     /// Waits up to `timeout` seconds for room, then appends.
     public func push(_ element: Element, timeout: Double) -> PushResult {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while !closed && stored >= limit {
-            if !condition.wait(until: deadline) { return .timedOut }
+        let result: PushResult = monitor.wait(until: { $0.closed || !$0.isFull }, timeout: timeout) { s, timedOut in
+            if s.closed { return .closed }
+            if timedOut { return .timedOut }
+            s.ring[(s.head + s.stored) % s.ring.count] = element
+            s.stored += 1
+            return .pushed
         }
-        if closed { return .closed }
-        ring[(head + stored) % ring.count] = element
-        stored += 1
-        condition.broadcast()
-        return .pushed
+        if case .pushed = result { monitor.broadcast() }
+        return result
     }
 
     /// Waits up to `timeout` seconds for an element.
     public func pop(timeout: Double) -> PopResult {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while stored == 0 {
-            if closed { return .closed }
-            if !condition.wait(until: deadline) { return .timedOut }
+        let result: PopResult = monitor.wait(until: { $0.closed || !$0.isEmpty }, timeout: timeout) { s, timedOut in
+            if s.isEmpty { return s.closed ? .closed : .timedOut }
+            let element = s.ring[s.head]!
+            s.ring[s.head] = nil  // release the frame as soon as it is handed over
+            s.head = (s.head + 1) % s.ring.count
+            s.stored -= 1
+            return .element(element)
         }
-        let element = ring[head]!
-        ring[head] = nil  // release the frame as soon as it is handed over
-        head = (head + 1) % ring.count
-        stored -= 1
-        condition.broadcast()
-        return .element(element)
+        if case .element = result { monitor.broadcast() }
+        return result
     }
 
-    public var count: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return stored
+    /// Waits up to `timeout` seconds until the queue holds an element or is closed, without taking
+    /// anything; true when an element (or the close) is there to be popped.
+    public func waitForElement(timeout: Double) -> Bool {
+        monitor.wait(until: { $0.closed || !$0.isEmpty }, timeout: timeout)
     }
+
+    public var count: Int { monitor.withLock { $0.stored } }
 
     /// Wakes every waiter; later pushes fail and pops drain what is left, then report `.closed`.
     public func close() {
-        condition.lock()
-        closed = true
-        condition.broadcast()
-        condition.unlock()
+        monitor.update { $0.closed = true }
     }
 }

@@ -12,26 +12,6 @@ extension PresentableFrame {
     public var byteCount: Int { 0 }
 }
 
-/// Where frames go: draws a frame and shows it on a given vsync of its clock.
-public protocol PresentationOutput: AnyObject {
-    associatedtype Frame
-    var name: String { get }
-    var clock: any VsyncClock { get }
-    /// Draws `frame` (nil: no video, only the background) and shows it on vsync `vsync`, or on the
-    /// first vsync after it when drawing was late. Returns the vsync the picture was shown on.
-    func present(_ frame: Frame?, atVsync vsync: Int64) throws -> Int64
-    /// A mosaic: draws one frame per region (in the order the output was given its regions; nil:
-    /// that region shows only the background) and shows them on vsync `vsync`, as `present` does.
-    func present(mosaic frames: [Frame?], atVsync vsync: Int64) throws -> Int64
-}
-
-extension PresentationOutput {
-    /// An output without mosaic regions shows the first frame.
-    public func present(mosaic frames: [Frame?], atVsync vsync: Int64) throws -> Int64 {
-        try present(frames.first ?? nil, atVsync: vsync)
-    }
-}
-
 /// Maps the presentation timeline to whole vsyncs. A frame at timeline time `t` is shown from vsync
 /// `round(t * refresh)`; because the position is computed from the exact time rather than summed from
 /// rounded intervals, the rounding error is carried forward (24 fps at 60 Hz: 3, 2, 3, 2, ...).

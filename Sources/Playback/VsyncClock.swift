@@ -17,8 +17,6 @@ public protocol VsyncClock: Sendable {
     var refresh: RefreshRate { get }
     /// The first vsync strictly after `vsync` that a frame finished now can still be shown on.
     func earliestVsync(after vsync: Int64) -> Int64
-    /// Returns once vsync `n` has happened (at once for a virtual clock).
-    func wait(forVsync n: Int64) throws
     /// How long from now until vsync `n` happens (negative when it is past), for clocks that run in
     /// real time; nil for a virtual clock. Maps vsyncs to the system clock (wall sync, traces).
     func timeUntilVsync(_ n: Int64) -> Duration?
@@ -40,13 +38,12 @@ extension VsyncClock {
     }
 }
 
-/// Vsyncs advance as soon as the next frame is ready; nothing ever waits. Timestamps are simulated
+/// Vsyncs advance as soon as the next frame is ready; nothing waits for them. Timestamps are simulated
 /// (`t = vsync / refresh`), so timing is exact and a run is as fast as decode and draw allow.
 public struct VirtualVsyncClock: VsyncClock {
     public let refresh: RefreshRate
     public init(refresh: RefreshRate) { self.refresh = refresh }
     public func earliestVsync(after vsync: Int64) -> Int64 { vsync + 1 }
-    public func wait(forVsync n: Int64) throws {}
 }
 
 /// Vsyncs at wall-clock times: vsync `n` at `start + n / refresh` on the monotonic clock, paced like a
@@ -77,14 +74,6 @@ public struct RealVsyncClock: VsyncClock {
     }
 
     public func timeUntilVsync(_ n: Int64) -> Duration? { instant(ofVsync: n) - ContinuousClock.now }
-
-    public func wait(forVsync n: Int64) throws {
-        let remaining = instant(ofVsync: n) - ContinuousClock.now
-        if remaining > .seconds(10) {
-            throw WaitTimeout(waitingFor: "vsync \(n) (more than 10 s ahead)", seconds: 10)
-        }
-        if remaining > .zero { Thread.sleep(forTimeInterval: remaining.seconds) }
-    }
 }
 
 extension Duration {

@@ -52,13 +52,54 @@ final class FakeDisplay: PageFlipDevice {
     }
 }
 
+/// What the presentation loop does with one KMS head, written out for the clock tests: plans with
+/// `FramePlanner` from the recorded render times, waits (on virtual time) until rendering should
+/// start and then until the flip's queue time, queues the flip, waits for its event and records it
+/// on the clock.
+final class TestFlipper {
+    let device: FakeDisplay
+    let clock: PageFlipClock
+    var flipTimeout = 3.0
+    var planner = FramePlanner()
+
+    init(device: FakeDisplay, clock: PageFlipClock) {
+        self.device = device
+        self.clock = clock
+    }
+
+    func recordRender(nanoseconds: Int64) { planner.record(renderNanoseconds: nanoseconds) }
+    var renderEstimate: Int64? { planner.estimate }
+
+    private func nanosUntil(_ v: Int64) -> Int64? { clock.predictedTime(ofVsync: v).map { $0 - clock.time.now() } }
+
+    /// The vsync to draw the picture asked for `asked` for, after waiting until rendering starts.
+    func plan(forVsync asked: Int64) throws -> Int64 {
+        let earliest = max(asked, clock.earliestVsync(after: clock.lastFlipVsync))
+        guard let plan = planner.plan(earliest: earliest, nanosUntil: nanosUntil) else { return earliest }
+        clock.noteRescheduled(by: plan.vsync - earliest)
+        clock.time.sleep(until: clock.time.now() + plan.startIn)
+        return plan.vsync
+    }
+
+    /// Shows `framebuffer` on `vsync` or the first vsync it can still make; the vsync it was shown on.
+    func present(framebuffer: UInt32, atVsync vsync: Int64) throws -> Int64 {
+        let target = max(vsync, clock.earliestVsync(after: clock.lastFlipVsync))
+        if let previous = clock.predictedTime(ofVsync: target - 1) {
+            clock.time.sleep(until: previous + Int64(clock.nominalInterval * planner.commitPhase))
+        }
+        try device.queueFlip(framebuffer: framebuffer)
+        let event = try device.waitForFlip(timeout: flipTimeout)
+        return clock.record(event, planned: vsync)
+    }
+}
+
 @Suite("Page-flip clock and presenter (fake KMS device, virtual time)")
 struct KMSClockTests {
-    func make(hz: Int64 = 60) -> (VirtualTime, FakeDisplay, PageFlipPresenter<FakeDisplay>) {
+    func make(hz: Int64 = 60) -> (VirtualTime, FakeDisplay, TestFlipper) {
         let time = VirtualTime()
         let display = FakeDisplay(time: time, hz: hz)
         let clock = PageFlipClock(refresh: RefreshRate(numerator: hz), time: time)
-        return (time, display, PageFlipPresenter(device: display, clock: clock))
+        return (time, display, TestFlipper(device: display, clock: clock))
     }
 
     @Test("frames on consecutive vsyncs are shown on the vsync they were planned for")
@@ -201,18 +242,39 @@ struct ScriptedBackend: MediaBackend {
     }
 }
 
-/// An output that "draws" nothing and shows framebuffer 1 through the page-flip presenter.
-final class FlipOutput: PresentationOutput {
+/// An output driver on the fake display: "draws" nothing (a render of `renderTime` ns of virtual
+/// time), queues framebuffer 1, and reports its flips as the page-flip clock numbers them.
+final class FlipOutput: OutputDriver {
     let name = "fake-kms"
-    let presenter: PageFlipPresenter<FakeDisplay>
+    let presenter: TestFlipper
     var clock: any VsyncClock { presenter.clock }
+    /// Render time of each picture (virtual ns), as a GPU timer would measure it.
+    var renderTime: Int64 = 0
     private(set) var shown: [Int64] = []
-    init(presenter: PageFlipPresenter<FakeDisplay>) { self.presenter = presenter }
-    func present(_ frame: ScriptedFrame?, atVsync vsync: Int64) throws -> Int64 {
-        let v = try presenter.present(framebuffer: 1, atVsync: vsync)
-        if frame != nil { shown.append(v) }
-        return v
+    private var drewFrame = false
+    private var queued: (planned: Int64, frame: Bool)?
+    init(presenter: TestFlipper) { self.presenter = presenter }
+
+    func draw(_ frames: [ScriptedFrame?]) throws {
+        presenter.clock.time.sleep(until: presenter.clock.time.now() + renderTime)
+        drewFrame = frames.first.flatMap { $0 } != nil
     }
+    var lastRenderTime: Int64? { renderTime > 0 ? renderTime : nil }
+    func queue(forVsync vsync: Int64) throws {
+        try presenter.device.queueFlip(framebuffer: 1)
+        queued = (vsync, drewFrame)
+    }
+    func waitForEvent(timeout: Double) throws -> OutputEvent {
+        guard let q = queued else {
+            presenter.clock.time.sleep(until: presenter.clock.time.now() + Int64(timeout * 1e9))
+            return .timedOut
+        }
+        queued = nil
+        let v = presenter.clock.record(try presenter.device.waitForFlip(timeout: timeout), planned: q.planned)
+        if q.frame { shown.append(v) }
+        return .flipped(vsync: v)
+    }
+    func noteRescheduled(by vsyncs: Int64) { presenter.clock.noteRescheduled(by: vsyncs) }
 }
 
 @Suite("KMS mode choice and output selection")

@@ -54,9 +54,8 @@ import Testing
         "Sources/Kiosk/KioskPlayer.swift": ["dispatch semaphore or group"],
         "Sources/Kiosk/KioskSession.swift": ["Foundation lock", "task", "dispatch queue", "dispatch semaphore or group", "polling sleep"],
         "Sources/Kiosk/ProcessSignals.swift": ["dispatch queue"],
-        "Sources/Playback/FrameQueue.swift": ["Foundation lock"],
         "Sources/Playback/ItemFeeder.swift": ["Foundation lock"],
-        "Sources/Playback/Player.swift": ["Foundation lock", "dispatch queue", "continuation"],
+        "Sources/Playback/Player+Items.swift": ["dispatch queue", "continuation"],
     ]
 
     static var repositoryRoot: URL {

@@ -4,12 +4,18 @@ import Testing
 import TestSupport
 
 /// An output that only records (virtual clock).
-final class TraceTestOutput: PresentationOutput {
+final class TraceTestOutput: OutputDriver {
     typealias Frame = ScriptFrame
     let name = "test-0"
     let clock: any VsyncClock
+    private var queued: Int64?
     init(refresh: RefreshRate) { clock = VirtualVsyncClock(refresh: refresh) }
-    func present(_ frame: ScriptFrame?, atVsync vsync: Int64) throws -> Int64 { vsync }
+    func draw(_ frames: [ScriptFrame?]) throws {}
+    func queue(forVsync vsync: Int64) throws { queued = vsync }
+    func waitForEvent(timeout: Double) throws -> OutputEvent {
+        defer { queued = nil }
+        return queued.map { .flipped(vsync: $0) } ?? .timedOut
+    }
 }
 
 /// tools/check-trace.py's report on the trace at `path`, of its one output `test-0`.

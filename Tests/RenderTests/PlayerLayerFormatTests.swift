@@ -129,7 +129,7 @@ struct BlockPattern {
                 // The frame holds what was written (p010's shift, the plane layout).
                 let stored = frame.sample(x: 13, y: 21), written = pattern.pixel(13, 21)
                 #expect(stored.y == written.0 && stored.cb == written.1 && stored.cr == written.2)
-                _ = try output.present(try Self.through(conversion, frame), atVsync: 0)
+                try output.draw([try Self.through(conversion, frame)])
                 let (error, at) = Self.worstError(try output.screenshot(), pattern, matrix: matrix, range: range)
                 #expect(error <= 2, "\(conversion): \(format) \(matrix) \(range): worst \(error) at \(at)")
             }
@@ -164,7 +164,7 @@ struct BlockPattern {
         let pattern = BlockPattern(format: format, range: .limited)
         let frame = try VideoFrame(format: format, width: w, height: h, colorMatrix: .bt709, colorRange: .limited,
                                    sample: pattern.sample)
-        _ = try output.present(try ColourConversionTests.through(conversion, frame), atVsync: 0)
+        try output.draw([try ColourConversionTests.through(conversion, frame)])
         let image = try output.screenshot()
         var worst = 0.0
         for y in 0..<h {
@@ -190,7 +190,7 @@ struct BlockPattern {
         for siting in [ChromaLocation.left, .center] {
             let frame = try VideoFrame(format: .yuv420p, width: width, height: 16, colorMatrix: .bt709, colorRange: .full,
                                        chromaLocation: siting) { component, x, _ in component == 0 ? 128 : component == 1 ? cb(x) : 128 }
-            _ = try output.present(frame, atVsync: 0)
+            try output.draw([frame])
             let image = try output.screenshot()
             for x in stride(from: 4, to: 28, by: 2) {  // even luma columns, away from the edges
                 let j = x / 2

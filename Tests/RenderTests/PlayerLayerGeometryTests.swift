@@ -98,7 +98,7 @@ let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
                 for rotation in Rotation.allCases {
                     output.layer.gravity = gravity
                     output.layer.rotation = rotation
-                    _ = try output.present(frame, atVsync: 0)
+                    try output.draw([frame])
                     let rect = try #require(output.layer.videoRect)
                     #expect(rect == videoRect(contentWidth: w, contentHeight: h, bounds: fullHD, gravity: gravity, rotation: rotation))
                     let span = try #require(Self.litSpan(try output.screenshot(), x: 960, y: 540))
@@ -132,7 +132,7 @@ let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
         ]
         for (rotation, levels) in expectations {
             output.layer.rotation = rotation
-            _ = try output.present(frame, atVsync: 0)
+            try output.draw([frame])
             let image = try output.screenshot()
             let drawn = [(16, 16), (48, 16), (16, 48), (48, 48)].map { Int(image.pixel(x: $0.0, y: $0.1).g) }
             #expect(zip(drawn, levels).allSatisfy { abs($0 - $1) <= 2 }, "\(rotation): \(drawn)")
@@ -158,7 +158,7 @@ let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
         #expect(frame.rotation == .clockwise90)
 
         let output = try HeadlessOutput(mode: DisplayMode(width: 1920, height: 1080, refresh: RefreshRate(numerator: 60)), clock: .virtual)
-        _ = try output.present(frame, atVsync: 0)
+        try output.draw([frame])
         let rect = try #require(output.layer.videoRect)
         #expect(rect == PixelRect(x: 656, y: 0, width: 608, height: 1080))
         let image = try output.screenshot()
@@ -173,18 +173,18 @@ let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
         #expect(near(at(0.75, 0.75), [255, 255, 255]), "bottom-right \(at(0.75, 0.75))")
         // The display's own rotation goes on top: a portrait screen turned back shows it sideways.
         output.layer.rotation = .clockwise270
-        _ = try output.present(frame, atVsync: 0)
+        try output.draw([frame])
         #expect(output.layer.videoRect == fullHD)
     }
 
     @Test func texturesAreMadeOncePerSizeAndFormat() throws {
         let output = try HeadlessOutput(mode: DisplayMode(width: 64, height: 36, refresh: RefreshRate(numerator: 60)), clock: .virtual)
         let a = try Self.flat(64, 36), b = try Self.flat(64, 36, luma: 20)
-        for i in 0..<6 { _ = try output.present(i % 2 == 0 ? a : b, atVsync: Int64(i)) }
+        for i in 0..<6 { try output.draw([i % 2 == 0 ? a : b]) }
         #expect(output.layer.textureAllocations == 3)
         let nv12 = try VideoFrame(format: .nv12, width: 64, height: 36, colorMatrix: .bt709, colorRange: .limited) { _, _, _ in 128 }
-        _ = try output.present(nv12, atVsync: 6)
-        _ = try output.present(nv12, atVsync: 7)
+        try output.draw([nv12])
+        try output.draw([nv12])
         // Luma keeps its R8 texture; chroma becomes one RG8 plane.
         #expect(output.layer.textureAllocations == 4)
     }
@@ -197,7 +197,7 @@ let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
         let frame = try VideoFrame(format: .yuv444p, width: 32, height: 32, colorMatrix: .bt709, colorRange: .limited) { c, x, y in
             c == 0 ? 16 + (x * 7 + y * 3) % 220 : c == 1 ? 60 + x * 4 : 200 - y * 4
         }
-        _ = try output.present(frame, atVsync: 0)
+        try output.draw([frame])
         let image = try output.screenshot()
         let png = try output.screenshotPNG()
         #expect(png.prefix(8) == Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]))
@@ -233,7 +233,7 @@ let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
         #expect(frame.pixelFormat == .yuv444p)
         let output = try HeadlessOutput(mode: DisplayMode(width: width, height: height, refresh: RefreshRate(numerator: 60)), clock: .virtual)
         output.layer.gravity = .resize
-        _ = try output.present(frame, atVsync: 0)
+        try output.draw([frame])
         let image = try output.screenshot()
         for (i, c) in colours.enumerated() {
             let p = image.pixel(x: 12 + 24 * (i % 2), y: 8 + 16 * (i / 2))

@@ -90,7 +90,7 @@ import Testing
             (x * 37 + y * 101 + c * 59) % 256
         }
         let output = try HeadlessOutput(mode: DisplayMode(width: w, height: h, refresh: RefreshRate(numerator: 60)), clock: .virtual)
-        _ = try output.present(frame, atVsync: 0)
+        try output.draw([frame])
         #expect(try output.screenshot().pixels == Self.image(frame))
     }
 
@@ -110,9 +110,9 @@ import Testing
             output.layer.gravity = gravity
             output.layer.rotation = rotation
             output.layer.wallPlacement = wall
-            _ = try output.present(yuv, atVsync: 0)
+            try output.draw([yuv])
             let expected = try output.screenshot(), expectedRect = output.layer.videoRect
-            _ = try output.present(rgba, atVsync: 0)
+            try output.draw([rgba])
             let got = try output.screenshot()
             #expect(output.layer.videoRect == expectedRect)
             // Flat quadrants: only the pixels along their edges may differ (filtering).

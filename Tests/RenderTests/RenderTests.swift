@@ -47,7 +47,9 @@ import TestSupport
         #expect(frame.pixelFormat == (conversion == .cpu ? .rgba : .yuv420p))
         let output = try HeadlessOutput(mode: DisplayMode(width: 1920, height: 1080, refresh: RefreshRate(numerator: 60)),
                                         clock: .virtual, background: RGBColor(hex: "#204060")!)
-        #expect(try output.present(frame, atVsync: 0) == 0)
+        try output.draw([frame])
+        try output.queue(forVsync: 0)
+        #expect(try output.waitForEvent(timeout: 1) == .flipped(vsync: 0))
         let image = try output.screenshot()
         // A 4:3 picture fits as 1440x1080 in the middle; the sides show the background.
         #expect(output.layer.videoRect == PixelRect(x: 240, y: 0, width: 1440, height: 1080))
@@ -74,7 +76,7 @@ import TestSupport
     @Test func noFrameShowsOnlyTheBackground() throws {
         let output = try HeadlessOutput(mode: DisplayMode(width: 64, height: 36, refresh: RefreshRate(numerator: 60)),
                                         clock: .virtual, background: RGBColor(hex: "#ff8000")!)
-        _ = try output.present(nil, atVsync: 0)
+        try output.draw([nil])
         let image = try output.screenshot()
         #expect(output.layer.videoRect == nil)
         for (x, y) in [(0, 0), (32, 18), (63, 35)] {

@@ -20,12 +20,12 @@ import TestSupport
         // Decoded without the output's limit: the frame keeps its 16400 columns.
         let wide = try #require(try VideoDecoder(path: png, threads: 1).nextFrame())
         #expect(wide.width == 16400)
-        _ = try output.present(wide, atVsync: 0)
+        try output.draw([wide])
         #expect(output.layer.framesTooLarge == 1)
         #expect(output.layer.framesNotDrawn == 1)
         // The next frame that fits is drawn as usual.
         let small = try VideoFrame(format: .yuv420p, width: 64, height: 16, colorMatrix: .bt709, colorRange: .full) { _, _, _ in 128 }
-        _ = try output.present(small, atVsync: 1)
+        try output.draw([small])
         #expect(output.layer.framesTooLarge == 1)
         let pixel = try output.screenshot().pixel(x: 32, y: 8)
         #expect(abs(Int(pixel.r) - 128) <= 2 && abs(Int(pixel.g) - 128) <= 2, "\(pixel)")

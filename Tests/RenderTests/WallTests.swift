@@ -112,7 +112,7 @@ import TestSupport
         // The reference: one screen the size of the canvas. (One GL context at a time.)
         let reference: RGBAImage = try {
             let screen = try Self.output(656, 376)
-            _ = try screen.present(frame, atVsync: 0)
+            try screen.draw([frame])
             return try screen.screenshot()
         }()
         // The reference is the test picture (a check on the picture itself): the ramps at a few points.
@@ -127,7 +127,7 @@ import TestSupport
                 let screen = rotation.swapsAxes ? try Self.output(window.height, window.width) : try Self.output(window.width, window.height)
                 screen.layer.rotation = rotation
                 screen.layer.wallPlacement = WallPlacement(window: window, region: Self.canvas)
-                _ = try screen.present(frame, atVsync: 0)
+                try screen.draw([frame])
                 return try screen.screenshot()
             }()
             let result = Self.compare(shot, reference, window: window, rotation: rotation)
@@ -149,7 +149,7 @@ import TestSupport
                        (PixelRect(x: 300, y: 200, width: 356, height: 176), try Self.picture(178, 88, tint: 51))]
         let reference: RGBAImage = try {
             let screen = try Self.output(656, 376)
-            _ = try screen.present(nil, atVsync: 0)  // binds the target, clears to the background
+            try screen.draw([nil])  // binds the target, clears to the background
             for (rect, frame) in regions { try screen.layer.draw(frame, bounds: rect, targetHeight: 376) }
             return try screen.screenshot()
         }()
@@ -162,7 +162,7 @@ import TestSupport
         for (i, window) in Self.windows.enumerated() {
             let shot: RGBAImage = try {
                 let screen = try Self.output(window.width, window.height)
-                _ = try screen.present(regions: pieces, window: window, atVsync: 0)
+                try screen.draw(regions: pieces, window: window)
                 return try screen.screenshot()
             }()
             let result = Self.compare(shot, reference, window: window)
@@ -174,13 +174,13 @@ import TestSupport
     @Test func withoutAPlacementTheWholePictureIsDrawn() throws {
         let frame = try Self.picture(656, 376)
         let screen = try Self.output(328, 188)
-        _ = try screen.present(frame, atVsync: 0)
+        try screen.draw([frame])
         #expect(screen.layer.videoRect == PixelRect(x: 0, y: 0, width: 328, height: 188))
         screen.layer.wallPlacement = WallPlacement(window: Self.windows[1], region: Self.canvas)
-        _ = try screen.present(frame, atVsync: 0)
+        try screen.draw([frame])
         #expect(screen.layer.videoRect == PixelRect(x: 0, y: 0, width: 328, height: 188))
         screen.layer.wallPlacement = WallPlacement(window: PixelRect(x: 336, y: 0, width: 656, height: 376), region: Self.canvas)
-        _ = try screen.present(frame, atVsync: 0)
+        try screen.draw([frame])
         #expect(screen.layer.videoRect == PixelRect(x: 0, y: 0, width: 160, height: 188))
     }
 }

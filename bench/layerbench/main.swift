@@ -76,7 +76,7 @@ do {
                 renderer = output.context.renderer
                 print("layerbench: upload + draw of one \(width)x\(height) frame on a \(width)x\(height) headless output (\(renderer)), \(frames) frames each")
             }
-            let result = try measure(frames: frames) { i in _ = try output.present(pair[i % 2], atVsync: Int64(i)) }
+            let result = try measure(frames: frames) { i in try output.draw([pair[i % 2]]) }
             report("\(format.rawValue) (\(format.bitsPerSample > 8 ? output.layer.highDepthSampling.rawValue : "8-bit"))",
                    result, textures: output.layer.textureAllocations)
         }
@@ -85,7 +85,7 @@ do {
             let output = try HeadlessOutput(mode: mode, clock: .virtual)
             let converter = RGBAConverter()
             let result = try measure(frames: frames) { i in
-                _ = try output.present(try converter.convert(pair[i % 2]), atVsync: Int64(i))
+                try output.draw([try converter.convert(pair[i % 2])])
             }
             report("\(format.rawValue) (cpu)", result, textures: output.layer.textureAllocations)
         }

@@ -1,0 +1,251 @@
+import Foundation
+
+/// The item queue and its runs: replacing and seeking items, starting and ending the run of
+/// the current item (its decode thread, `ItemFeeder`), and the next items' prerolls.
+extension Player {
+    // MARK: Items
+
+    /// Makes `item` the current item at once (for a queue player: in place of the current item).
+    /// Passing the current item does nothing.
+    public func replaceCurrentItem(with item: PlayerItem?) throws {
+        try locked { outbox in
+            if item === queue.first { return }
+            if let item, let owner = item.owner, owner !== self { throw PlayerError.itemInAnotherPlayer }
+            if let old = queue.first {
+                stopCurrentRunLocked(reason: "stop")
+                queue.removeFirst()
+                old.owner = nil
+                old.preroll?.stop()
+                old.preroll = nil
+            }
+            if let item {
+                queue.removeAll { $0 === item }
+                queue.insert(item, at: 0)
+                item.owner = self
+                item.attached(to: self)
+            }
+            if !isQueuePlayer { queue = Array(queue.prefix(1)) }
+            currentItemChangedLocked(&outbox)
+        }
+    }
+
+    /// The current run ends now (replaced, removed): its thread stops, the trace says why.
+    func stopCurrentRunLocked(reason: String, error: (any Error)? = nil) {
+        if let run {
+            run.feeder.stop()
+            traceFile("end-file", item: run.item, reason: reason, error: error)
+            run.seek?.completion.map { c in DispatchQueue.global().async { c(false) } }
+        }
+        pausedPosition = currentPositionLocked()
+        anchor = nil
+        run = nil
+        pending = nil
+        endStallLocked()
+    }
+
+    /// Frames come again (or the run they were awaited for is gone).
+    func endStallLocked() {
+        starved = nil
+        stalled = false
+    }
+
+    /// After the current item changed by an API call: the new item starts where time is now.
+    func currentItemChangedLocked(_ outbox: inout Outbox) {
+        if run == nil || run?.item !== queue.first {
+            if let run { run.feeder.stop() }
+            run = nil
+            pending = nil
+            pausedPosition = currentPositionLocked()
+            anchor = nil
+            endStallLocked()
+        }
+        if queue.first == nil { shown = nil }
+        if _status == .unknown && queue.first != nil {
+            _status = .readyToPlay
+            changeBroadcast.send(.status(.readyToPlay))
+        }
+        changeBroadcast.send(.currentItem(queue.first))
+        lastObserved = nil
+        updateTimeControlLocked()
+        fireJumpLocked(&outbox)
+    }
+
+
+    // MARK: Seeking
+
+    /// Moves the current item's time to `time`, landing within [time - before, time + after]
+    /// (zero / zero: the exact frame). Completes with true once the frame there is shown, or false
+    /// when a newer seek (or an item change) came first.
+    public func seek(to time: MediaTime, toleranceBefore: MediaTime = .zero, toleranceAfter: MediaTime = .zero,
+                     completion: @escaping @Sendable (Bool) -> Void) {
+        locked { outbox in
+            guard let item = queue.first, time.isValid else {
+                outbox.add { completion(false) }
+                return
+            }
+            seekLocked(item: item, SeekRequest(target: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, completion: completion), &outbox)
+        }
+    }
+
+    public func seek(to time: MediaTime, toleranceBefore: MediaTime = .zero, toleranceAfter: MediaTime = .zero) async -> Bool {
+        await withCheckedContinuation { continuation in
+            seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// An item-level seek: on the current item a seek; on a queued item, where it will start.
+    func seek(item: PlayerItem, to time: MediaTime, toleranceBefore: MediaTime, toleranceAfter: MediaTime,
+              completion: @escaping @Sendable (Bool) -> Void) {
+        locked { outbox in
+            let request = SeekRequest(target: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, completion: completion)
+            if item === queue.first {
+                seekLocked(item: item, request, &outbox)
+            } else if queue.contains(where: { $0 === item }) {
+                if let old = item.pendingStart?.completion { outbox.add { old(false) } }
+                item.pendingStart = (time, toleranceBefore, completion)
+                item.preroll?.stop()
+                item.preroll = nil
+            } else {
+                outbox.add { completion(false) }
+            }
+        }
+    }
+
+    func seekLocked(item: PlayerItem, _ request: SeekRequest, _ outbox: inout Outbox) {
+        // A newer seek finishes every unfinished older one with false.
+        if let old = run?.seek?.completion { outbox.add { old(false) } }
+        if let old = item.pendingStart?.completion { outbox.add { old(false) } }
+        item.pendingStart = nil
+        var target = request.target
+        let duration = item.duration
+        if target < .zero { target = .zero }
+        if duration.isNumeric && target > duration { target = duration }
+        let position = currentPositionLocked()
+        run?.feeder.stop()
+        pending = nil
+        let feeder = makeFeeder(item, start: target, toleranceBefore: request.toleranceBefore)
+        let newRun = Run(item: item, feeder: feeder, start: position)
+        newRun.seek = SeekRequest(target: target, toleranceBefore: request.toleranceBefore,
+                                  toleranceAfter: request.toleranceAfter, completion: request.completion)
+        run = newRun
+        pausedPosition = position
+        anchor = nil
+        endStallLocked()
+        lastObserved = nil
+        post(.timeJumped, item: item)
+    }
+
+    /// Seconds past its end after which a frame that was decoded too late is dropped rather than
+    /// shown (when nothing newer is ready, a frame a little late is better than none).
+    static let lateLimit = 0.25
+
+    /// How many frames the next item's decode thread decodes before the item plays.
+    static let prerollAhead = 2
+
+    func makeFeeder(_ item: PlayerItem, start: MediaTime, toleranceBefore: MediaTime, capacity: Int? = nil) -> ItemFeeder {
+        let feeder = ItemFeeder(asset: item.asset, start: start, toleranceBefore: toleranceBefore,
+                                end: item.forwardPlaybackEndTime, capacity: capacity ?? decodeAhead, name: item.asset.url.lastPathComponent,
+                                drops: decoderDrops)
+        feeder.start(logger: logger)
+        return feeder
+    }
+
+    // MARK: Runs
+
+    /// The item of the current run has ended at timeline position `end`. Returns true when
+    /// playback goes on with the next item within this vsync.
+    func endRunLocked(at end: MediaTime, error: (any Error)?, vsync n: Int64, _ outbox: inout Outbox) -> Bool {
+        guard let current = run else { return false }
+        let item = current.item
+        current.feeder.stop()
+        current.ended = true
+        if let completion = current.seek?.completion { outbox.add { completion(false) } }
+        current.seek = nil
+        if let error {
+            item.fail(error)
+            post(.failedToPlayToEndTime(error), item: item)
+            traceFile("end-file", item: item, reason: "error", error: error, vsync: n)
+        } else {
+            post(.didPlayToEndTime, item: item)
+            traceFile("end-file", item: item, reason: "eof", error: nil, vsync: n)
+        }
+        if current.shownFrames == 0 { emptyRuns += 1 }
+        switch _actionAtItemEnd {
+        case .advance:
+            queue.removeFirst()
+            item.owner = nil
+            item.preroll?.stop()
+            item.preroll = nil
+            for looper in loopers { looper.looper?.itemLeftLocked(item, &outbox) }
+            run = nil
+            pending = nil
+            changeBroadcast.send(.currentItem(queue.first))
+            lastObserved = nil
+            if emptyRuns > queue.count + 1 {
+                // Nothing in the queue can be played: show the background, try again in a second.
+                emptyRuns = 0
+                if let refresh { retryAtVsync = n + max(1, refresh.numerator / refresh.denominator) }
+                logger.warning("nothing playable; retrying in 1 s", ["items": "\(queue.count)"])
+                return false
+            }
+            guard let next = queue.first else {
+                updateTimeControlLocked()
+                return false
+            }
+            startRunLocked(next, at: end)
+            fireJumpLocked(&outbox)
+            return true
+        case .pause:
+            pausedPosition = end
+            anchor = nil
+            _rate = 0
+            changeBroadcast.send(.rate(0))
+            updateTimeControlLocked()
+            fireJumpLocked(&outbox)
+            return false
+        case .none:
+            return false  // the last frame stays; time keeps running
+        }
+    }
+
+    func ensureRunLocked(at position: MediaTime) {
+        guard run == nil, let item = queue.first else { return }
+        if !item.isAttachedLoading { item.attached(to: self) }
+        startRunLocked(item, at: position)
+    }
+
+    func startRunLocked(_ item: PlayerItem, at position: MediaTime) {
+        let start = item.pendingStart
+        item.pendingStart = nil
+        let feeder = item.preroll ?? makeFeeder(item, start: start?.time ?? .zero, toleranceBefore: start?.toleranceBefore ?? .zero)
+        feeder.setAhead(decodeAhead)  // a preroll decoded only its first frames
+        item.preroll = nil
+        let newRun = Run(item: item, feeder: feeder, start: position)
+        if let start {
+            newRun.seek = SeekRequest(target: start.time, toleranceBefore: start.toleranceBefore, toleranceAfter: .zero, completion: start.completion)
+        }
+        run = newRun
+        pending = nil
+        traceFile("start-file", item: item, reason: nil, error: nil)
+    }
+
+    /// The next item's decode thread starts while the current item plays (and the one after it
+    /// too when the next one is known to have failed): once the current item's first frame is
+    /// shown, so that it does not compete with that frame for the CPU.
+    func startPrerollsLocked() {
+        if let run, run.shownFrames == 0, !run.ended, run.item.status != .failed, !run.feeder.hasFailed { return }
+        var index = 1
+        while index < queue.count && index <= 3 {
+            let item = queue[index]
+            if item.preroll == nil {
+                // Only its first frames until it plays: enough to start without a gap, and the
+                // memory of one queue, not two.
+                item.preroll = makeFeeder(item, start: item.pendingStart?.time ?? .zero,
+                                          toleranceBefore: item.pendingStart?.toleranceBefore ?? .zero,
+                                          capacity: min(decodeAhead, Self.prerollAhead))
+            }
+            guard item.status == .failed || item.preroll?.hasFailed == true else { break }
+            index += 1
+        }
+    }
+}

@@ -1,0 +1,354 @@
+import Foundation
+
+/// The vsync pull and the timeline: which frame each vsync shows (pure and non-blocking; the
+/// presentation loop waits), drops, stalls, and the arithmetic from timeline time to vsyncs.
+extension Player {
+    // MARK: The vsync pull
+
+    /// What to show on one vsync.
+    public struct Picture: @unchecked Sendable {
+        // @unchecked: the frame is handed to the presentation thread, which alone uses it.
+        /// nil: no video (show the background).
+        public let frame: (any PresentableFrame)?
+        public let item: PlayerItem?
+        /// True when the frame differs from the one shown on the previous vsync.
+        public let isNew: Bool
+        /// Item time of the frame.
+        public let itemTime: MediaTime
+        /// True when a frame is due on this vsync but not decoded yet: the picture stays, and asking
+        /// again for the same vsync after waiting for decoding (`waitForDecodedFrame`) may give it.
+        public var isWaiting = false
+    }
+
+    func attachOutput(refresh: RefreshRate, name: String) throws {
+        try withLock {
+            guard !hasVideoOutput else { throw PlayerError.secondVideoOutput }
+            hasVideoOutput = true
+            self.refresh = refresh
+            scheduler = CadenceScheduler(refresh: refresh)
+            outputName = name
+        }
+    }
+
+    /// The frame to show on vsync `n` (vsyncs only go forward; the same vsync may be asked again
+    /// while its picture `isWaiting`). Never waits: a frame that is due but not decoded yet leaves
+    /// the picture as it is and says so (`isWaiting`). `waited`: seconds the caller waited for
+    /// decoding since it last asked for this vsync (what a clock that waits for decoding counts
+    /// towards `stallTimeout`; after it without a frame the timeline waits, a stall, until
+    /// frames come again).
+    func picture(forVsync n: Int64, waited: Double) -> Picture {
+        locked { outbox in pullLocked(n, waited: waited, &outbox) }
+    }
+
+    /// As `picture(forVsync:waited:)`, waiting up to `wait` seconds in all for a due frame that is
+    /// still being decoded (between the questions, without the player's lock).
+    func picture(forVsync n: Int64, wait: Double) -> Picture {
+        let start = ContinuousClock.now
+        var asked = start
+        while true {
+            let now = ContinuousClock.now
+            let picture = picture(forVsync: n, waited: (now - asked).seconds)
+            asked = now
+            let left = wait - (now - start).seconds
+            guard picture.isWaiting, left > 0 else { return picture }
+            _ = waitForDecodedFrame(timeout: left)
+        }
+    }
+
+    /// Waits up to `timeout` seconds for the current item's decode thread to have something for
+    /// the next question (a frame, its end or its failure), without holding the player's lock;
+    /// true when it has. Returns at once when nothing is being decoded.
+    func waitForDecodedFrame(timeout: Double) -> Bool {
+        let queue: FrameQueue<FeedEvent>? = withLock {
+            guard pending == nil, let run, !run.ended else { return nil }
+            return run.feeder.queue
+        }
+        guard let queue else { return true }
+        return queue.waitForElement(timeout: timeout)
+    }
+
+    /// The output showed the last picture on vsync `actual`, later than asked. The timeline keeps
+    /// the clock: the frames due meanwhile are dropped at the next pull.
+    func didShow(onVsync actual: Int64) {
+        withLock {
+            guard let last = lastVsync, actual > last else { return }
+            _stats.delayed += 1
+            lastVsync = actual
+            _stats.lastVsync = actual
+        }
+    }
+
+    func currentPicture(isNew: Bool, waiting: Bool = false) -> Picture {
+        Picture(frame: shown?.frame, item: shown?.item, isNew: isNew, itemTime: itemTimeLocked() ?? .zero, isWaiting: waiting)
+    }
+
+    func pullLocked(_ n: Int64, waited: Double, _ outbox: inout Outbox) -> Picture {
+        // A vsync is asked once, or again while its picture waits for a frame being decoded.
+        if let last = lastVsync, n < last || (n == last && waitingVsync != n) { return currentPicture(isNew: false) }
+        waitingVsync = nil
+        let hadPicture = shown != nil
+        lastVsync = n
+        _stats.lastVsync = n
+        if let retry = retryAtVsync {
+            if n < retry { return currentPicture(isNew: false) }
+            retryAtVsync = nil
+        }
+        ensureRunLocked(at: pausedPositionOrNow(n))
+        startPrerollsLocked()
+        guard run != nil else {
+            shown = nil
+            return currentPicture(isNew: hadPicture)
+        }
+
+        // Waiting for a host time to start at.
+        if let host = hostStartTime, let refresh {
+            hostStartVsync = CadenceScheduler(refresh: refresh).vsyncOffset(for: host)
+            hostStartTime = nil
+        }
+        let paused = _rate == 0 || (hostStartVsync.map { n < $0 } ?? false)
+        if paused {
+            // Show the first frame of a new run (a seek, a new item) even while paused.
+            if let run, run.shownFrames == 0, !run.ended {
+                let next = peekLocked()
+                if case .frame(let frame, let t)? = next {
+                    pending = nil
+                    show(frame, t: t, vsync: n, run: run, &outbox)
+                    return currentPicture(isNew: true)
+                }
+                if next == nil {
+                    waitingVsync = n
+                    return currentPicture(isNew: false, waiting: true)
+                }
+            }
+            return currentPicture(isNew: false)
+        }
+        if anchor == nil {
+            // Playback starts (play, seek, a new item by an API call): the timeline starts with
+            // the first frame, unless it was told a host time to start at.
+            holdingStart = hostStartVsync == nil
+            anchor = (hostStartVsync ?? n, pausedPosition)
+            hostStartVsync = nil
+        }
+        if holdingStart, let a = anchor {
+            anchor = (n, a.position)
+            if peekLocked() != nil { holdingStart = false }  // it starts now
+        } else if stalled {
+            // A stall holds the timeline where the missing frame belongs.
+            anchor = (n, stallPosition)
+        }
+
+        var selected: (frame: any PresentableFrame, t: MediaTime, vsync: Int64, run: Run)?
+        var steps = 0
+        loop: while steps < 100_000, let current = run, !current.ended {
+            steps += 1
+            let next = peekLocked()
+            if next == nil {
+                // Nothing decoded yet: only a wait when the picture on screen has had its time.
+                if let s = selected ?? shown.map({ ($0.frame, $0.t, $0.vsync, $0.run) }),
+                   s.run === current, vsyncOf(s.t + s.frame.duration) > n { break loop }
+                if selected == nil {
+                    if !holdingStart { starvingLocked(n, waited: waited, run: current, &outbox) }
+                    waitingVsync = n
+                }
+                break loop
+            }
+            starved = nil
+            switch next! {
+            case .frame(let frame, let t):
+                let due = vsyncOf(t)
+                if due > n { break loop }
+                if let s = selected {
+                    // A later frame is due by now: `s` cannot be shown on a vsync of its own.
+                    _stats.dropped += 1
+                    noteDropLocked(late: s.vsync < due)
+                }
+                pending = nil
+                selected = (frame, t, due, current)
+            case .end(let end, let error):
+                if vsyncOf(end) > n { break loop }
+                pending = nil
+                endStallLocked()
+                if !endRunLocked(at: end, error: error, vsync: n, &outbox) {
+                    if selected == nil && run == nil {
+                        shown = nil
+                        return currentPicture(isNew: hadPicture)
+                    }
+                    break loop
+                }
+            }
+        }
+
+        if let s = selected, let refresh, shown != nil,
+           Double(n - vsyncOf(s.t + s.frame.duration)) / refresh.hertz > Self.lateLimit {
+            // Decoded so late that its time is long past: dropped rather than shown.
+            _stats.dropped += 1
+            noteDropLocked(late: true)
+            selected = nil
+        } else if let s = selected {
+            // The timeline does not move for a late picture. One shown after its vsync (decoded
+            // late, with nothing newer ready) counts as delayed.
+            if s.vsync < n { _stats.delayed += 1 }
+            noteDropLocked(late: false)
+            show(s.frame, t: s.t, vsync: n, run: s.run, &outbox)
+        } else if run == nil && queue.isEmpty {
+            shown = nil
+            return currentPicture(isNew: hadPicture)
+        }
+        reportClockLocked(n)
+        fireProgressLocked(&outbox)
+        return currentPicture(isNew: selected != nil, waiting: waitingVsync == n)
+    }
+
+    /// No frame for vsync `n` although the picture on screen has had its time. Past
+    /// `stallTimeout` (counted in vsyncs, or in time waited for a clock that waits for decoding)
+    /// playback is stalled: the timeline waits at the missing frame's place, and it is reported.
+    func starvingLocked(_ n: Int64, waited: Double, run current: Run, _ outbox: inout Outbox) {
+        let since = starved?.since ?? n
+        let total = (starved?.waited ?? 0) + waited
+        starved = (since, total)
+        guard !stalled, let refresh else { return }
+        let vsyncs = Double(n - since + 1) / refresh.hertz
+        guard max(vsyncs, total) >= _stallTimeout else { return }
+        stalled = true
+        _stats.stalls += 1
+        // The missing frame starts where the one on screen ends (or where the run starts).
+        if let s = shown, s.run === current {
+            stallPosition = s.t + s.frame.duration
+        } else {
+            stallPosition = position(atVsync: since)
+        }
+        anchor = (n, stallPosition)
+        post(.playbackStalled, item: current.item)
+        logger.warning("playback stalled", ["item": "\(current.item.traceIndex)", "vsync": "\(n)",
+                                            "seconds": max(vsyncs, total).formatted(decimals: 3)])
+        updateTimeControlLocked()
+        fireJumpLocked(&outbox)
+    }
+
+    /// Counts a frame taken from the queue into the recent share of late drops.
+    func noteDropLocked(late: Bool) {
+        lateDropRate = lateDropRate * 0.9 + (late ? 0.1 : 0)
+    }
+
+    /// Tells the current run's decoder where the clock is, so that it skips frames when behind.
+    func reportClockLocked(_ n: Int64) {
+        guard let run else { return }
+        guard _rate != 0, !stalled, anchor != nil else {
+            run.feeder.report(clock: nil, lateDropRate: 0)
+            return
+        }
+        let base = run.origin ?? run.seek?.target ?? .zero
+        let elapsed = position(atVsync: n) - run.start
+        run.feeder.report(clock: base + elapsed, lateDropRate: lateDropRate)
+    }
+
+    func show(_ frame: any PresentableFrame, t: MediaTime, vsync n: Int64, run: Run, _ outbox: inout Outbox) {
+        shown = Shown(frame: frame, run: run, t: t, vsync: n)
+        run.shownFrames += 1
+        _stats.presented += 1
+        emptyRuns = 0
+        holdingStart = false
+        if stalled { logger.info("playback resumed", ["item": "\(run.item.traceIndex)", "vsync": "\(n)"]) }
+        endStallLocked()
+        if _rate != 0 { updateTimeControlLocked() }
+        if run.shownFrames == 1 {
+            if let seek = run.seek {
+                // The seek is done once its frame is on screen.
+                if let completion = seek.completion { outbox.add { completion(true) } }
+                run.seek = nil
+                fireJumpLocked(&outbox)
+            }
+            lastObserved = (ObjectIdentifier(run), itemTimeLocked() ?? .zero)
+        }
+    }
+
+    /// The next decoded event of the current run, if the decode thread has one ready (never waits).
+    func peekLocked() -> Pending? {
+        if let pending { return pending }
+        guard let run, !run.ended else { return nil }
+        while true {
+            switch run.feeder.queue.pop(timeout: 0) {
+            case .element(.ready(let description)):
+                run.item.becomeReady(duration: description.duration, tracks: description.tracks)
+            case .element(.frame(let frame)):
+                if run.origin == nil {
+                    run.origin = landing(of: frame, seek: run.seek)
+                }
+                let origin = run.origin!
+                let fpet = run.item.forwardPlaybackEndTime
+                if fpet.isNumeric && frame.pts >= fpet {
+                    pending = .end(at: endPosition(run), error: nil)
+                    return pending
+                }
+                run.frames += 1
+                let frameEnd = frame.pts + frame.duration
+                if frameEnd > run.lastEnd { run.lastEnd = frameEnd }
+                let offset = frame.pts - origin
+                pending = .frame(frame, t: run.start + (offset > .zero ? offset : .zero))
+                return pending
+            case .element(.end(let skippedTo)):
+                pending = .end(at: endPosition(run, streamEnd: skippedTo), error: nil)
+                return pending
+            case .element(.failed(let error)):
+                pending = .end(at: endPosition(run), error: error)
+                return pending
+            case .timedOut, .closed:
+                return nil
+            }
+        }
+    }
+
+    /// Where a seek landed: the first frame's time when it is within the tolerances, else the target.
+    func landing(of frame: any PresentableFrame, seek: SeekRequest?) -> MediaTime {
+        guard let seek else { return frame.pts }
+        let low = seek.target - seek.toleranceBefore, high = seek.target + seek.toleranceAfter
+        return frame.pts >= low && frame.pts <= high ? frame.pts : seek.target
+    }
+
+    /// Timeline position where the run ends: its last frame's end (or `streamEnd`, where the
+    /// decoder skipped the last frames), or the forward end time.
+    func endPosition(_ run: Run, streamEnd: MediaTime? = nil) -> MediaTime {
+        guard run.frames > 0, let origin = run.origin else { return run.start }
+        var end = run.lastEnd
+        if let streamEnd, streamEnd.isNumeric, streamEnd > end { end = streamEnd }
+        let fpet = run.item.forwardPlaybackEndTime
+        if fpet.isNumeric && fpet < end { end = fpet }
+        let length = end - origin
+        return run.start + (length > .zero ? length : .zero)
+    }
+
+    // MARK: Time arithmetic
+
+    func vsyncOf(_ t: MediaTime) -> Int64 {
+        guard let anchor, let scheduler else { return .max }
+        let offset = t - anchor.position
+        // A container's timestamps can put t anywhere: out of range is never due, and sums saturate.
+        guard offset.isNumeric else { return .max }
+        let steps = _rate == 1 ? scheduler.vsyncOffset(for: offset)
+            : Int64(saturating: (offset.seconds * scheduler.refresh.hertz / Double(_rate)).rounded())
+        let (sum, overflow) = anchor.vsync.addingReportingOverflow(steps)
+        return overflow ? (steps > 0 ? .max : .min) : sum
+    }
+
+    func position(atVsync n: Int64) -> MediaTime {
+        guard let anchor, let refresh else { return pausedPosition }
+        let elapsed = n - anchor.vsync
+        if _rate == 1 { return anchor.position + refresh.interval * elapsed }
+        return anchor.position + MediaTime(seconds: Double(elapsed) / refresh.hertz * Double(_rate), preferredTimescale: 90_000)
+    }
+
+    func pausedPositionOrNow(_ n: Int64) -> MediaTime { anchor == nil ? pausedPosition : position(atVsync: n) }
+
+    func currentPositionLocked() -> MediaTime {
+        guard let lastVsync else { return pausedPosition }
+        return position(atVsync: lastVsync)
+    }
+
+    /// The current item's time at the last vsync.
+    func itemTimeLocked() -> MediaTime? {
+        guard let run else { return queue.first?.pendingStart?.time ?? (queue.isEmpty ? nil : .zero) }
+        guard let origin = run.origin, run.shownFrames > 0 else { return run.seek?.target ?? .zero }
+        let elapsed = currentPositionLocked() - run.start
+        return origin + (elapsed > .zero ? elapsed : .zero)
+    }
+}
