@@ -72,20 +72,22 @@ struct BroadcastTests {
             return values
         }
         // Sent from a thread of its own (it waits; the reader runs on the task pool), in bursts of
-        // half the limit, each once the reader has taken all but a few.
+        // half the limit, each once the reader has taken all but a few. The pool is shared with
+        // every test running at the same time (two threads on a two-core machine, and synchronous
+        // tests hold them), so the reader may not run for a long while: the waits allow minutes.
         let sender = Latch<Bool>()
         Thread.detachNewThread {
             var sent = 0
             while sent < count {
                 for _ in 0..<32 { broadcast.send(sent); sent += 1 }
                 let target = sent - 16
-                guard read.wait(until: { $0 >= target }, timeout: 30) else { break }
+                guard read.wait(until: { $0 >= target }, timeout: 240) else { break }
             }
             broadcast.finish()
             sender.set(sent == count)
         }
         let values = await got.value
-        #expect(sender.wait(timeout: 30) == true)
+        #expect(sender.wait(timeout: 240) == true)
         #expect(values == Array(0..<count))
         #expect(broadcast.overflowedSubscribers == 0)
     }
