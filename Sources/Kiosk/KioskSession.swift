@@ -29,9 +29,10 @@ extension KMSOutput: KioskOutput {}
 /// control socket reports, and the commands it sends. `run` presents on the calling thread;
 /// `perform` may be called from any thread.
 public final class KioskSession: @unchecked Sendable {
-    // @unchecked: `config`, `looper`, `lastLoop`, `loggedOpens`, `loggedErrors` and `loggedSkipped` are guarded by `lock`; the
-    // player, the status and the task queue are thread-safe themselves. Never call into the player
-    // with `lock` held: the presentation thread holds the player's lock while it waits for a decode
+    // @unchecked: what changes after init is in `state` (a Mutex), or set before `run` (`onEvent`,
+    // `onPicture`, `backend`, `clockSyncCheck`); the player, the status and the task queue are
+    // thread-safe themselves. Never call into the player with `state` locked: the presentation
+    // thread holds the player's lock while it waits for a decode
     // thread, and decode threads report here.
     public let status: KioskStatus
     public let player: QueuePlayer
@@ -50,20 +51,30 @@ public final class KioskSession: @unchecked Sendable {
     private let configPath: String?
     /// Command-line overrides, applied again to every reloaded config.
     private let overrides: @Sendable (inout KioskConfig) -> Void
-    private let lock = NSLock()
-    private var config: KioskConfig
-    /// `config` before the choice of this output's region (what followers start from).
-    private var unselectedConfig: KioskConfig
-    private var looper: PlayerLooper?
-    private var loggedOpens = Set<String>()
-    /// The failure last logged for each file: a file is reported once per reason, not every loop.
-    private var loggedErrors = [String: String]()
-    /// The entries of a playlist folder last logged as skipped (not regular files).
-    private var loggedSkipped = Set<SkippedEntry>()
+    /// What this session changes as it plays (commands, reloads, the player's reports), behind one lock.
+    private struct State {
+        var config: KioskConfig
+        /// `config` before the choice of this output's region (what followers start from).
+        var unselectedConfig: KioskConfig
+        var looper: PlayerLooper?
+        var loggedOpens = Set<String>()
+        /// The failure last logged for each file: a file is reported once per reason, not every loop.
+        var loggedErrors = [String: String]()
+        /// The entries of a playlist folder last logged as skipped (not regular files).
+        var loggedSkipped = Set<SkippedEntry>()
+        var lastLoop = 0
+        /// The name of the output presenting now (nil before `present`).
+        var outputName: String?
+        /// The sessions presenting this node's other wall outputs, and the further regions of a
+        /// mosaic output.
+        var followers: [KioskSession] = []
+    }
+    private let state: Mutex<State>
     private let stopped = Atomic(false)
+    /// Set by `stop`: what the clock-quality thread waits on between its probes.
+    private let stopRequested = Latch<Bool>()
     /// How many decoders this session's items have opened (a test's measure of seek/next bursts).
     let decoderOpens = Atomic(0)
-    private var lastLoop = 0
     private let presentationTasks = PresentationTasks()
     /// Raised once a reader of this session has its first frames (`prerollFrames`), or reached its
     /// end, or a file failed: presentation starts then (`present`).
@@ -82,11 +93,6 @@ public final class KioskSession: @unchecked Sendable {
     /// Which of the regions its output shows this session plays (0 but on a mosaic output).
     private let regionRank: Int
     private let node: String
-    /// The name of the output presenting now (nil before `present`); guarded by `lock`.
-    private var outputName: String?
-    /// The sessions presenting this node's other wall outputs, and the further regions of a
-    /// mosaic output; guarded by `lock`.
-    private var followers: [KioskSession] = []
     /// A probe, open or read of a file that takes longer than this (seconds) degrades health as
     /// slow storage.
     public static let slowStorageLimit = 2.0
@@ -126,9 +132,9 @@ public final class KioskSession: @unchecked Sendable {
         self.outputSlot = outputSlot
         self.regionRank = regionRank
         self.node = node
-        unselectedConfig = config
+        let unselectedConfig = config
         let config = config.forWallOutput(outputSlot, node: node, regionRank: regionRank)
-        self.config = config
+        state = Mutex(State(config: config, unselectedConfig: unselectedConfig))
         self.configPath = configPath
         self.overrides = overrides
         self.logger = logger
@@ -139,16 +145,16 @@ public final class KioskSession: @unchecked Sendable {
             self?.decoderOpened(uri: uri, info: info, path: path)
         }
         ffmpeg.onDownscale = { [weak self] uri, from, to in
-            guard let self, lock.withLock({ loggedOpens.insert("downscale|\(uri)").inserted }) else { return }
+            guard let self, state.withLock({ s in s.loggedOpens.insert("downscale|\(uri)").inserted }) else { return }
             logger.warning("picture larger than the output's largest texture; scaled down with swscale",
                            ["uri": uri, "from": from, "to": to])
         }
         ffmpeg.stillDuration = { [weak self] path in
             guard let self else { return nil }
-            return lock.withLock { self.config.playlist.first { $0.path == path }?.duration } ?? defaultStillDuration
+            return state.withLock { s in s.config.playlist.first { $0.path == path }?.duration } ?? defaultStillDuration
         }
         ffmpeg.onConversion = { [weak self] uri, from, to in
-            guard let self, lock.withLock({ loggedOpens.insert("convert|\(uri)").inserted }) else { return }
+            guard let self, state.withLock({ s in s.loggedOpens.insert("convert|\(uri)").inserted }) else { return }
             // Drawn correctly, at the cost of a CPU conversion per frame.
             logger.info("pixel format converted with swscale once per frame", ["uri": uri, "from": from, "to": to])
             status.update { $0.conversions[uri] = "\(from) -> \(to)" }
@@ -186,7 +192,8 @@ public final class KioskSession: @unchecked Sendable {
     /// Stops playback at the next vsync (this node's other outputs too).
     public func stop() {
         stopped.store(true, ordering: .relaxed)
-        for follower in lock.withLock({ followers }) { follower.stop() }
+        stopRequested.set(true)
+        for follower in state.withLock({ s in s.followers }) { follower.stop() }
     }
 
     /// A session for another wall output of this node (`status.outputs[slot]`): the playlist of
@@ -202,10 +209,10 @@ public final class KioskSession: @unchecked Sendable {
     /// A session for the `regionRank`th region that output `slot` shows (a mosaic: the regions of
     /// one output draw through one layer, so they share its capabilities).
     func makeFollower(slot: Int, regionRank: Int, output: OutputCapabilities, logger: Logger) -> KioskSession {
-        let follower = KioskSession(config: lock.withLock { unselectedConfig }, configPath: nil, logger: logger, node: node,
+        let follower = KioskSession(config: state.withLock { s in s.unselectedConfig }, configPath: nil, logger: logger, node: node,
                                     overrides: overrides, output: output, outputStatus: status, outputSlot: slot,
                                     regionRank: regionRank)
-        lock.withLock { followers.append(follower) }
+        state.withLock { s in s.followers.append(follower) }
         if isStopped { follower.stop() }
         return follower
     }
@@ -231,14 +238,14 @@ public final class KioskSession: @unchecked Sendable {
     private func startPlaylist(_ config: KioskConfig, from first: Int = 0, afterCurrentItem: Bool) {
         var items = makeItems(config, from: first)
         if config.shuffle { items.shuffle() }
-        let old = lock.withLock { () -> PlayerLooper? in
-            defer { looper = nil }
-            return looper
+        let old = state.withLock { s -> PlayerLooper? in
+            defer { s.looper = nil }
+            return s.looper
         }
         old?.disableLooping()
         if config.loop {
             let newLooper = PlayerLooper(player: player, templateItems: items, afterCurrentItem: afterCurrentItem)
-            lock.withLock { looper = newLooper }
+            state.withLock { s in s.looper = newLooper }
         } else {
             var after = afterCurrentItem ? player.currentItem : nil
             if !afterCurrentItem { player.removeAllItems() }
@@ -252,17 +259,27 @@ public final class KioskSession: @unchecked Sendable {
     // MARK: What the player says
 
     private func watchPlayer() {
-        let events = player.events(), changes = player.changes()
-        Task.detached { [weak self] in
-            for await event in events { self?.itemEvent(event) }
+        player.consumeEvents(onThread: "marquee-item-events") { [weak self] event in self?.itemEvent(event) }
+        player.consumeChanges(onThread: "marquee-player-changes") { [weak self] change in self?.playerChange(change) }
+        // Time observations come on the thread that drives the vsyncs, which must not wait here:
+        // the latest one is handed to a status thread (one it has not read yet is superseded).
+        let observed = Monitor<MediaTime?>(nil)
+        _ = try? player.addPeriodicTimeObserver(forInterval: MediaTime(value: 1, timescale: 4)) { time in
+            observed.update { $0 = time }
         }
-        Task.detached { [weak self] in
-            for await change in changes { self?.playerChange(change) }
+        let statusThread = Thread { [weak self] in
+            while true {
+                // The next observation, in slices of a second, until the session goes away.
+                let time = observed.wait(until: { $0 != nil }, timeout: 1) { time, _ in
+                    defer { time = nil }
+                    return time
+                }
+                guard let self else { return }
+                if let time { timeObserved(time) }
+            }
         }
-        let queue = DispatchQueue(label: "marquee-status")
-        _ = try? player.addPeriodicTimeObserver(forInterval: MediaTime(value: 1, timescale: 4), queue: queue) { [weak self] time in
-            self?.timeObserved(time)
-        }
+        statusThread.name = "marquee-status"
+        statusThread.start()
     }
 
     private func decoderOpened(uri: String, info: VideoStreamInfo, path: DecodingPath) {
@@ -277,11 +294,11 @@ public final class KioskSession: @unchecked Sendable {
         // is a warning, and so is a failed DMA-BUF import; auto finding none is not.
         for (what, reason, serious) in [("hardware decoding not in use", path.fallbackReason, path.degraded),
                                         ("DMA-BUF import not in use", path.interopReason, path.interopFellBack)] {
-            guard let reason, lock.withLock({ loggedOpens.insert("reason|\(what)|\(reason)").inserted }) else { continue }
+            guard let reason, state.withLock({ s in s.loggedOpens.insert("reason|\(what)|\(reason)").inserted }) else { continue }
             logger.log(serious ? .warning : .info, what, ["hwdec_current": path.hwdecCurrent, "hwdec_interop": path.interop, "reason": reason])
         }
         let key = "\(uri)|\(path.hwdecCurrent)|\(path.interop)"
-        guard lock.withLock({ loggedOpens.insert(key).inserted }) else { return }
+        guard state.withLock({ s in s.loggedOpens.insert(key).inserted }) else { return }
         // The item change itself is the info line ("playing"); how a file decodes is detail.
         logger.debug("opened", ["uri": uri, "codec": info.codec, "size": "\(info.width)x\(info.height)",
                                 "fps": info.frameRate.formatted(decimals: 3), "pixel_format": info.pixelFormat,
@@ -290,7 +307,7 @@ public final class KioskSession: @unchecked Sendable {
 
     private func itemEvent(_ event: Player.Event) {
         guard let index = event.item.playlistIndex else { return }
-        let loop = lock.withLock { looper }?.loopCount ?? 0
+        let loop = state.withLock { s in s.looper }?.loopCount ?? 0
         switch event.event {
         case .didPlayToEndTime:
             status.update { s in
@@ -298,7 +315,7 @@ public final class KioskSession: @unchecked Sendable {
                 s.items[index].state = .played
                 s.items[index].error = nil
             }
-            lock.withLock { _ = loggedErrors.removeValue(forKey: event.item.asset.url.path) }
+            state.withLock { s in _ = s.loggedErrors.removeValue(forKey: event.item.asset.url.path) }
             // end-file is sent when the next item starts (or the playlist ends): mpv's order.
         case .failedToPlayToEndTime(let error):
             let reason = "\(error)"
@@ -320,8 +337,8 @@ public final class KioskSession: @unchecked Sendable {
     /// by the backend as soon as a probe or open fails (before presentation reaches the item), and
     /// for failures mid-stream when the player reports them.
     private func logFailure(uri: String, reason: String) {
-        guard lock.withLock({ loggedErrors.updateValue(reason, forKey: uri) != reason }) else { return }
-        let items = lock.withLock { config.playlist.enumerated().filter { $0.element.path == uri }.map { "\($0.offset + 1)" } }
+        guard state.withLock({ s in s.loggedErrors.updateValue(reason, forKey: uri) != reason }) else { return }
+        let items = state.withLock { s in s.config.playlist.enumerated().filter { $0.element.path == uri }.map { "\($0.offset + 1)" } }
         logger.error("cannot play item; skipped", ["item": items.joined(separator: ","), "uri": uri, "error": reason])
     }
 
@@ -350,10 +367,10 @@ public final class KioskSession: @unchecked Sendable {
 
     private func playerChange(_ change: Player.Change) {
         guard case .currentItem(let item) = change else { return }
-        let loop = lock.withLock { looper }?.loopCount ?? 0
-        if lock.withLock({ () -> Bool in
-            defer { lastLoop = loop }
-            return loop > lastLoop
+        let loop = state.withLock { s in s.looper }?.loopCount ?? 0
+        if state.withLock({ s -> Bool in
+            defer { s.lastLoop = loop }
+            return loop > s.lastLoop
         }) {
             rescanPlaylist()
         }
@@ -399,7 +416,7 @@ public final class KioskSession: @unchecked Sendable {
     /// A playlist read from a folder or an M3U file is read again at every loop pass; when it has
     /// changed, the new list takes over at the next item boundary.
     private func rescanPlaylist() {
-        let current = lock.withLock { config }
+        let current = state.withLock { s in s.config }
         guard current.playlistOrigin != .list else { return }
         let items: [KioskConfig.Item]
         var skipped: [SkippedEntry] = []
@@ -413,7 +430,7 @@ public final class KioskSession: @unchecked Sendable {
         guard items.map(\.path) != current.playlist.map(\.path) else { return }
         var changed = current
         changed.playlist = items
-        lock.withLock { config = changed }
+        state.withLock { s in s.config = changed }
         status.update { $0.replaceItems(Self.statusItems(changed)) }
         startPlaylist(changed, afterCurrentItem: true)
         logger.info("playlist changed on disk; the new one starts at the next item boundary", ["items": "\(items.count)"])
@@ -429,9 +446,9 @@ public final class KioskSession: @unchecked Sendable {
     /// Logs the entries of a playlist folder that are not played (not regular files), each time
     /// that set changes.
     private func reportSkipped(_ skipped: [SkippedEntry], origin: KioskConfig.PlaylistOrigin) {
-        guard case .directory(let folder) = origin, lock.withLock({ () -> Bool in
-            defer { loggedSkipped = Set(skipped) }
-            return loggedSkipped != Set(skipped)
+        guard case .directory(let folder) = origin, state.withLock({ s -> Bool in
+            defer { s.loggedSkipped = Set(skipped) }
+            return s.loggedSkipped != Set(skipped)
         }) else { return }
         for entry in skipped {
             logger.warning("not a regular file; skipped", ["folder": folder, "name": entry.name, "kind": entry.kind])
@@ -453,7 +470,7 @@ public final class KioskSession: @unchecked Sendable {
             events.stopping()
             skip(steps)
         case .play(let index):
-            let config = lock.withLock { self.config }
+            let config = state.withLock { s in s.config }
             guard config.playlist.indices.contains(index) else { return .failed("no playlist entry \(index)") }
             events.stopping()
             startPlaylist(config, from: index, afterCurrentItem: true)
@@ -473,7 +490,7 @@ public final class KioskSession: @unchecked Sendable {
         case .reload:
             return reload()
         case .screenshot(let output):
-            if let output, let follower = lock.withLock({ followers }).first(where: { f in f.lock.withLock { f.outputName } == output }) {
+            if let output, let follower = state.withLock({ s in s.followers }).first(where: { f in f.state.withLock { $0.outputName } == output }) {
                 return follower.perform(command)
             }
             return Self.screenshot(of: output, through: presentationTasks)
@@ -503,17 +520,14 @@ public final class KioskSession: @unchecked Sendable {
             return .failed(failure.message)
         case .success(let (image, name))?:
             // At low priority: the presenting and decoding threads come first for the CPU.
-            let encoded = Mutex<Result<Data, any Error>?>(nil)
-            let done = DispatchSemaphore(value: 0)
+            let encoded = Latch<Result<Data, any Error>>()
             let encoder = Thread {
                 lowerThisThreadsPriority()
-                let result = Result { try image.pngData() }
-                encoded.withLock { $0 = result }
-                done.signal()
+                encoded.set(Result { try image.pngData() })
             }
             encoder.name = "marquee-screenshot"
             encoder.start()
-            guard done.wait(timeout: .now() + 30) == .success, let result = encoded.withLock({ $0 }) else {
+            guard let result = encoded.wait(timeout: 30) else {
                 return .failed("screenshot of \(name): the PNG was not encoded within 30 s")
             }
             switch result {
@@ -531,10 +545,10 @@ public final class KioskSession: @unchecked Sendable {
         let added = uris.map { uri in
             KioskConfig.Item(uri: uri, path: uri.hasPrefix("/") ? uri : (folder as NSString).appendingPathComponent(uri))
         }
-        let changed = lock.withLock { () -> KioskConfig in
-            config.playlist = append ? config.playlist + added : added
-            config.playlistOrigin = .list
-            return config
+        let changed = state.withLock { s -> KioskConfig in
+            s.config.playlist = append ? s.config.playlist + added : added
+            s.config.playlistOrigin = .list
+            return s.config
         }
         var firstID = 0
         status.update { s in
@@ -565,7 +579,7 @@ public final class KioskSession: @unchecked Sendable {
     private func skip(_ steps: Int) {
         guard steps != 0 else { return }
         if steps == 1 { return player.advanceToNextItem() }
-        let config = lock.withLock { self.config }
+        let config = state.withLock { s in s.config }
         let count = config.playlist.count
         guard count > 0 else { return }
         let current = player.currentItem?.playlistIndex ?? 0
@@ -587,7 +601,7 @@ public final class KioskSession: @unchecked Sendable {
             logger.error("reload refused; the old config keeps playing", ["config": configPath, "error": "\(error)"])
             return .failed("\(error)")
         }
-        let old = lock.withLock { config }
+        let old = state.withLock { s in s.config }
         // Every output of the node restarts on the same moment of the new timeline.
         let newConfig = adopt(loaded, restartAt: ClockSync.gridPoint(after: WallTime.now() + 600_000_000))
         if old.display.mode != newConfig.display.mode || old.display.output != newConfig.display.output {
@@ -604,27 +618,27 @@ public final class KioskSession: @unchecked Sendable {
     @discardableResult
     private func adopt(_ loaded: KioskConfig, restartAt: WallTime) -> KioskConfig {
         let newConfig = loaded.forWallOutput(outputSlot, node: node, regionRank: regionRank)
-        lock.withLock {
-            config = newConfig
-            unselectedConfig = loaded
+        state.withLock { s in
+            s.config = newConfig
+            s.unselectedConfig = loaded
         }
         status.update {
             $0.reloadError = nil
             $0.replaceItems(Self.statusItems(newConfig))
         }
-        lock.withLock { loggedErrors.removeAll() }
-        for follower in lock.withLock({ followers }) { follower.adopt(loaded, restartAt: restartAt) }
+        state.withLock { s in s.loggedErrors.removeAll() }
+        for follower in state.withLock({ s in s.followers }) { follower.adopt(loaded, restartAt: restartAt) }
         if let sync = newConfig.wall?.sync, sync.mode == .clock {
             // A mosaic's further regions are restarted by the session of their output.
             guard regionRank == 0 else { return newConfig }
             // A new playlist is a new timeline: every node restarts at the clock's position on it
             // (on the presentation thread, which owns the wall sync).
-            _ = presentationTasks.run(timeout: 4) { [self] context -> KioskCommandResult in
+            let restarted = presentationTasks.run(timeout: 4) { [self] context -> KioskCommandResult in
                 do {
                     try startClockSync(newConfig, epoch: sync.epoch, clock: context.clock, at: restartAt)
                     // This output's further regions (a mosaic).
-                    for region in lock.withLock({ followers }) where region.regionRank > 0 {
-                        try region.startClockSync(region.lock.withLock { region.config }, epoch: sync.epoch, clock: context.clock,
+                    for region in state.withLock({ s in s.followers }) where region.regionRank > 0 {
+                        try region.startClockSync(region.state.withLock { $0.config }, epoch: sync.epoch, clock: context.clock,
                                                   at: restartAt)
                     }
                     return .done
@@ -632,6 +646,9 @@ public final class KioskSession: @unchecked Sendable {
                     logger.error("wall sync: cannot restart on the reloaded playlist", ["error": "\(error)"])
                     return .failed("\(error)")
                 }
+            }
+            if restarted == nil {
+                logger.warning("wall sync: the output did not restart on the reloaded playlist within 4 s", ["output": state.withLock { $0.outputName } ?? "-"])
             }
         } else {
             startPlaylist(newConfig, afterCurrentItem: true)
@@ -657,7 +674,7 @@ public final class KioskSession: @unchecked Sendable {
                                             exitAfter: options.exitAfter.map { MediaTime(seconds: $0, preferredTimescale: 1_000_000) })
         let context = PresentationContext(name: output.name, width: output.bounds.width, height: output.bounds.height,
                                           screenshots: output as? ScreenshotSource, clock: output.clock)
-        lock.withLock { outputName = output.name }
+        state.withLock { s in s.outputName = output.name }
         let presentingSince = ContinuousClock.now
         updateOutput {
             $0 = .init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)")
@@ -673,9 +690,9 @@ public final class KioskSession: @unchecked Sendable {
             guard lane == 0, regions.isEmpty, ObjectIdentifier(item) != lastItem else { return }
             lastItem = ObjectIdentifier(item)
             let index = item.playlistIndex ?? -1
-            layer.gravity = lock.withLock {
-                config.playlist.indices.contains(index) ? config.playlist[index].gravity ?? config.display.gravity : config.display.gravity
-            }
+            let config = state.withLock { $0.config }
+            layer.gravity = config.playlist.indices.contains(index) ? config.playlist[index].gravity ?? config.display.gravity
+                                                                    : config.display.gravity
         }
         var shownCount = 0
         presenter.didPresent = { [self] lane, shown, picture in
@@ -727,7 +744,7 @@ public final class KioskSession: @unchecked Sendable {
             }
             onVsync?(n)
         }
-        let (loop, current) = lock.withLock { (config.loop, config) }
+        let (loop, current) = state.withLock { s in (s.config.loop, s.config) }
         if current.wall?.sync.mode != .clock {
             // The players started decoding when they were made, just now (after the output had
             // opened): the first pictures are decoded before the first vsync is asked for.
@@ -743,7 +760,7 @@ public final class KioskSession: @unchecked Sendable {
         if let sync = current.wall?.sync, sync.mode == .clock {
             try startClockSync(current, epoch: sync.epoch, clock: output.clock)
             for region in regions {
-                try region.startClockSync(region.lock.withLock { region.config }, epoch: sync.epoch, clock: output.clock)
+                try region.startClockSync(region.state.withLock { $0.config }, epoch: sync.epoch, clock: output.clock)
             }
             if outputSlot == 0 { watchClockQuality() }
         }
@@ -772,8 +789,8 @@ public final class KioskSession: @unchecked Sendable {
                     }
                 }
                 last = quality
-                let deadline = Date(timeIntervalSinceNow: interval)
-                while !isStopped && Date() < deadline { Thread.sleep(forTimeInterval: 0.2) }
+                // The next probe, or the stop, whichever comes first.
+                _ = stopRequested.wait(timeout: interval)
             }
         }
     }
@@ -888,35 +905,19 @@ struct ScreenshotFailure: Error {
 /// Work handed to the presentation thread (where the GL context is current), run between vsyncs.
 /// It must be short (a copy, a restart): the PNG of a screenshot is encoded by the caller.
 final class PresentationTasks: @unchecked Sendable {
-    // @unchecked: `tasks` is guarded by `condition`.
-    private let condition = NSCondition()
-    private var tasks: [(PresentationContext) -> Void] = []
+    // @unchecked: the tasks (closures of the threads that hand them over) are kept in a Monitor.
+    private let tasks = Monitor<[(PresentationContext) -> Void]>([])
 
     /// Runs `body` on the presentation thread and waits up to `timeout` seconds for its result
     /// (nil: none came in time).
-    func run<Value>(timeout: Double, _ body: @escaping (PresentationContext) -> Value) -> Value? {
-        let done = NSCondition()
-        nonisolated(unsafe) var result: Value?
-        condition.withLock {
-            tasks.append { context in
-                let value = body(context)
-                done.withLock {
-                    result = value
-                    done.broadcast()
-                }
-            }
-        }
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        return done.withLock {
-            while result == nil {
-                if !done.wait(until: deadline) { return nil }
-            }
-            return result
-        }
+    func run<Value: Sendable>(timeout: Double, _ body: @escaping (PresentationContext) -> Value) -> Value? {
+        let done = Latch<Value>()
+        tasks.withLock { $0.append { context in done.set(body(context)) } }
+        return done.wait(timeout: timeout)
     }
 
     func drain(_ context: PresentationContext) {
-        let pending = condition.withLock { () -> [(PresentationContext) -> Void] in
+        let pending = tasks.withLock { tasks -> [(PresentationContext) -> Void] in
             defer { tasks.removeAll() }
             return tasks
         }
@@ -1021,51 +1022,53 @@ final class TimedReader: FrameReader {
 /// (skipped while the one before played) is reported as its `start-file` and `end-file` between
 /// them; `idle` when the playlist has played out. The player reports item ends and item changes
 /// on two streams: this puts them in order.
-final class EventOrder: @unchecked Sendable {
-    // @unchecked: all state is guarded by `lock`, held while events are handed on.
-    private let lock = NSLock()
-    private weak var started: PlayerItem?
-    private var startedID: Int?
-    private var startedEnded = false
-    private var stopPending = false
-    /// Failures of items that never started, sent at the next change.
-    private var pending: [JSONValue] = []
-    /// The last item whose end-file went out (a late failure report of it is not sent again).
-    private var lastEnded: ObjectIdentifier?
+final class EventOrder: Sendable {
+    /// Held while events are handed on.
+    private struct State {
+        weak var started: PlayerItem?
+        var startedID: Int?
+        var startedEnded = false
+        var stopPending = false
+        /// Failures of items that never started, sent at the next change.
+        var pending: [JSONValue] = []
+        /// The last item whose end-file went out (a late failure report of it is not sent again).
+        var lastEnded: ObjectIdentifier?
+    }
+    private let state = Mutex(State())
 
     /// A command moves on (the item playing ends with reason `stop`).
-    func stopping() { lock.withLock { stopPending = true } }
+    func stopping() { state.withLock { $0.stopPending = true } }
 
     func send(_ event: JSONValue, _ send: (@Sendable (JSONValue) -> Void)?) {
-        lock.withLock { send?(event) }
+        state.withLock { _ in send?(event) }
     }
 
     /// The player's current item is now `item` (nil: nothing plays).
     func changed(to item: PlayerItem?, id: Int?, send: (@Sendable (JSONValue) -> Void)?) {
-        lock.withLock {
-            if let item, item === started { return }
+        state.withLock { s in
+            if let item, item === s.started { return }
             var out: [JSONValue] = []
-            if let startedID, !startedEnded {
-                let failed = started?.status == .failed
+            if let startedID = s.startedID, !s.startedEnded {
+                let failed = s.started?.status == .failed
                 var end: [(key: String, value: JSONValue)] = [("event", "end-file"),
-                                                             ("reason", .string(stopPending ? "stop" : failed ? "error" : "eof")),
+                                                             ("reason", .string(s.stopPending ? "stop" : failed ? "error" : "eof")),
                                                              ("playlist_entry_id", .number(Double(startedID)))]
-                if failed && !stopPending, let error = started?.error { end.append(("file_error", .string("\(error)"))) }
+                if failed && !s.stopPending, let error = s.started?.error { end.append(("file_error", .string("\(error)"))) }
                 out.append(.object(end))
-                lastEnded = started.map(ObjectIdentifier.init)
+                s.lastEnded = s.started.map(ObjectIdentifier.init)
             }
-            out += pending
-            pending = []
-            stopPending = false
+            out += s.pending
+            s.pending = []
+            s.stopPending = false
             if let item, let id {
-                started = item
-                startedID = id
-                startedEnded = false
+                s.started = item
+                s.startedID = id
+                s.startedEnded = false
                 out += [["event": "start-file", "playlist_entry_id": .number(Double(id))], ["event": "file-loaded"],
                         ["event": "video-reconfig"], ["event": "playback-restart"]]
             } else {
-                started = nil
-                startedID = nil
+                s.started = nil
+                s.startedID = nil
                 if item == nil { out.append(["event": "idle"]) }
             }
             for event in out { send?(event) }
@@ -1074,16 +1077,16 @@ final class EventOrder: @unchecked Sendable {
 
     /// `item` could not be played to its end.
     func failed(_ item: PlayerItem, id: Int, reason: String, send: (@Sendable (JSONValue) -> Void)?) {
-        lock.withLock {
+        state.withLock { s in
             let end: JSONValue = ["event": "end-file", "reason": "error", "playlist_entry_id": .number(Double(id)), "file_error": .string(reason)]
-            if item === started {
-                guard !startedEnded else { return }
-                startedEnded = true
-                lastEnded = ObjectIdentifier(item)
+            if item === s.started {
+                guard !s.startedEnded else { return }
+                s.startedEnded = true
+                s.lastEnded = ObjectIdentifier(item)
                 send?(end)
-            } else if lastEnded != ObjectIdentifier(item) {
-                lastEnded = ObjectIdentifier(item)
-                pending += [["event": "start-file", "playlist_entry_id": .number(Double(id))], end]
+            } else if s.lastEnded != ObjectIdentifier(item) {
+                s.lastEnded = ObjectIdentifier(item)
+                s.pending += [["event": "start-file", "playlist_entry_id": .number(Double(id))], end]
             }
         }
     }
