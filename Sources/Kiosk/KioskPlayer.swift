@@ -56,12 +56,12 @@ public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
     let trace = try options.tracePath.map { try TraceWriter(path: $0) }
     // The node's other outputs: each its own thread, output and session (made once the first
     // output's session exists: followers are made by it).
-    var threads: [(name: String, done: DispatchSemaphore)] = []
+    var threads: [(name: String, done: Latch<Bool>)] = []
     final class Flag: Sendable { let raised = Atomic(false) }
     let mainDone = Flag()
     defer {
         mainDone.raised.store(true, ordering: .relaxed)
-        for (name, done) in threads where done.wait(timeout: .now() + 10) == .timedOut {
+        for (name, done) in threads where done.wait(timeout: 10) == nil {
             logger.error("output did not stop within 10 s", ["output": name])
         }
     }
@@ -69,9 +69,9 @@ public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
         for (slot, wallOutput) in wallOutputs.enumerated().dropFirst() {
             guard let wallOutput else { continue }
             let outputLogger = logger.with(["output": wallOutput.name])
-            let done = DispatchSemaphore(value: 0)
+            let done = Latch<Bool>()
             let thread = Thread { [card, trace] in
-                defer { done.signal() }
+                defer { done.set(true) }
                 var follower: KioskSession?
                 do {
                     _ = try presentOutput(kind: kind, reason: reason, card: card, trace: trace, config: config,

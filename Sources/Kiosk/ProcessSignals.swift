@@ -28,7 +28,8 @@ public final class ProcessSignals: @unchecked Sendable {
         var logger: Logger?
     }
     private let handlers = Mutex(Handlers())
-    private let reloads = DispatchQueue(label: "marquee-reload")
+    /// SIGHUPs' reloads, waiting for the reload thread (a slow reload never delays a SIGTERM).
+    private let reloads = Monitor<[@Sendable () -> Void]>([])
     /// The pipe's read end (nil where the pipe could not be made); its write end is the handler's,
     /// kept open for the life of the process.
     private let readEnd: FileDescriptor?
@@ -74,7 +75,21 @@ public final class ProcessSignals: @unchecked Sendable {
         return pipe
     }
 
-    private init(readEnd: consuming FileDescriptor?) { self.readEnd = readEnd }
+    private init(readEnd: consuming FileDescriptor?) {
+        self.readEnd = readEnd
+        let thread = Thread { [reloads] in
+            while true {
+                // The next SIGHUP's reload, whenever one comes (waited for in slices of a minute).
+                let due = reloads.wait(until: { !$0.isEmpty }, timeout: 60) { queued, _ in
+                    defer { queued.removeAll() }
+                    return queued
+                }
+                for reload in due { reload() }
+            }
+        }
+        thread.name = "marquee-reload"
+        thread.start()
+    }
 
     /// Where hand-offs are logged from now on (before: standard error).
     public func setLogger(_ logger: Logger) { handlers.withLock { $0.logger = logger } }
@@ -82,7 +97,7 @@ public final class ProcessSignals: @unchecked Sendable {
     /// SIGTERM and SIGINT call `handler` (with the signal's name) from now on.
     public func onStop(_ handler: @escaping @Sendable (String) -> Void) { handlers.withLock { $0.stop = handler } }
 
-    /// SIGHUP calls `handler` from now on, on a queue of its own (a slow reload never delays a
+    /// SIGHUP calls `handler` from now on, on a thread of its own (a slow reload never delays a
     /// SIGTERM); a SIGHUP that came before calls it once now.
     public func onReload(_ handler: @escaping @Sendable () -> Void) {
         let pending = handlers.withLock { state -> Bool in
@@ -92,7 +107,7 @@ public final class ProcessSignals: @unchecked Sendable {
         }
         if pending {
             log(.info, "SIGHUP came during start-up; reading the config again now")
-            reloads.async(execute: handler)
+            reloads.update { $0.append(handler) }
         }
     }
 
@@ -121,7 +136,7 @@ public final class ProcessSignals: @unchecked Sendable {
                 return state.reload
             }
             if let handler {
-                reloads.async(execute: handler)
+                reloads.update { $0.append(handler) }
             } else {
                 log(.info, "SIGHUP during start-up: the config is read again once the player runs")
             }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// A subscriber of a `Broadcast` ended for falling behind.
@@ -10,21 +11,73 @@ struct BroadcastOverflow: Sendable, CustomStringConvertible {
 }
 
 /// Fans values out to any number of `AsyncStream`s (the one place where Playback makes streams:
-/// the `events()`, `changes()` and `statusUpdates()` of its API). Each `stream()` call is a new
-/// subscriber that sees the values sent after it subscribed (and `initial`, when given, first),
-/// every one of them, in the order they were sent.
+/// the `events()`, `changes()` and `statusUpdates()` of its API) and threads (`consume`). Each
+/// `stream()` or `consume` call is a new subscriber that sees the values sent after it subscribed
+/// (and `initial`, when given, first), every one of them, in the order they were sent.
 ///
 /// Nothing is dropped silently. A subscriber's stream holds at most `limit` values it has not read
 /// yet (what a subscriber that stops reading costs: `limit` values, e.g. 4096 player events of 32
 /// bytes, 128 KiB, plus the text of errors they carry). One that falls further behind is ended:
 /// its stream gives the `limit` values it holds, in order and without a gap, and then ends; the
 /// broadcast counts it (`overflowedSubscribers`) and tells the handler set with `reportLosses`
-/// (the owner logs it).
+/// (the owner logs it). A thread's subscriber (`consume`) holds at most `limit` values the same way.
 final class Broadcast<Value: Sendable>: Sendable {
     static var defaultLimit: Int { 4096 }
 
+    /// The values a thread's subscriber has not read yet, which its thread waits for.
+    final class Reader: Sendable {
+        struct Queue: Sendable {
+            var values: [Value] = []
+            var ended = false
+        }
+        let queue = Monitor(Queue())
+        let limit: Int
+
+        init(limit: Int) { self.limit = limit }
+
+        /// Adds `value`; false, adding nothing, when `limit` values wait unread.
+        func offer(_ value: Value) -> Bool {
+            queue.update { queue in
+                guard queue.values.count < limit else { return false }
+                queue.values.append(value)
+                return true
+            }
+        }
+
+        /// No value comes after the ones it holds.
+        func end() { queue.update { $0.ended = true } }
+    }
+
+    private enum Subscriber: Sendable {
+        case stream(AsyncStream<Value>.Continuation)
+        case reader(Reader)
+
+        enum Offered { case taken, full, gone }
+
+        func offer(_ value: Value) -> Offered {
+            switch self {
+            case .stream(let continuation):
+                switch continuation.yield(value) {
+                case .enqueued: return .taken
+                case .dropped: return .full
+                case .terminated: return .gone
+                @unknown default: return .taken
+                }
+            case .reader(let reader):
+                return reader.offer(value) ? .taken : .full
+            }
+        }
+
+        func end() {
+            switch self {
+            case .stream(let continuation): continuation.finish()
+            case .reader(let reader): reader.end()
+            }
+        }
+    }
+
     private struct State {
-        var subscribers: [Int: AsyncStream<Value>.Continuation] = [:]
+        var subscribers: [Int: Subscriber] = [:]
         var nextID = 0
         var finished = false
         var overflowed = 0
@@ -57,7 +110,7 @@ final class Broadcast<Value: Sendable>: Sendable {
         let id: Int? = state.withLock { state in
             guard !state.finished else { return nil }
             state.nextID += 1
-            state.subscribers[state.nextID] = continuation
+            state.subscribers[state.nextID] = .stream(continuation)
             return state.nextID
         }
         guard let id else {
@@ -72,39 +125,70 @@ final class Broadcast<Value: Sendable>: Sendable {
         return stream
     }
 
+    /// A subscriber read on a thread of its own, named `threadName`: `body` gets every value sent
+    /// after this call, in order, on that thread. The thread ends after the values it holds once the
+    /// broadcast finishes (or goes away), or once it fell `limit` values behind (counted and
+    /// reported as for a stream).
+    func consume(threadName: String, _ body: @escaping @Sendable (Value) -> Void) {
+        let reader = Reader(limit: limit)
+        let added = state.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            state.nextID += 1
+            state.subscribers[state.nextID] = .reader(reader)
+            return true
+        }
+        if !added { reader.end() }
+        let thread = Thread {
+            while true {
+                // The next values come whenever there is news: waited for in slices of a minute,
+                // until the broadcast ends.
+                let (values, ended) = reader.queue.wait(until: { !$0.values.isEmpty || $0.ended }, timeout: 60) { queue, _ in
+                    defer { queue.values.removeAll() }
+                    return (queue.values, queue.ended)
+                }
+                for value in values { body(value) }
+                if ended { return }
+            }
+        }
+        thread.name = threadName
+        thread.start()
+    }
+
     func send(_ value: Value) {
-        // Yielded under the lock, so that values sent from several threads reach every subscriber
-        // in one order. A yield never blocks and never calls back; `finish()` does, so it is
-        // called after the lock is let go.
-        let (ended, report): ([AsyncStream<Value>.Continuation], (@Sendable (BroadcastOverflow) -> Void)?) = state.withLock { state in
-            var ended: [AsyncStream<Value>.Continuation] = []
-            for (id, continuation) in state.subscribers {
-                switch continuation.yield(value) {
-                case .enqueued: break
-                case .dropped:
+        // Offered under the lock, so that values sent from several threads reach every subscriber
+        // in one order. An offer never blocks and never calls back; ending a stream does, so it
+        // is done after the lock is let go.
+        let (ended, report): ([Subscriber], (@Sendable (BroadcastOverflow) -> Void)?) = state.withLock { state in
+            var ended: [Subscriber] = []
+            for (id, subscriber) in state.subscribers {
+                switch subscriber.offer(value) {
+                case .taken: break
+                case .full:
                     state.subscribers[id] = nil
                     state.overflowed += 1
-                    ended.append(continuation)
-                case .terminated:
+                    ended.append(subscriber)
+                case .gone:
                     state.subscribers[id] = nil
-                @unknown default: break
                 }
             }
             return (ended, state.report)
         }
-        for continuation in ended {
-            continuation.finish()
+        for subscriber in ended {
+            subscriber.end()
             report?(BroadcastOverflow(stream: name, unread: limit))
         }
     }
 
-    /// Ends every stream (after the values they hold); later subscribers get streams that end at once.
+    /// Ends every stream and thread subscriber (after the values they hold); later subscribers get
+    /// streams that end at once.
     func finish() {
-        let all: [AsyncStream<Value>.Continuation] = state.withLock { state in
+        let all: [Subscriber] = state.withLock { state in
             state.finished = true
             defer { state.subscribers.removeAll() }
             return Array(state.subscribers.values)
         }
-        for continuation in all { continuation.finish() }
+        for subscriber in all { subscriber.end() }
     }
+
+    deinit { finish() }
 }

@@ -116,3 +116,64 @@ struct BroadcastTests {
         #expect(MemoryLayout<Player.Event>.stride * Broadcast<Player.Event>.defaultLimit <= 128 * 1024)
     }
 }
+
+@Suite("Broadcast: read by a thread")
+struct BroadcastThreadTests {
+    @Test func aThreadGetsEveryValueInOrderAndEndsWithTheBroadcast() {
+        let broadcast = Broadcast<Int>(limit: 64)
+        let got = Monitor<[Int]>([])
+        let readers = Mutex<Set<UInt>>([])
+        broadcast.consume(threadName: "test-reader") { value in
+            readers.withLock { _ = $0.insert(UInt(pthread_self())) }
+            got.update { $0.append(value) }
+        }
+        // Sent in bursts of half the limit, each once the thread has read the one before.
+        for burst in 0..<100 {
+            for n in 0..<32 { broadcast.send(burst * 32 + n) }
+            let target = (burst + 1) * 32
+            #expect(got.wait(until: { $0.count >= target }, timeout: 30), "burst \(burst) not read within 30 s")
+        }
+        broadcast.finish()
+        broadcast.send(-1)  // after the end: reaches nobody
+        #expect(got.wait(until: { $0.count > 3200 }, timeout: 0.2) == false)
+        #expect(got.withLock { $0 } == Array(0..<3200))
+        // One thread read them all, not the sending one.
+        #expect(readers.withLock { $0.count } == 1)
+        #expect(readers.withLock { !$0.contains(UInt(pthread_self())) })
+        #expect(broadcast.overflowedSubscribers == 0)
+        #expect(broadcast.subscriberCount == 0)
+    }
+
+    @Test func aThreadThatFallsBehindGetsThePrefixWithNoGapAndTheLossIsReported() {
+        let broadcast = Broadcast<Int>(name: "test events", limit: 10)
+        let reports = Mutex<[String]>([])
+        broadcast.reportLosses { overflow in reports.withLock { $0.append(overflow.description) } }
+        let release = Latch<Bool>()
+        let got = Monitor<[Int]>([])
+        broadcast.consume(threadName: "test-slow") { value in
+            _ = release.wait(timeout: 30)  // stuck on its first value until released
+            got.update { $0.append(value) }
+        }
+        for n in 0..<50 { broadcast.send(n) }
+        release.set(true)
+        // 10 values waited unread when the next did not fit (11 when the thread had taken the
+        // first before): those come, in order, and nothing after them.
+        #expect(got.wait(until: { $0.count >= 10 }, timeout: 30))
+        _ = got.wait(until: { $0.count > 11 }, timeout: 0.3)
+        #expect(broadcast.overflowedSubscribers == 1)
+        #expect(reports.withLock { $0 } == ["a subscriber of test events fell 10 values behind and was ended"])
+        #expect(broadcast.subscriberCount == 0)
+        let values = got.withLock { $0 }
+        #expect(values == Array(0..<values.count) && (10...11).contains(values.count), "\(values)")
+    }
+
+    @Test func aThreadSubscribedAfterFinishEndsAtOnce() {
+        let broadcast = Broadcast<Int>()
+        broadcast.finish()
+        let calls = Atomic(0)
+        broadcast.consume(threadName: "test-late") { _ in calls.add(1, ordering: .relaxed) }
+        broadcast.send(1)
+        #expect(calls.load(ordering: .relaxed) == 0)
+        #expect(broadcast.subscriberCount == 0)
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Playback
+import Render
+import Synchronization
+
+extension KioskSession {
+    // MARK: Commands
+
+    /// Carries out a control command; may be called from any thread.
+    public func perform(_ command: KioskCommand) -> KioskCommandResult {
+        switch command {
+        case .next:
+            events.stopping()
+            player.advanceToNextItem()
+        case .previous:
+            events.stopping()
+            skip(-1)
+        case .skip(let steps):
+            events.stopping()
+            skip(steps)
+        case .play(let index):
+            let config = state.withLock { s in s.config }
+            guard config.playlist.indices.contains(index) else { return .failed("no playlist entry \(index)") }
+            events.stopping()
+            startPlaylist(config, from: index, afterCurrentItem: true)
+            player.advanceToNextItem()
+        case .load(let uris, let append):
+            return load(uris, append: append)
+        case .pause(let paused):
+            if paused { player.pause() } else { player.play() }
+            status.update { $0.paused = paused }
+        case .seek(let seconds, let relative):
+            let target = relative ? player.currentTime().seconds + seconds : seconds
+            events.send(["event": "seek"], onEvent)
+            player.seek(to: MediaTime(seconds: max(0, target), preferredTimescale: 90_000)) { [weak self] _ in
+                guard let self else { return }
+                events.send(["event": "playback-restart"], onEvent)
+            }
+        case .reload:
+            return reload()
+        case .screenshot(let output):
+            if let output, let follower = state.withLock({ s in s.followers }).first(where: { f in f.state.withLock { $0.outputName } == output }) {
+                return follower.perform(command)
+            }
+            return Self.screenshot(of: output, through: presentationTasks)
+        case .quit:
+            stop()
+        }
+        return .done
+    }
+
+    /// A screenshot of the output presenting through `tasks`: the presenting thread only copies the
+    /// pixels (a few milliseconds at 1080p); the PNG is encoded on a thread of its own at nice 10,
+    /// while the caller waits (at most 4 s for the copy and 30 s for the PNG).
+    static func screenshot(of output: String?, through tasks: PresentationTasks) -> KioskCommandResult {
+        let readBack = tasks.run(timeout: 4) { context -> Result<(RGBAImage, String), ScreenshotFailure> in
+            if let output, output != context.name { return .failure(.init("no output named \(output) (this one is \(context.name))")) }
+            guard let source = context.screenshots else { return .failure(.init("the \(context.name) output cannot take screenshots")) }
+            do {
+                return .success((try source.readBack(), context.name))
+            } catch {
+                return .failure(.init("screenshot of \(context.name) failed: \(error)"))
+            }
+        }
+        switch readBack {
+        case nil:
+            return .failed("the output did not answer within 4 s")
+        case .failure(let failure)?:
+            return .failed(failure.message)
+        case .success(let (image, name))?:
+            // At low priority: the presenting and decoding threads come first for the CPU.
+            let encoded = Latch<Result<Data, any Error>>()
+            let encoder = Thread {
+                lowerThisThreadsPriority()
+                encoded.set(Result { try image.pngData() })
+            }
+            encoder.name = "marquee-screenshot"
+            encoder.start()
+            guard let result = encoded.wait(timeout: 30) else {
+                return .failed("screenshot of \(name): the PNG was not encoded within 30 s")
+            }
+            switch result {
+            case .success(let png): return .screenshot(png: png, width: image.width, height: image.height, output: name)
+            case .failure(let error): return .failed("screenshot of \(name) failed: \(error)")
+            }
+        }
+    }
+
+    /// `loadfile`/`loadlist`: `uris` (relative ones from the working folder, as mpv takes them)
+    /// become the playlist, from now, or join its end. The playlist is then a list (a folder or
+    /// M3U playlist is no longer read again).
+    func load(_ uris: [String], append: Bool) -> KioskCommandResult {
+        let folder = FileManager.default.currentDirectoryPath
+        let added = uris.map { uri in
+            KioskConfig.Item(uri: uri, path: uri.hasPrefix("/") ? uri : (folder as NSString).appendingPathComponent(uri))
+        }
+        let changed = state.withLock { s -> KioskConfig in
+            s.config.playlist = append ? s.config.playlist + added : added
+            s.config.playlistOrigin = .list
+            return s.config
+        }
+        var firstID = 0
+        status.update { s in
+            let items = added.map { KioskStatus.Item(uri: $0.uri, path: $0.path) }
+            if append {
+                firstID = s.appendItems(items)
+            } else {
+                s.replaceItems(items)
+                firstID = s.entryID(at: 0) ?? 0
+            }
+        }
+        let count = changed.playlist.count
+        if append {
+            // The item playing goes on; the list, now longer, follows it.
+            let current = player.currentItem?.playlistIndex ?? -1
+            startPlaylist(changed, from: (current + 1) % count, afterCurrentItem: true)
+        } else {
+            events.stopping()
+            startPlaylist(changed, from: 0, afterCurrentItem: true)
+            player.advanceToNextItem()
+        }
+        logger.info(append ? "files appended to the playlist" : "playlist replaced", ["files": "\(uris.count)", "items": "\(count)"])
+        return .loaded(entryID: firstID)
+    }
+
+    /// `steps` items on (back when negative): one step on keeps the next item's preroll; any other
+    /// step queues the playlist from the target item, so the skipped items open no decoder.
+    func skip(_ steps: Int) {
+        guard steps != 0 else { return }
+        if steps == 1 { return player.advanceToNextItem() }
+        let config = state.withLock { s in s.config }
+        let count = config.playlist.count
+        guard count > 0 else { return }
+        let current = player.currentItem?.playlistIndex ?? 0
+        let target = ((current + steps % count) % count + count) % count
+        startPlaylist(config, from: target, afterCurrentItem: true)
+        player.advanceToNextItem()
+    }
+}
+
+/// Why a screenshot could not be read back.
+struct ScreenshotFailure: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// Gives the calling thread a nice value of 10. (On Linux the nice value is each thread's own, and
+/// `who` 0 is the calling thread.)
+func lowerThisThreadsPriority() {
+    _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
+}

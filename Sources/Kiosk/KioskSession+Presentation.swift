@@ -1,0 +1,178 @@
+import Display
+import Foundation
+import Playback
+import Render
+import Synchronization
+
+extension KioskSession {
+    // MARK: Presentation
+
+    /// Presents on `output` until stopped, `exitAfter` passes, `shouldContinue` says no, or a
+    /// playlist without loop has played out. Runs on the output's thread.
+    /// `trace` gets a line per picture change (shared by the outputs of a node).
+    public func present<Output: KioskOutput>(on output: Output, options: RunOptions, trace: TraceWriter?,
+                                             shouldContinue: @escaping () -> Bool,
+                                             onVsync: ((Int64) -> Void)? = nil) throws -> PresentationStats {
+        let layer = output.layer
+        // A mosaic output shows several regions: a session of its own plays each further one.
+        let regions = (1..<max(1, layer.mosaicRegions.count)).map { rank in
+            makeFollower(slot: outputSlot, regionRank: rank, output: self.output, logger: logger.with(["region": "\(rank)"]))
+        }
+        defer { for region in regions { region.player.removeAllItems() } }  // ends their decode threads
+        let presenter = try PlayerPresenter(players: [player] + regions.map(\.player), output: output, trace: trace, logger: logger,
+                                            exitAfter: options.exitAfter.map { MediaTime(seconds: $0, preferredTimescale: 1_000_000) })
+        let context = PresentationContext(name: output.name, width: output.bounds.width, height: output.bounds.height,
+                                          screenshots: output as? ScreenshotSource, clock: output.clock)
+        state.withLock { s in s.outputName = output.name }
+        let presentingSince = ContinuousClock.now
+        updateOutput {
+            $0 = .init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)")
+            $0.lastBeat = presentingSince
+            $0.dueSince = presentingSince
+        }
+        // Supervision: the players this output shows, idle only when all of them are.
+        let shownPlayers = [player] + regions.map(\.player)
+        var lastItem: ObjectIdentifier?
+        presenter.willPresent = { [unowned self] lane, item in
+            // The item's own gravity, else the display's: looked up when the item changes (a
+            // mosaic's regions have theirs).
+            guard lane == 0, regions.isEmpty, ObjectIdentifier(item) != lastItem else { return }
+            lastItem = ObjectIdentifier(item)
+            let index = item.playlistIndex ?? -1
+            let config = state.withLock { $0.config }
+            layer.gravity = config.playlist.indices.contains(index) ? config.playlist[index].gravity ?? config.display.gravity
+                                                                    : config.display.gravity
+        }
+        var shownCount = 0
+        presenter.didPresent = { [self] lane, shown, picture in
+            // A new picture: what tells supervision that presentation progresses.
+            let now = ContinuousClock.now, lasts = picture.frame?.duration.seconds ?? 0
+            updateOutput { o in
+                o.lastPicture = now
+                o.pictureDuration = lasts.isFinite ? max(0, lasts) : 0
+            }
+            guard lane == 0 else { return regions[lane - 1].clockSyncCheck?(shown, picture) ?? () }
+            if picture.isNew, picture.itemTime.isNumeric {
+                // time-pos as mpv's: the time of the picture on screen, each new picture.
+                let duration = picture.item.map { $0.duration.isNumeric ? $0.duration.seconds : nil } ?? nil
+                status.update {
+                    $0.timePos = picture.itemTime.seconds
+                    if let duration { $0.duration = duration }
+                }
+                onPicture?()
+            }
+            shownCount += 1
+            clockSyncCheck?(shown, picture)
+        }
+        var reportedNotDrawn = 0
+        presenter.onVsync = { [presentationTasks, status, self] n in
+            presentationTasks.drain(context)
+            beat(idle: shownPlayers.allSatisfy { $0.rate == 0 } ? "paused"
+                     : shownPlayers.allSatisfy { $0.currentItem == nil } ? "nothing to play" : nil)
+            if n % 30 == 0 {
+                // What the display measures (page-flip times) where it can; the mode's rate elsewhere.
+                let flips = output.clock as? PageFlipClock
+                let fps = flips?.measuredRefresh ?? output.clock.refresh.hertz
+                let jitter = flips?.jitter ?? 0
+                let rect = layer.videoRect.map { [$0.x, $0.y, $0.width, $0.height] }
+                if outputSlot == 0 {
+                    status.update {
+                        $0.displayFPS = fps
+                        $0.vsyncJitter = jitter
+                    }
+                }
+                let notDrawn = layer.framesNotDrawn
+                if notDrawn > reportedNotDrawn {
+                    logger.warning("hardware frames could be neither imported nor copied; shown as background", ["frames": "\(notDrawn)"])
+                    reportedNotDrawn = notDrawn
+                }
+                updateOutput { o in
+                    o.videoRect = rect
+                    o.framesNotDrawn = notDrawn
+                }
+            }
+            onVsync?(n)
+        }
+        let (loop, current) = state.withLock { s in (s.config.loop, s.config) }
+        if current.wall?.sync.mode != .clock {
+            // The players started decoding when they were made, just now (after the output had
+            // opened): the first pictures are decoded before the first vsync is asked for.
+            // (Under wall sync the start is a moment on the clock, half a second or more ahead.)
+            let deadline = ContinuousClock.now + .milliseconds(Int(Self.prerollLimit * 1000))
+            for session in [self] + regions
+            where session.firstFrames.wait(timeout: max(0, (deadline - ContinuousClock.now).seconds)) == nil {
+                logger.info("no first frames within the preroll limit; presenting anyway",
+                            ["limit_s": Self.prerollLimit.formatted(decimals: 1), "output": output.name])
+                break
+            }
+        }
+        if let sync = current.wall?.sync, sync.mode == .clock {
+            try startClockSync(current, epoch: sync.epoch, clock: output.clock)
+            for region in regions {
+                try region.startClockSync(region.state.withLock { $0.config }, epoch: sync.epoch, clock: output.clock)
+            }
+            if outputSlot == 0 { watchClockQuality() }
+        }
+        return try presenter.run(stopWhenEmpty: !loop) { [self] in
+            !isStopped && shouldContinue() && shownCount < options.exitAfterFrames ?? .max
+        }
+    }
+
+    /// Asks the clock service how good the system clock is, now and every 30 s until stopped, on
+    /// a thread of its own; health and `wall-sync` report it, and a change is logged.
+    func watchClockQuality(every interval: Double = 30) {
+        status.update { $0.wallSync = "clock" }
+        Thread.detachNewThread { [self] in
+            var last: ClockQuality?
+            while !isStopped {
+                let quality = ClockQuality.probe()
+                status.update { $0.clockQuality = quality }
+                if quality.source != last?.source || quality.synchronized != last?.synchronized {
+                    let fields: KeyValuePairs = ["source": quality.source, "detail": quality.detail,
+                                                 "offset_ms": quality.offset.map { ($0 * 1000).formatted(decimals: 3) } ?? "-"]
+                    if quality.synchronized || quality.source == "none" {
+                        logger.info(quality.source == "none" ? "wall sync: no clock service to ask how good the clock is"
+                                                             : "wall sync: the system clock is synchronised", fields)
+                    } else {
+                        logger.warning("wall sync: the system clock is not synchronised", fields)
+                    }
+                }
+                last = quality
+                // The next probe, or the stop, whichever comes first.
+                _ = stopRequested.wait(timeout: interval)
+            }
+        }
+    }
+}
+
+/// What a task on the presentation thread may use.
+struct PresentationContext {
+    let name: String
+    let width: Int
+    let height: Int
+    let screenshots: ScreenshotSource?
+    let clock: any VsyncClock
+}
+
+/// Work handed to the presentation thread (where the GL context is current), run between vsyncs.
+/// It must be short (a copy, a restart): the PNG of a screenshot is encoded by the caller.
+final class PresentationTasks: @unchecked Sendable {
+    // @unchecked: the tasks (closures of the threads that hand them over) are kept in a Monitor.
+    private let tasks = Monitor<[(PresentationContext) -> Void]>([])
+
+    /// Runs `body` on the presentation thread and waits up to `timeout` seconds for its result
+    /// (nil: none came in time).
+    func run<Value: Sendable>(timeout: Double, _ body: @escaping (PresentationContext) -> Value) -> Value? {
+        let done = Latch<Value>()
+        tasks.withLock { $0.append { context in done.set(body(context)) } }
+        return done.wait(timeout: timeout)
+    }
+
+    func drain(_ context: PresentationContext) {
+        let pending = tasks.withLock { tasks -> [(PresentationContext) -> Void] in
+            defer { tasks.removeAll() }
+            return tasks
+        }
+        for task in pending { task(context) }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Playback
+import Synchronization
+
+extension KioskSession {
+    // MARK: Reload
+
+    /// Reads the config file again. A broken one is refused (the old playlist keeps playing and
+    /// health says why); a good one takes over at the next item boundary.
+    public func reload() -> KioskCommandResult {
+        guard let configPath else { return .failed("no config file to reload (started with the embedded default)") }
+        var loaded: KioskConfig
+        do {
+            loaded = try KioskConfig.load(path: configPath)
+            overrides(&loaded)
+        } catch {
+            status.update { $0.reloadError = "\(error)" }
+            logger.error("reload refused; the old config keeps playing", ["config": configPath, "error": "\(error)"])
+            return .failed("\(error)")
+        }
+        let old = state.withLock { s in s.config }
+        // Every output of the node restarts on the same moment of the new timeline.
+        let newConfig = adopt(loaded, restartAt: ClockSync.gridPoint(after: WallTime.now() + 600_000_000))
+        if old.display.mode != newConfig.display.mode || old.display.output != newConfig.display.output {
+            logger.warning("display settings change at the next start; the playlist changes now", ["config": configPath])
+        }
+        logger.info(newConfig.wall?.sync.mode == .clock ? "reloaded; the new playlist's timeline starts now, on the clock"
+                                                        : "reloaded; the new playlist starts at the next item boundary",
+                    ["config": configPath, "items": "\(newConfig.playlist.count)"])
+        return .done
+    }
+
+    /// Plays a reloaded config's playlist (the one of this session's wall output), and has its
+    /// followers do the same. Returns this session's part of the config.
+    @discardableResult
+    func adopt(_ loaded: KioskConfig, restartAt: WallTime) -> KioskConfig {
+        let newConfig = loaded.forWallOutput(outputSlot, node: node, regionRank: regionRank)
+        state.withLock { s in
+            s.config = newConfig
+            s.unselectedConfig = loaded
+        }
+        status.update {
+            $0.reloadError = nil
+            $0.replaceItems(Self.statusItems(newConfig))
+        }
+        state.withLock { s in s.loggedErrors.removeAll() }
+        for follower in state.withLock({ s in s.followers }) { follower.adopt(loaded, restartAt: restartAt) }
+        if let sync = newConfig.wall?.sync, sync.mode == .clock {
+            // A mosaic's further regions are restarted by the session of their output.
+            guard regionRank == 0 else { return newConfig }
+            // A new playlist is a new timeline: every node restarts at the clock's position on it
+            // (on the presentation thread, which owns the wall sync).
+            let restarted = presentationTasks.run(timeout: 4) { [self] context -> KioskCommandResult in
+                do {
+                    try startClockSync(newConfig, epoch: sync.epoch, clock: context.clock, at: restartAt)
+                    // This output's further regions (a mosaic).
+                    for region in state.withLock({ s in s.followers }) where region.regionRank > 0 {
+                        try region.startClockSync(region.state.withLock { $0.config }, epoch: sync.epoch, clock: context.clock,
+                                                  at: restartAt)
+                    }
+                    return .done
+                } catch {
+                    logger.error("wall sync: cannot restart on the reloaded playlist", ["error": "\(error)"])
+                    return .failed("\(error)")
+                }
+            }
+            if restarted == nil {
+                logger.warning("wall sync: the output did not restart on the reloaded playlist within 4 s", ["output": state.withLock { $0.outputName } ?? "-"])
+            }
+        } else {
+            startPlaylist(newConfig, afterCurrentItem: true)
+        }
+        return newConfig
+    }
+}

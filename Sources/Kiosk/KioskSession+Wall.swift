@@ -1,0 +1,92 @@
+import Foundation
+import Playback
+import Synchronization
+
+extension KioskSession {
+    // MARK: Followers and wall sync
+
+    /// A session for another wall output of this node (`status.outputs[slot]`): the playlist of
+    /// the region that output shows, on its own player, for its own output's thread. A node with
+    /// several outputs plays by the clock (`KioskConfig.forWallOutput`), so all follow one
+    /// timeline. Reloads and stops reach it through this one; other commands act on this session's
+    /// player (under clock sync every output follows the clock).
+    /// `output` is what that output said it can do as it opened (it opens before its session).
+    public func makeFollower(slot: Int, output: OutputCapabilities, logger: Logger) -> KioskSession {
+        makeFollower(slot: slot, regionRank: 0, output: output, logger: logger)
+    }
+
+    /// A session for the `regionRank`th region that output `slot` shows (a mosaic: the regions of
+    /// one output draw through one layer, so they share its capabilities).
+    func makeFollower(slot: Int, regionRank: Int, output: OutputCapabilities, logger: Logger) -> KioskSession {
+        let follower = KioskSession(config: state.withLock { s in s.unselectedConfig }, configPath: nil, logger: logger, node: node,
+                                    overrides: overrides, output: output, outputStatus: status, outputSlot: slot,
+                                    regionRank: regionRank)
+        state.withLock { s in s.followers.append(follower) }
+        if isStopped { follower.stop() }
+        return follower
+    }
+
+    /// Wall sync by the clock: probes every item for its length (the loop's timeline; an item
+    /// whose first frame does not decode is left out, as every node leaves it out), starts the
+    /// player at the clock's position of a moment half a second or more ahead (on a quarter-second
+    /// grid shared by every output), and keeps it there frame by frame.
+    func startClockSync(_ config: KioskConfig, epoch: WallTime, clock: any VsyncClock, at shared: WallTime? = nil) throws {
+        var playable = config
+        playable.playlist = []
+        var indices: [Int] = [], durations: [MediaTime] = [], starts: [MediaTime] = []
+        for (index, item) in config.playlist.enumerated() {
+            // Probing a long playlist takes a while: the presentation thread is alive meanwhile.
+            if index > 0 { beat(idle: "probing the playlist for the wall's timeline") }
+            let url = URL(fileURLWithPath: item.path)
+            guard let length = try? backend.probe(url).duration, length.isNumeric, (try? backend.checkFirstFrame(url)) != nil else { continue }
+            let start = MediaTime(seconds: item.start ?? 0, preferredTimescale: 90_000)
+            let end = item.end.map { MediaTime(seconds: $0, preferredTimescale: 90_000) } ?? length
+            guard end > start else { continue }
+            playable.playlist.append(item)
+            indices.append(index)
+            durations.append(end - start)
+            starts.append(start)
+        }
+        guard !durations.isEmpty else {
+            logger.error("wall sync: no item of the playlist can be played")
+            return
+        }
+        let sync = ClockSync(timeline: try WallTimeline(epoch: epoch, durations: durations), playlistIndices: indices,
+                             fileStarts: starts, logger: logger)
+        let refresh = clock.refresh
+        // The vsync playback starts moving on; until then the frame of that moment is held, and
+        // is not checked against the clock.
+        final class StartVsync: @unchecked Sendable { var value: Int64 = 0 }  // presentation thread only
+        let moving = StartVsync()
+        let start = { [self] (earliest: Int64, shared: WallTime?) in
+            // A wall time shared by every output: while they wait for it they all hold the frame
+            // of that moment.
+            let (vsync, wall) = ClockSync.startPoint(earliest: earliest, at: shared, interval: refresh.interval.seconds,
+                                                     wallTime: clock.wallTime(ofVsync:))
+            moving.value = vsync
+            let position = sync.timeline.position(at: wall)
+            startPlaylist(playable, from: position.index, afterCurrentItem: false)
+            player.automaticallyWaitsToMinimizeStalling = false
+            try? player.setRate(1, time: starts[position.index] + position.itemTime, atHostTime: clock.time(ofVsync: vsync))
+            logger.info("wall sync: starting on the clock's position", ["position": "\(position)", "vsync": "\(vsync)",
+                                                                        "loop_s": sync.timeline.length.seconds.formatted(decimals: 3)])
+        }
+        start(clock.earliestVsync(after: -1), shared)
+        clockSyncCheck = { [player, weak self] shown, picture in
+            guard shown >= moving.value, let item = picture.item, let index = item.playlistIndex, index < starts.count,
+                  let wall = clock.wallTime(ofVsync: shown) else { return }
+            let action = sync.check(vsync: shown, wall: wall, index: index, itemTime: picture.itemTime - starts[index], refresh: refresh)
+            switch action {
+            case .none: break
+            case .shift(let vsyncs): player.shiftTimeline(byVsyncs: vsyncs)
+            case .restart: start(shown, nil)
+            }
+            self?.updateOutput { o in
+                o.syncErrorMs = sync.lastError.map { $0 * 1000 }
+                o.syncRepeated = sync.repeated
+                o.syncSkipped = sync.skipped
+                o.syncRestarts = sync.resyncs
+            }
+        }
+    }
+}
