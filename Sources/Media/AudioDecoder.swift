@@ -128,14 +128,7 @@ public final class AudioDecoder {
         }
         self.packet = packet
         self.frame = frame
-        let duration: MediaTime
-        if stream.pointee.duration > 0, let stated = ContainerValue.time(ticks: stream.pointee.duration, timeBase: timeBase) {
-            duration = stated
-        } else if fmt.pointee.duration > 0 && fmt.pointee.duration != noPTS {
-            duration = MediaTime(value: fmt.pointee.duration, timescale: 1_000_000)
-        } else {
-            duration = .indefinite
-        }
+        let duration = ContainerValue.duration(of: stream, in: fmt)
         info = AudioStreamInfo(codec: String(cString: decoder.pointee.name), format: format, duration: duration)
         // FFmpeg's MP4 demuxer applies the edit list's start (the priming samples are skipped) but
         // leaves the last frame's padding: the edit list's length, the stream's duration, ends it.

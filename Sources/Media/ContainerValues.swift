@@ -26,6 +26,17 @@ enum ContainerValue {
         return time.isNumeric ? time : nil
     }
 
+    /// A stream's duration: its own where it states one, else the container's, else indefinite.
+    static func duration(of stream: UnsafeMutablePointer<AVStream>, in format: UnsafeMutablePointer<AVFormatContext>) -> MediaTime {
+        if stream.pointee.duration > 0, let stated = time(ticks: stream.pointee.duration, timeBase: stream.pointee.time_base) {
+            return stated
+        }
+        if format.pointee.duration > 0 && format.pointee.duration != noPTS {
+            return MediaTime(value: format.pointee.duration, timescale: 1_000_000)
+        }
+        return .indefinite
+    }
+
     /// `seconds` in ticks of `timeBase`, rounded; nil when it does not fit in 64 bits.
     static func ticks(seconds: Double, timeBase: AVRational) -> Int64? {
         guard isUsable(timeBase), seconds.isFinite else { return nil }

@@ -47,14 +47,7 @@ extension VideoDecoder {
         }
         let rate = av_guess_frame_rate(fmt, stream, nil)
         let timeBase = stream.pointee.time_base
-        let duration: MediaTime
-        if stream.pointee.duration > 0, let stated = ContainerValue.time(ticks: stream.pointee.duration, timeBase: timeBase) {
-            duration = stated
-        } else if fmt.pointee.duration > 0 && fmt.pointee.duration != noPTS {
-            duration = MediaTime(value: fmt.pointee.duration, timescale: 1_000_000)
-        } else {
-            duration = .indefinite
-        }
+        let duration = ContainerValue.duration(of: stream, in: fmt)
         // Pictures come through FFmpeg's image demuxers ("image2", "png_pipe", "jpeg_pipe", ...).
         let demuxer = String(cString: fmt.pointee.iformat.pointee.name)
         return VideoStreamInfo(width: size.width, height: size.height, codec: String(cString: decoder.pointee.name),
