@@ -93,27 +93,17 @@ final class ItemFeeder: @unchecked Sendable {
     /// The decode threads of every player in the process that have not ended yet.
     static let running = ThreadCount()
 
-    final class ThreadCount: @unchecked Sendable {
-        // @unchecked: `count` is guarded by `condition`.
-        private let condition = NSCondition()
-        private var count = 0
+    final class ThreadCount: Sendable {
+        private let count = Monitor(0)
 
-        func enter() { condition.withLock { count += 1 } }
+        func enter() { count.withLock { $0 += 1 } }
 
-        func leave() {
-            condition.withLock {
-                count -= 1
-                condition.broadcast()
-            }
-        }
+        func leave() { count.update { $0 -= 1 } }
 
         /// Waits up to `timeout` seconds for the count to reach 0; how many are still running.
         func waitForNone(timeout: Double) -> Int {
-            let deadline = Date(timeIntervalSinceNow: timeout)
-            return condition.withLock {
-                while count > 0 && condition.wait(until: deadline) {}
-                return count
-            }
+            _ = count.wait(until: { $0 == 0 }, timeout: timeout)
+            return count.withLock { $0 }
         }
     }
 

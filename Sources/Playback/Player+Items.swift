@@ -88,9 +88,7 @@ extension Player {
     }
 
     public func seek(to time: MediaTime, toleranceBefore: MediaTime = .zero, toleranceAfter: MediaTime = .zero) async -> Bool {
-        await withCheckedContinuation { continuation in
-            seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter) { continuation.resume(returning: $0) }
-        }
+        await awaitCallback { done in seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, completion: done) }
     }
 
     /// An item-level seek: on the current item a seek; on a queued item, where it will start.
