@@ -228,14 +228,7 @@ final class FakeJournal: @unchecked Sendable {
     private let readerDone = DispatchSemaphore(value: 0)
 
     init() throws {
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(fd >= 0 && bound == 0, "cannot bind \(path): errno \(errno)")
+        fd = try bindDatagramSocket(path)
     }
 
     deinit {

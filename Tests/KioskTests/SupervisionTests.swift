@@ -167,19 +167,25 @@ import TestSupport
 }
 
 /// A datagram socket standing in for systemd's `NOTIFY_SOCKET`.
+/// A datagram socket bound at `path` (standing in for systemd's notify or journal socket).
+func bindDatagramSocket(_ path: String) throws -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    try #require(fd >= 0 && bound == 0, "cannot bind \(path): errno \(errno)")
+    return fd
+}
+
 final class NotifySocket: @unchecked Sendable {
     let path = "/tmp/marquee-notify-\(UUID().uuidString.prefix(8)).sock"
     private let fd: Int32
 
     init() throws {
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(fd >= 0 && bound == 0, "cannot bind \(path): errno \(errno)")
+        fd = try bindDatagramSocket(path)
     }
 
     deinit {
