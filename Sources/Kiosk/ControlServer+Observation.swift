@@ -20,7 +20,7 @@ extension ControlServer {
 
     /// Starts the **marquee-control-observe** thread, which runs the reads of observed properties in turn.
     func startObserving() {
-        let observer = Thread { [observations] in
+        startThread(named: "marquee-control-observe") { [observations] in
             while true {
                 switch observations.pop(timeout: 1) {  // an idle wait for work; 1 s to see a close
                 case .element(let read): read()
@@ -29,8 +29,6 @@ extension ControlServer {
                 }
             }
         }
-        observer.name = "marquee-control-observe"
-        observer.start()
     }
 
     /// Reads every observed property once, on the observe thread (a slow property holds up no client).

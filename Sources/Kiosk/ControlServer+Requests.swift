@@ -49,9 +49,7 @@ extension ControlServer {
             // The player's part runs on a worker; the server thread goes on with the other clients.
             client.busy = true
             let id = client.id
-            let worker = Thread { [self] in finish(.reply(clientID: id, line: work())) }
-            worker.name = "marquee-control-request"
-            worker.start()
+            startThread(named: "marquee-control-request") { [self] in finish(.reply(clientID: id, line: work())) }
         }
     }
 

@@ -167,9 +167,7 @@ public final class ControlServer: @unchecked Sendable {
         }
         for end in pipeFDs { setNonBlockingCloseOnExec(end) }
         wake = (pipeFDs[0], pipeFDs[1])
-        let thread = Thread { [self] in serve() }
-        thread.name = "marquee-control"
-        thread.start()
+        startThread(named: "marquee-control") { [self] in serve() }
         startObserving()
     }
 

@@ -304,7 +304,7 @@ public final class KioskController: ControlHandler, Sendable {
         }
         if start {
             // A thread of its own, as for every command: the player may keep it a moment.
-            let thread = Thread { [self] in
+            startThread(named: "marquee-navigation") { [self] in
                 while true {
                     let wait = navigation.withLock { $0.wait(now: .now, interval: navigationInterval) }
                     if wait <= 0 { break }
@@ -312,8 +312,6 @@ public final class KioskController: ControlHandler, Sendable {
                 }
                 applyNavigation()
             }
-            thread.name = "marquee-navigation"
-            thread.start()
         }
         return nil
     }
@@ -349,7 +347,7 @@ public final class KioskController: ControlHandler, Sendable {
         let perform = self.perform
         // A thread of its own: a command may block (a screenshot waits for the next vsync), and
         // blocked dispatch workers would starve other work.
-        Thread.detachNewThread {
+        startThread(named: "marquee-command") {
             answer.set(perform(command))
         }
         guard let result = answer.wait(timeout: commandTimeout) else {

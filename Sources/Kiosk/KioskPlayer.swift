@@ -70,7 +70,7 @@ public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
             guard let wallOutput else { continue }
             let outputLogger = logger.with(["output": wallOutput.name])
             let done = Latch<Bool>()
-            let thread = Thread { [card, trace] in
+            startThread(named: "marquee-present-\(slot)", stackSize: 8 << 20) { [card, trace] in
                 defer { done.set(true) }
                 var follower: KioskSession?
                 do {
@@ -88,9 +88,6 @@ public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
                 }
                 follower?.player.removeAllItems()  // ends its decode threads
             }
-            thread.name = "marquee-present-\(slot)"
-            thread.stackSize = 8 << 20
-            thread.start()
             threads.append((wallOutput.name, done))
         }
     }

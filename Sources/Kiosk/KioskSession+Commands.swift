@@ -70,12 +70,10 @@ extension KioskSession {
         case .success(let (image, name))?:
             // At low priority: the presenting and decoding threads come first for the CPU.
             let encoded = Latch<Result<Data, any Error>>()
-            let encoder = Thread {
+            startThread(named: "marquee-screenshot") {
                 lowerThisThreadsPriority()
                 encoded.set(Result { try image.pngData() })
             }
-            encoder.name = "marquee-screenshot"
-            encoder.start()
             guard let result = encoded.wait(timeout: 30) else {
                 return .failed("screenshot of \(name): the PNG was not encoded within 30 s")
             }

@@ -122,7 +122,7 @@ extension KioskSession {
     /// a thread of its own; health and `wall-sync` report it, and a change is logged.
     func watchClockQuality(every interval: Double = 30) {
         status.update { $0.wallSync = "clock" }
-        Thread.detachNewThread { [self] in
+        startThread(named: "marquee-clock-quality") { [self] in
             var last: ClockQuality?
             while !isStopped {
                 let quality = ClockQuality.probe()

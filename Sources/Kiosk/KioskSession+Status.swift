@@ -15,7 +15,7 @@ extension KioskSession {
         _ = try? player.addPeriodicTimeObserver(forInterval: MediaTime(value: 1, timescale: 4)) { time in
             observed.update { $0 = time }
         }
-        let statusThread = Thread { [weak self] in
+        startThread(named: "marquee-status") { [weak self] in
             while true {
                 // The next observation, in slices of a second, until the session goes away.
                 let time = observed.wait(until: { $0 != nil }, timeout: 1) { time, _ in
@@ -26,8 +26,6 @@ extension KioskSession {
                 if let time { timeObserved(time) }
             }
         }
-        statusThread.name = "marquee-status"
-        statusThread.start()
     }
 
     func decoderOpened(uri: String, info: VideoStreamInfo, path: DecodingPath) {

@@ -61,9 +61,7 @@ public final class ProcessSignals: @unchecked Sendable {
         action.sa_flags = SA_RESTART
         sigemptyset(&action.sa_mask)
         for number in handled { sigaction(number, &action, nil) }
-        let thread = Thread { signals.readLoop() }
-        thread.name = "marquee-signals"
-        thread.start()
+        startThread(named: "marquee-signals") { signals.readLoop() }
         return signals
     }
 
@@ -77,7 +75,7 @@ public final class ProcessSignals: @unchecked Sendable {
 
     private init(readEnd: consuming FileDescriptor?) {
         self.readEnd = readEnd
-        let thread = Thread { [reloads] in
+        startThread(named: "marquee-reload") { [reloads] in
             while true {
                 // The next SIGHUP's reload, whenever one comes (waited for in slices of a minute).
                 let due = reloads.wait(until: { !$0.isEmpty }, timeout: 60) { queued, _ in
@@ -87,8 +85,6 @@ public final class ProcessSignals: @unchecked Sendable {
                 for reload in due { reload() }
             }
         }
-        thread.name = "marquee-reload"
-        thread.start()
     }
 
     /// Where hand-offs are logged from now on (before: standard error).

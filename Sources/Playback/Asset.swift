@@ -224,7 +224,7 @@ public final class Asset: Sendable {
         if startProbe {
             // A thread of its own, not a dispatch worker: a probe blocks (a slow disk, a network
             // mount), and blocked workers would starve every other asset's loading.
-            Thread.detachNewThread { [self] in
+            startThread(named: "marquee-probe") { [self] in
                 let started = ContinuousClock.now
                 let result = Result { try backend.probe(url) }
                 let took = ContinuousClock.now - started
@@ -239,7 +239,7 @@ public final class Asset: Sendable {
                 }
                 // Each caller on its own: one that blocks must not hold up the others.
                 // (Threads, not dispatch workers, which blocked callers elsewhere can exhaust.)
-                for waiter in ready { Thread.detachNewThread { waiter.resume(result) } }
+                for waiter in ready { startThread(named: "marquee-asset-ready") { waiter.resume(result) } }
             }
         }
     }

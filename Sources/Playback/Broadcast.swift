@@ -138,7 +138,7 @@ final class Broadcast<Value: Sendable>: Sendable {
             return true
         }
         if !added { reader.end() }
-        let thread = Thread {
+        startThread(named: threadName) {
             while true {
                 // The next values come whenever there is news: waited for in slices of a minute,
                 // until the broadcast ends.
@@ -150,8 +150,6 @@ final class Broadcast<Value: Sendable>: Sendable {
                 if ended { return }
             }
         }
-        thread.name = threadName
-        thread.start()
     }
 
     func send(_ value: Value) {

@@ -82,12 +82,10 @@ final class ItemFeeder: @unchecked Sendable {
 
     func start(logger: Logger) {
         Self.running.enter()
-        let thread = Thread { [self] in
+        startThread(named: "marquee-decode") { [self] in
             defer { Self.running.leave() }  // the reader (and its decoder) is gone by now
             run(logger: logger)
         }
-        thread.name = "marquee-decode"
-        thread.start()
     }
 
     /// The decode threads of every player in the process that have not ended yet.

@@ -211,7 +211,7 @@ func openControlServer(for session: KioskSession, mode: UInt32) -> ControlServer
 // The presentation thread opens the output first (its EGL context lives there); the session is
 // made for what the output can do, and only then do its players start decoding. The control
 // socket and the supervisor serve that session.
-let presentation = Thread { [config, options, arguments] in
+startThread(named: "marquee-present") { [config, options, arguments] in
     var status: Int32 = 0
     var session: KioskSession?
     var controlServer: ControlServer?
@@ -259,6 +259,4 @@ let presentation = Thread { [config, options, arguments] in
     if decoding > 0 { logger.warning("decode threads still running at exit", ["threads": "\(decoding)"]) }
     exit(status)
 }
-presentation.name = "marquee-present"
-presentation.start()
 dispatchMain()
