@@ -73,8 +73,6 @@ public final class KioskSession: @unchecked Sendable {
     private let stopped = Atomic(false)
     /// Set by `stop`: what the clock-quality thread waits on between its probes.
     let stopRequested = Latch<Bool>()
-    /// How many decoders this session's items have opened (a test's measure of seek/next bursts).
-    let decoderOpens = Atomic(0)
     let presentationTasks = PresentationTasks()
     /// Raised once a reader of this session has its first frames (`prerollFrames`), or reached its
     /// end, or a file failed: presentation starts then (`present`).
@@ -106,25 +104,24 @@ public final class KioskSession: @unchecked Sendable {
     /// - Parameter configPath: the file `reload` reads again (nil: reload is refused).
     /// - Parameter node: the wall node this process is (`--node`; nil: the host name). The session
     ///   presents the node's first wall output: the playlist of the region it shows.
+    /// - Parameter slowStorageLimit: a probe, open or read of a file taking longer than this
+    ///   (seconds) degrades health as slow storage.
+    /// - Parameter mediaLayer: a layer over the FFmpeg backend that every probe and decoder goes
+    ///   through (a cache, a recorder of what was opened, a fault injector); nil: FFmpeg's own.
     public convenience init(config: KioskConfig, configPath: String?, logger: Logger, node: String? = nil,
-                            output: OutputCapabilities, overrides: @escaping @Sendable (inout KioskConfig) -> Void = { _ in }) {
+                            output: OutputCapabilities, overrides: @escaping @Sendable (inout KioskConfig) -> Void = { _ in },
+                            slowStorageLimit: Double = KioskSession.slowStorageLimit,
+                            mediaLayer: ((any MediaBackend) -> any MediaBackend)? = nil) {
         self.init(config: config, configPath: configPath, logger: logger, node: node ?? defaultWallNodeName(),
-                  overrides: overrides, output: output, outputStatus: nil, outputSlot: 0)
-    }
-
-    /// A session whose media backend is `wrapBackend` of the FFmpeg one (tests: a decoder that
-    /// blocks, a slow disk), with `slowStorageLimit` for what counts as a slow probe, open or read.
-    convenience init(config: KioskConfig, logger: Logger, output: OutputCapabilities, slowStorageLimit: Double,
-                     wrapBackend: @escaping (any MediaBackend) -> any MediaBackend) {
-        self.init(config: config, configPath: nil, logger: logger, node: defaultWallNodeName(), overrides: { _ in },
-                  output: output, outputStatus: nil, outputSlot: 0, slowStorageLimit: slowStorageLimit, wrapBackend: wrapBackend)
+                  overrides: overrides, output: output, outputStatus: nil, outputSlot: 0,
+                  slowStorageLimit: slowStorageLimit, mediaLayer: mediaLayer)
     }
 
     init(config: KioskConfig, configPath: String?, logger: Logger, node: String,
                  overrides: @escaping @Sendable (inout KioskConfig) -> Void, output: OutputCapabilities,
                  outputStatus: KioskStatus?, outputSlot: Int, regionRank: Int = 0,
                  slowStorageLimit: Double = KioskSession.slowStorageLimit,
-                 wrapBackend: ((any MediaBackend) -> any MediaBackend)? = nil) {
+                 mediaLayer: ((any MediaBackend) -> any MediaBackend)? = nil) {
         self.output = output
         let status = KioskStatus()
         self.status = status
@@ -160,15 +157,13 @@ public final class KioskSession: @unchecked Sendable {
             status.update { $0.conversions[uri] = "\(from) -> \(to)" }
         }
         let firstFrames = firstFrames
-        backend = ReportingBackend(inner: wrapBackend?(ffmpeg) ?? ffmpeg, slowLimit: slowStorageLimit, onFailure: { [weak self] url, error in
+        backend = ReportingBackend(inner: mediaLayer?(ffmpeg) ?? ffmpeg, slowLimit: slowStorageLimit, onFailure: { [weak self] url, error in
             firstFrames.set(true)
             self?.logFailure(uri: url.path, reason: "\(error)")
         }, onSlow: { [weak self] url, operation, seconds in
             self?.slowStorage(uri: url.path, operation: operation, seconds: seconds, limit: slowStorageLimit)
         }, onFramesReady: {
             firstFrames.set(true)
-        }, onOpen: { [weak self] in
-            self?.decoderOpens.add(1, ordering: .relaxed)
         })
         status.update {
             $0.replaceItems(Self.statusItems(config))

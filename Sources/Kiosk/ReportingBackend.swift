@@ -11,14 +11,11 @@ struct ReportingBackend: MediaBackend {
     let onSlow: @Sendable (URL, String, Double) -> Void
     /// Told when a reader has handed out its first `KioskSession.prerollFrames` frames, or its end.
     var onFramesReady: @Sendable () -> Void = {}
-    /// Told of every reader (decoder) opened.
-    var onOpen: @Sendable () -> Void = {}
 
     func probe(_ url: URL) throws -> AssetDescription { try reporting(url, "probe") { try inner.probe(url) } }
 
     func openReader(_ url: URL) throws -> any FrameReader {
-        onOpen()
-        return TimedReader(inner: try reporting(url, "open") { try inner.openReader(url) }, url: url, slowLimit: slowLimit, onSlow: onSlow,
+        TimedReader(inner: try reporting(url, "open") { try inner.openReader(url) }, url: url, slowLimit: slowLimit, onSlow: onSlow,
                            onFramesReady: onFramesReady)
     }
 

@@ -87,8 +87,12 @@ private struct PictureSource: ScreenshotSource {
                                            baseDirectory: "/")
         var options = RunOptions()
         options.clock = .real
+        // Every decoder the session opens goes through this layer, which counts it.
+        let decoderOpens = OpenCounter()
         let kiosk = KioskOnThread(config: config, options: options, logger: quiet) { [quiet] output in
-            KioskSession(config: config, configPath: nil, logger: quiet, output: output)
+            KioskSession(config: config, configPath: nil, logger: quiet, output: output, mediaLayer: { inner in
+                CountingBackend(inner: inner, opens: decoderOpens)
+            })
         }
         defer { kiosk.stop() }
         let session = try #require(kiosk.waitForSession(), "the output did not open within 20 s")
@@ -107,10 +111,10 @@ private struct PictureSource: ScreenshotSource {
         Thread.sleep(forTimeInterval: 0.3)
 
         func opens(during burst: () -> Void) -> Int {
-            let before = session.decoderOpens.load(ordering: .relaxed)
+            let before = decoderOpens.count.load(ordering: .relaxed)
             burst()
             Thread.sleep(forTimeInterval: 1.5)  // whatever the burst started has opened by now
-            return session.decoderOpens.load(ordering: .relaxed) - before
+            return decoderOpens.count.load(ordering: .relaxed) - before
         }
         // 200 seeks sent at once, then their 200 replies read.
         let seekOpens = opens {
@@ -158,4 +162,23 @@ func decodePNG(_ png: Data) throws -> [UInt8] {
     let result = try Command.run("ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "rgba", "-"])
     try #require(result.status == 0, "ffmpeg cannot decode the PNG: \(result.errorText)")
     return [UInt8](result.output)
+}
+
+/// A media backend layer that counts the readers (decoders) opened through it.
+struct CountingBackend: MediaBackend {
+    let inner: any MediaBackend
+    let opens: OpenCounter
+
+    func probe(_ url: URL) throws -> AssetDescription { try inner.probe(url) }
+
+    func openReader(_ url: URL) throws -> any FrameReader {
+        opens.count.add(1, ordering: .relaxed)
+        return try inner.openReader(url)
+    }
+
+    func checkFirstFrame(_ url: URL) throws { try inner.checkFirstFrame(url) }
+}
+
+final class OpenCounter: Sendable {
+    let count = Atomic(0)
 }

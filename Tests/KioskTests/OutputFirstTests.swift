@@ -111,9 +111,9 @@ struct RecordingBackend: MediaBackend {
         })
         let kiosk = KioskOnThread(config: config, logger: logger) { [config] output in
             record.append("session made for \(output.name) (\(output.colorConversion.rawValue), max texture \(output.maxTextureSize ?? 0))")
-            return KioskSession(config: config, logger: logger, output: output, slowStorageLimit: 100) {
+            return KioskSession(config: config, configPath: nil, logger: logger, output: output, slowStorageLimit: 100, mediaLayer: {
                 RecordingBackend(inner: $0, record: record)
-            }
+            })
         }
         defer { #expect(kiosk.stop(), "the presentation thread did not end") }
         let session = try #require(kiosk.waitForSession(), "no session made within 20 s: \(record.all)")

@@ -315,9 +315,9 @@ final class BlockingBackend: MediaBackend, @unchecked Sendable {
         let config = config(clip)
         let made = BlockingBackends()
         let kiosk = KioskOnThread(config: config, logger: Logger(level: .error)) { output in
-            KioskSession(config: config, logger: Logger(level: .error), output: output, slowStorageLimit: 100) { inner in
+            KioskSession(config: config, configPath: nil, logger: Logger(level: .error), output: output, slowStorageLimit: 100, mediaLayer: { inner in
                 made.make(inner: inner, frames: 40)
-            }
+            })
         }
         defer {
             made.releaseAll()
@@ -378,9 +378,9 @@ final class BlockingBackend: MediaBackend, @unchecked Sendable {
     @Test func aSlowProbeDegradesHealthAsSlowStorage() throws {
         let clip = try TestMedia.clip(seconds: 4, fps: 30)
         // No output: the session is given capabilities that keep frames as decoded.
-        let session = KioskSession(config: config(clip), logger: Logger(level: .error), output: .unconstrained, slowStorageLimit: 0.2) { inner in
+        let session = KioskSession(config: config(clip), configPath: nil, logger: Logger(level: .error), output: .unconstrained, slowStorageLimit: 0.2, mediaLayer: { inner in
             BlockingBackend(inner: inner, frames: .max, probeDelay: 0.4)
-        }
+        })
         defer { session.player.removeAllItems() }
         let deadline = Date(timeIntervalSinceNow: 10)
         while session.status.snapshot.slowStorage.isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
