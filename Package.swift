@@ -30,7 +30,7 @@ let package = Package(
         .target(name: "Audio", dependencies: ["Playback", "CALSA"]),
         .target(name: "Display", dependencies: ["Playback", "Render", "CDRM", "SystemCalls"]),
         // The control socket's protocol and client: JSON, the socket path, a blocking client (no C libraries).
-        .target(name: "Control", dependencies: ["Playback"]),
+        .target(name: "Control", dependencies: ["Playback", "SystemCalls"]),
         .target(name: "Kiosk", dependencies: ["Control", "Playback", "Media", "Render", "Display", "SystemCalls"]),
         .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Control", "Playback"]),

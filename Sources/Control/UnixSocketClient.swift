@@ -1,12 +1,13 @@
 import Foundation
+import SystemCalls
 
 /// A blocking client of the control socket (what `marqueectl` uses).
 public final class UnixSocketClient {
-    private let fd: Int32
+    /// The connection: closed when the client goes.
+    private let socket: FileDescriptor
     private var input = [UInt8]()
 
-    private init(fd: Int32) { self.fd = fd }
-    deinit { close(fd) }
+    private init(socket: consuming FileDescriptor) { self.socket = socket }
 
     /// Connects, or returns nil when nothing listens at `path` within `timeout` seconds.
     public static func connect(path: String, timeout: Double) -> UnixSocketClient? {
@@ -18,21 +19,20 @@ public final class UnixSocketClient {
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard let socket = try? FileDescriptor.socket(domain: AF_UNIX, type: Int32(SOCK_STREAM.rawValue)) else { return nil }
+        let fd = socket.rawValue
         // A day at most, and never negative or NaN, before the conversion to whole seconds.
         let seconds = timeout.isNaN ? 0 : min(max(timeout, 0), 86_400)
         var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        let connected = try? systemCall("connect(\(path))") {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
         }
-        guard connected == 0 else {
-            close(fd)
-            return nil
-        }
-        return UnixSocketClient(fd: fd)
+        guard connected != nil else { return nil }  // the socket closes here
+        return UnixSocketClient(socket: socket)
     }
 
     /// Sends one line (a newline is added unless `newline` is false).
@@ -40,9 +40,12 @@ public final class UnixSocketClient {
     public func send(_ line: String, newline: Bool = true) -> Bool {
         let bytes = Array((newline ? line + "\n" : line).utf8)
         var sent = 0
+        let fd = socket.rawValue
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { return false }
+            let n = try? systemCall("send") {
+                bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+            guard let n, n > 0 else { return false }  // failed, or the send timeout passed
             sent += n
         }
         return true
@@ -60,9 +63,8 @@ public final class UnixSocketClient {
                 return line
             }
             scanned = input.count
-            let n = read(fd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return nil }
+            let n = try? buffer.withUnsafeMutableBytes { bytes throws(SystemCallError) in try socket.read(into: bytes) }
+            guard let n, n > 0 else { return nil }  // end of stream, a failure, or the timeout passed
             input.append(contentsOf: buffer[0..<n])
         }
     }

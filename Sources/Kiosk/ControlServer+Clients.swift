@@ -1,10 +1,13 @@
 import Foundation
 import Playback
+import SystemCalls
 
 // Client bookkeeping: what the server keeps per connection, and connections coming and going.
 
 extension ControlServer {
     final class Client {
+        /// The connection: closed when the client is dropped.
+        let socket: FileDescriptor
         /// The protocol: parsing, the protocol's own commands, observed properties.
         let session: ControlSession
         var id: Int { session.clientID }
@@ -21,7 +24,8 @@ extension ControlServer {
         var inputClosed = false
         /// The client has gone: what it sent still runs, replies are dropped.
         var peerGone = false
-        init(_ session: ControlSession, pid: Int32?) {
+        init(_ socket: consuming FileDescriptor, _ session: ControlSession, pid: Int32?) {
+            self.socket = socket
             self.session = session
             self.pid = pid
         }
@@ -55,17 +59,18 @@ extension ControlServer {
             bytes.append(contentsOf: line)
         }
 
-        /// Sends what the socket takes now; the errno of a failed send, nil otherwise.
-        mutating func send(to fd: Int32) -> Int32? {
+        /// Sends what the socket takes now; the error of a failed send, nil otherwise.
+        mutating func send(to fd: Int32) -> SystemCallError? {
             defer { compact() }
             while start < bytes.count {
-                let n = bytes[start...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
-                    return errno
+                do {
+                    let n = try systemCall("send(control client)") {
+                        bytes[start...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    }
+                    consumed(n)
+                } catch {
+                    return error.wouldBlock ? nil : error
                 }
-                consumed(n)
             }
             return nil
         }
@@ -103,19 +108,26 @@ extension ControlServer {
     }
 
     func acceptClients() {
+        guard let listening = listener.rawValue else { return }
         while true {
-            let fd = accept(listener, nil, nil)
-            guard fd >= 0 else { return }
-            setNonBlockingCloseOnExec(fd)
+            // Until the queue is empty (EAGAIN); another failure (out of descriptors) is logged and
+            // the next poll tries again.
+            let socket: FileDescriptor
+            do {
+                socket = try acceptClient(on: listening)
+            } catch {
+                if !error.wouldBlock { logger.warning("control client not accepted", ["error": "\(error)"]) }
+                return
+            }
+            let fd = socket.rawValue
             let pid = peerProcess(fd)
             guard clients.count < maxClients else {
                 let reply = #"{"error":"too many clients","request_id":0}"# + "\n"
                 _ = reply.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
-                close(fd)
                 logger.warning("control client refused: too many clients", ["limit": "\(maxClients)", "pid": pid.map { "\($0)" } ?? "-"])
                 continue
             }
-            clients[fd] = Client(ControlSession(clientID: nextClientID, handler: handler, maxObserved: maxObservedPerClient), pid: pid)
+            clients[fd] = Client(socket, ControlSession(clientID: nextClientID, handler: handler, maxObserved: maxObservedPerClient), pid: pid)
             nextClientID += 1
         }
     }
@@ -124,9 +136,17 @@ extension ControlServer {
         if let why, let client = clients[fd] {
             logger.warning("control client disconnected", ["client": client.label, "pid": client.pid.map { "\($0)" } ?? "-", "why": why])
         }
-        clients[fd] = nil
-        close(fd)
+        clients[fd] = nil  // its socket closes with it
     }
+}
+
+/// The next connection waiting on `listener`, non-blocking and closed on exec.
+private func acceptClient(on listener: Int32) throws(SystemCallError) -> FileDescriptor {
+    let socket = FileDescriptor(adopting: try systemCall("accept(control socket)") { accept(listener, nil, nil) })
+    let fd = socket.rawValue
+    try systemCall("fcntl(control client, F_SETFD)") { fcntl(fd, F_SETFD, FD_CLOEXEC) }
+    try socket.setNonBlocking()
+    return socket
 }
 
 /// The process at the other end of a Unix socket, when the kernel says.

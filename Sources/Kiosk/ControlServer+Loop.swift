@@ -1,6 +1,7 @@
 import Foundation
 import Playback
 import Synchronization
+import SystemCalls
 
 // The socket I/O loop of the **marquee-control** thread: `poll` over the listener, the wake pipe
 // and the clients; reads, writes, and sends events.
@@ -8,20 +9,15 @@ import Synchronization
 extension ControlServer {
     func serve() {
         defer {
-            for fd in clients.keys { close(fd) }
-            clients.removeAll()
-            close(listener)
-            shared.withLock { shared in
-                shared.wakeClosed = true
-                close(wake.read)
-                close(wake.write)
-            }
+            clients.removeAll()  // each client's socket closes with it
+            listener = nil
+            wakePipe.withLock { $0 = nil }
             unlink(path)
             ended.set(())
         }
         var lastObservation = ContinuousClock.now
         while true {
-            var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+            var fds = [pollfd(fd: listener.rawValue ?? -1, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
             for (fd, client) in clients where !client.peerGone {
                 // Input is read while what waits unhandled is under a line's limit; POLLHUP and
                 // POLLERR are reported whatever is asked.
@@ -30,6 +26,7 @@ extension ControlServer {
             }
             // Wake at least every 100 ms to report observed property changes (sooner when a change
             // was hinted while a read ran).
+            // An interrupted poll (EINTR) is a wake-up like any other: the loop polls again.
             _ = poll(&fds, nfds_t(fds.count), shared.withLock { $0.changeHinted } ? 10 : 100)
             let (stop, events, results) = shared.withLock { shared -> (Bool, [JSONValue], [Finished]) in
                 defer {
@@ -84,25 +81,28 @@ extension ControlServer {
 
     /// Reads one chunk (poll comes back for the rest): a client cannot hold the thread.
     func readFrom(_ fd: Int32, _ client: Client) {
-        let n = read(fd, &scratch, scratch.count)
-        if n == 0 {
-            client.inputClosed = true
-        } else if n < 0 {
-            if errno == EAGAIN || errno == EINTR { return }
-            disconnect(fd, "read failed: \(String(cString: strerror(errno)))")
-        } else {
-            client.input.append(contentsOf: scratch[0..<n])
+        do {
+            let n = try scratch.withUnsafeMutableBytes { buffer throws(SystemCallError) in
+                try client.socket.read(into: buffer, call: "read(control client)")
+            }
+            if n == 0 {
+                client.inputClosed = true
+            } else {
+                client.input.append(contentsOf: scratch[0..<n])
+            }
+        } catch {
+            if (error as? SystemCallError)?.wouldBlock != true { disconnect(fd, "\(error)") }
         }
     }
 
     func flush(_ fd: Int32, _ client: Client) {
         if let error = client.output.send(to: fd) {
-            if error == EPIPE || error == ECONNRESET {
+            if error.errno == EPIPE || error.errno == ECONNRESET {
                 // Gone: what it sent still runs (a command sent before closing), nothing more is sent.
                 client.peerGone = true
                 client.inputClosed = true
             } else {
-                disconnect(fd, "write failed: \(String(cString: strerror(error)))")
+                disconnect(fd, "\(error)")
             }
         }
     }
@@ -118,9 +118,4 @@ extension ControlServer {
             flush(fd, client)
         }
     }
-}
-
-func setNonBlockingCloseOnExec(_ fd: Int32) {
-    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
 }

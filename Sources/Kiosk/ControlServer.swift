@@ -1,6 +1,7 @@
 import Foundation
 import Playback
 import Synchronization
+import SystemCalls
 
 /// An error reply of the control protocol, with mpv's error strings.
 public enum ControlError: Error, Equatable, Sendable {
@@ -68,7 +69,11 @@ public final class ControlServer: @unchecked Sendable {
     public let maxObservedPerClient: Int
     let handler: any ControlHandler
     let logger: Logger
-    let listener: Int32
+    /// The listening socket, the server thread's: closed when that thread ends.
+    var listener: FileDescriptor?
+    /// The wake pipe, closed by the server thread as it ends (nil then); `wake` holds its numbers,
+    /// used only while it is open.
+    let wakePipe: Mutex<FileDescriptor.Pipe?>
     let wake: (read: Int32, write: Int32)
     let shared = Mutex(Shared())
     /// Set when the server thread has closed every socket and ended (`stop` waits for it).
@@ -90,8 +95,6 @@ public final class ControlServer: @unchecked Sendable {
         var pendingEvents: [JSONValue] = []
         var finished: [Finished] = []
         var stopping = false
-        /// The wake pipe is closed (the server thread has ended).
-        var wakeClosed = false
         /// `propertiesMayHaveChanged` was called since the observed properties were last read.
         var changeHinted = false
         /// Some client observes a property (`propertiesMayHaveChanged` reads it).
@@ -106,14 +109,8 @@ public final class ControlServer: @unchecked Sendable {
         case observed([String: JSONValue?])
     }
 
-    public struct SocketError: Error, CustomStringConvertible {
-        public let call: String
-        public let path: String
-        public let errno: Int32
-        public var description: String { "\(call) on control socket \(path) failed: \(String(cString: strerror(errno)))" }
-    }
-
-    /// Binds `path` (mode `mode`, default 0660) and starts serving.
+    /// Binds `path` (mode `mode`, default 0660) and starts serving. Throws `SystemCallError` naming
+    /// the call and the socket's path.
     public init(path: String, mode: mode_t = 0o660, handler: any ControlHandler, logger: Logger,
                 maxClients: Int = 32, maxLineBytes: Int = 64 * 1024, maxPendingBytes: Int = 1 << 20,
                 maxObservedPerClient: Int = 64) throws {
@@ -128,7 +125,7 @@ public final class ControlServer: @unchecked Sendable {
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw SocketError(call: "bind", path: path, errno: ENAMETOOLONG)
+            throw SystemCallError(call: "bind(control socket \(path))", errno: ENAMETOOLONG)
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)
@@ -140,33 +137,23 @@ public final class ControlServer: @unchecked Sendable {
             try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
                                                      attributes: [.posixPermissions: 0o750])
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw SocketError(call: "socket", path: path, errno: errno) }
+        // Owned here until the server thread takes them; closed on any failure before.
+        let socket = try FileDescriptor.socket(domain: AF_UNIX, type: Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                                               call: "socket(control socket \(path))")
+        let fd = socket.rawValue
         // A socket file left by an earlier run that is no longer listening is replaced.
         if Self.isStale(path) { unlink(path) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0 else {
-            let e = errno
-            close(fd)
-            throw SocketError(call: "bind", path: path, errno: e)
+        try systemCall("bind(control socket \(path))") {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
         }
         chmod(path, mode)
-        guard listen(fd, 16) == 0 else {
-            let e = errno
-            close(fd)
-            throw SocketError(call: "listen", path: path, errno: e)
-        }
-        listener = fd
-        var pipeFDs: [Int32] = [0, 0]
-        guard pipe(&pipeFDs) == 0 else {
-            let e = errno
-            close(fd)
-            throw SocketError(call: "pipe", path: path, errno: e)
-        }
-        for end in pipeFDs { setNonBlockingCloseOnExec(end) }
-        wake = (pipeFDs[0], pipeFDs[1])
+        try systemCall("listen(control socket \(path))") { listen(fd, 16) }
+        let pipe = try FileDescriptor.pipe(flags: O_NONBLOCK)
+        wake = (pipe.readEnd.rawValue, pipe.writeEnd.rawValue)
+        wakePipe = Mutex(pipe)
+        listener = .some(socket)
         startThread(named: "marquee-control") { [self] in serve() }
         startObserving()
     }
@@ -199,9 +186,9 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Wakes the server thread's `poll` (from any thread; not once the pipe is closed).
     func wakeUp() {
-        shared.withLock { shared in
-            guard !shared.wakeClosed else { return }
-            _ = write(wake.write, "x", 1)
+        wakePipe.withLock { pipe in
+            guard pipe != nil else { return }
+            _ = write(wake.write, "x", 1)  // a full pipe wakes the thread already
         }
     }
 }
