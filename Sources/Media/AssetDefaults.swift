@@ -9,3 +9,10 @@ extension Asset {
         self.init(url: url, backend: FFmpegBackend())
     }
 }
+
+extension PlayerItem {
+    /// An item of the file at `url`, decoded by FFmpeg (`AVPlayerItem(url:)`).
+    public convenience init(url: URL) {
+        self.init(asset: Asset(url: url))
+    }
+}

@@ -20,13 +20,32 @@ extension Player {
         public var isWaiting = false
     }
 
-    func attachOutput(refresh: RefreshRate, name: String) throws {
+    /// Returns the attachment's number, which `detachOutput` takes.
+    func attachOutput(refresh: RefreshRate, name: String) throws -> Int {
         try withLock {
             guard !hasVideoOutput else { throw PlayerError.secondVideoOutput }
             hasVideoOutput = true
+            videoOutputSerial += 1
             self.refresh = refresh
             scheduler = CadenceScheduler(refresh: refresh)
             outputName = name
+            return videoOutputSerial
+        }
+    }
+
+    /// The output of attachment `serial` lets the player go: the timeline stops where it is (its
+    /// vsync numbers were that output's) and goes on from there on the next output's vsyncs.
+    func detachOutput(serial: Int) {
+        withLock {
+            guard hasVideoOutput, serial == videoOutputSerial else { return }
+            hasVideoOutput = false
+            pausedPosition = currentPositionLocked()
+            anchor = nil
+            lastVsync = nil
+            waitingVsync = nil
+            retryAtVsync = nil
+            starved = nil
+            holdingStart = false
         }
     }
 

@@ -58,6 +58,8 @@ public class Player: @unchecked Sendable {
     var _trace: TraceWriter?
     var outputName = "output"
     var hasVideoOutput = false
+    /// Counts attachments of a video output (so that a detached output cannot detach its successor).
+    var videoOutputSerial = 0
     let changeBroadcast = Broadcast<Change>()
     let eventBroadcast = Broadcast<Event>()
     var loopers: [WeakLooper] = []

@@ -8,13 +8,21 @@ public final class PlayerVideoOutput: @unchecked Sendable {
     public let player: Player
     public let refresh: RefreshRate
     public let name: String
+    private let serial: Int
 
-    /// One output per player: its vsyncs are the player's clock.
+    /// One output per player at a time: its vsyncs are the player's clock.
     public init(player: Player, refresh: RefreshRate, name: String = "output") throws {
         self.player = player
         self.refresh = refresh
         self.name = name
-        try player.attachOutput(refresh: refresh, name: name)
+        serial = try player.attachOutput(refresh: refresh, name: name)
+    }
+
+    /// Lets the player go, so that another output may drive it (a `PlayerView` whose `player` is
+    /// replaced). Until one does, the player does not advance; it goes on from where it was, on the
+    /// next output's vsyncs. Later calls, and calls after another output took the player, do nothing.
+    public func detach() {
+        player.detachOutput(serial: serial)
     }
 
     /// The frame to show on vsync `n` (later calls must ask for later vsyncs; the same one again

@@ -34,6 +34,9 @@ public final class PlayerPresenter<Output: OutputDriver> {
     /// The trace's name of each player's pictures: the output's, or with several players the
     /// output's and the player's number (`headless-0#1`).
     private let traceNames: [String]
+    /// The last vsync presented: where `run` goes on from (a later `run`, or another presenter on
+    /// the same output, starts after it, so that vsync numbers only go forward).
+    public var lastVsync: Int64 = -1
     /// Called on the presentation thread once per vsync, before its picture is asked for: the
     /// place for work that must run on the output's thread (screenshots) and for liveness pings.
     public var onVsync: ((Int64) throws -> Void)?
@@ -66,7 +69,8 @@ public final class PlayerPresenter<Output: OutputDriver> {
     /// (with `stopWhenEmpty`) every player's queue has played out and the background is shown.
     public func run(stopWhenEmpty: Bool = false, while shouldContinue: () -> Bool) throws -> PresentationStats {
         let clock = output.clock
-        var last: Int64 = -1
+        var last = lastVsync
+        defer { lastVsync = last }
         // Per player: nil before its first picture, then whether it shows no video.
         var showingBlank = [Bool?](repeating: nil, count: players.count)
         // Each vsync's pictures, the players whose picture changed, and the frames to draw: made
