@@ -61,7 +61,7 @@ public final class PlayerView: Sendable {
         let ended = ended
         self.state = state
         self.logger = logger
-        let thread = Thread {
+        startThread(named: "player-view") {
             defer { ended.set(()) }
             switch output {
             case .headless(let mode, let clock):
@@ -74,8 +74,6 @@ public final class PlayerView: Sendable {
                 Self.present(on: output, state: state, opened: opened, trace: trace, logger: logger, close: { output.close() })
             }
         }
-        thread.name = "player-view"
-        thread.start()
         guard let result = opened.wait(timeout: openTimeout) else {
             state.update { $0.closing = true }
             throw WaitTimeout(waitingFor: "the player view's output to open", seconds: openTimeout)
