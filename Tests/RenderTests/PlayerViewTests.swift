@@ -58,7 +58,8 @@ import TestSupport
         // Time moves with the output's vsyncs: nobody but the view pulls.
         let t0 = player.currentTime()
         #expect(eventually { player.currentTime().seconds > t0.seconds + 0.2 })
-        #expect(player.stats.presented > 5)
+        // On a busy machine late pictures are dropped (the clock is kept), so more come in time.
+        #expect(eventually(60) { player.stats.presented > 5 }, "\(player.stats)")
         try view.close()
         #expect(!view.isPresenting)
     }
