@@ -64,8 +64,27 @@ let selectHardwareFormat: @convention(c) (UnsafeMutablePointer<AVCodecContext>?,
     return AV_PIX_FMT_NONE
 }
 
+/// Makes the codec sessions a `VideoDecoder` decodes with: FFmpeg's own (`FFmpegCodecSessions`),
+/// or sessions that behave as a hardware decoder dying mid-stream (tests of the hand-over).
+protocol CodecSessionMaking: Sendable {
+    func software(_ decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, threads: Int, uri: String) throws -> CodecSession
+    func hardware(_ kind: HardwareDecoding, software decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>,
+                  uri: String, drmPrime: Bool) throws -> CodecSession
+}
+
+struct FFmpegCodecSessions: CodecSessionMaking {
+    func software(_ decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, threads: Int, uri: String) throws -> CodecSession {
+        try CodecSession(software: decoder, stream: stream, threads: threads, uri: uri)
+    }
+
+    func hardware(_ kind: HardwareDecoding, software decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>,
+                  uri: String, drmPrime: Bool) throws -> CodecSession {
+        try CodecSession(hardware: kind, software: decoder, stream: stream, uri: uri, drmPrime: drmPrime)
+    }
+}
+
 /// A codec context opened for one decoding path; owns the context and the hardware device.
-final class CodecSession {
+class CodecSession {
     var context: UnsafeMutablePointer<AVCodecContext>?
     private var device: UnsafeMutablePointer<AVBufferRef>?
     /// The pixel format of frames that live in hardware memory; nil for software.
@@ -144,6 +163,15 @@ final class CodecSession {
         avcodec_free_context(&context)
         av_buffer_unref(&device)
     }
+
+    /// The next decoded frame into `frame` (`avcodec_receive_frame`): 0, or FFmpeg's error.
+    func receiveFrame(into frame: UnsafeMutablePointer<AVFrame>) -> Int32 {
+        avcodec_receive_frame(context, frame)
+    }
+
+    /// Whether a failure of this session mid-stream hands over to software at the same position
+    /// (a hardware path's does; software's own failures are counted against the file).
+    var handsOverOnFailure: Bool { path != .software }
 
     private static func allocate(_ decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, uri: String) throws -> UnsafeMutablePointer<AVCodecContext> {
         guard let context = avcodec_alloc_context3(decoder) else {

@@ -60,7 +60,7 @@ extension VideoDecoder {
     func leaveDRMPrimeDecoder(reason: String) throws {
         guard session.kind == .v4l2m2m, session.hardwareFormat == AV_PIX_FMT_DRM_PRIME else { return }
         do {
-            let memory = try CodecSession(hardware: .v4l2m2m, software: softwareDecoder, stream: stream, uri: uri)
+            let memory = try sessions.hardware(.v4l2m2m, software: softwareDecoder, stream: stream, uri: uri, drmPrime: false)
             try restart(with: memory)
         } catch let error as MediaError {
             try switchToSoftware(reason: "reopening v4l2m2m for memory frames (\(reason)): \(error.call) failed: \(error.reason)")
@@ -76,13 +76,12 @@ extension VideoDecoder {
         try leaveDRMPrimeDecoder(reason: reason)
     }
 
-    /// Counts a failure. A hardware path (or one under test injection) that fails before its first
-    /// frame or three times in a row hands over to software at the same position; software gives up
-    /// after 16 failures in a row.
+    /// Counts a failure. A hardware path that fails before its first frame or three times in a row
+    /// hands over to software at the same position; software gives up after 16 failures in a row.
     func countError(call: String, code: Int32) throws {
         consecutiveErrors += 1
         lastFailure = MediaError(uri: uri, call: call, averror: code)
-        let fallible = !switched && (session.path != .software || injectFailuresAfterFrames != nil)
+        let fallible = !switched && session.handsOverOnFailure
         if fallible && (delivered == 0 || consecutiveErrors >= 3) {
             try switchToSoftware(reason: "\(call) failed: \(ffmpegErrorString(code))")
         } else if consecutiveErrors >= 16 {
@@ -95,7 +94,7 @@ extension VideoDecoder {
     /// goes on from the next frame without a gap.
     func switchToSoftware(reason: String) throws {
         let failed = session.path.hwdecCurrent
-        let software = try CodecSession(software: softwareDecoder, stream: stream, threads: threads, uri: uri)
+        let software = try sessions.software(softwareDecoder, stream: stream, threads: threads, uri: uri)
         switched = true
         interop = .none
         decodingPath = DecodingPath(hwdecCurrent: "no", interop: "none",

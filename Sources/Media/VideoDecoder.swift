@@ -50,9 +50,8 @@ public final class VideoDecoder {
     /// frame could not be handed out after all.
     var previousDelivered: Int64?
     var skipThrough: Int64?
-    /// Test hook: from this many delivered frames on, the initial decoding path fails every frame
-    /// (as a hardware decoder that dies mid-stream would).
-    var injectFailuresAfterFrames: Int?
+    /// Where its codec sessions come from (FFmpeg's, but for tests of the hand-over).
+    let sessions: any CodecSessionMaking
     /// True once the decoder has switched to software mid-stream (it does so at most once).
     var switched = false
     var packet: UnsafeMutablePointer<AVPacket>?
@@ -98,9 +97,15 @@ public final class VideoDecoder {
     ///     (`VideoFrame.Storage.drmPrime`) when the output can import them; without it they are
     ///     copied to memory.
     ///   - limits: how long opening and each read may wait (`MediaIOLimits`).
-    public init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, interop: (any FrameInteropTarget)? = nil,
-                limits: MediaIOLimits = .standard) throws {
+    public convenience init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, interop: (any FrameInteropTarget)? = nil,
+                            limits: MediaIOLimits = .standard) throws {
+        try self.init(path: path, threads: threads, hardware: hardware, interop: interop, limits: limits, sessions: FFmpegCodecSessions())
+    }
+
+    init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, interop: (any FrameInteropTarget)? = nil,
+         limits: MediaIOLimits = .standard, sessions: any CodecSessionMaking) throws {
         uri = path
+        self.sessions = sessions
         let (opened, index, decoder) = try Self.openVideoStream(path, limits: limits)
         input = opened  // closes the file when this init throws, or when the decoder goes
         let fmt = opened.format
@@ -125,11 +130,11 @@ public final class VideoDecoder {
             }
             do {
                 if kind == .v4l2m2m && interop != nil,
-                   let m2m = try? CodecSession(hardware: kind, software: decoder, stream: stream, uri: path, drmPrime: true) {
+                   let m2m = try? sessions.hardware(kind, software: decoder, stream: stream, uri: path, drmPrime: true) {
                     chosen = m2m
                     break
                 }
-                chosen = try CodecSession(hardware: kind, software: decoder, stream: stream, uri: path)
+                chosen = try sessions.hardware(kind, software: decoder, stream: stream, uri: path, drmPrime: false)
                 break
             } catch let error as MediaError {
                 HardwareFailures.shared.record(error, kind, codec: codecName)
@@ -140,7 +145,7 @@ public final class VideoDecoder {
             session = chosen
             decodingPath = chosen.path
         } else {
-            session = try CodecSession(software: decoder, stream: stream, threads: threads, uri: path)
+            session = try sessions.software(decoder, stream: stream, threads: threads, uri: path)
             decodingPath = .software
             if !reasons.isEmpty {
                 decodingPath.fallbackReason = reasons.joined(separator: "; ")
@@ -228,10 +233,7 @@ public final class VideoDecoder {
                 throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory")
             }
             let codec = session.context
-            var r = avcodec_receive_frame(codec, allocated)
-            if r == 0, let after = injectFailuresAfterFrames, delivered >= after, !switched {
-                r = mq_averror(EIO)
-            }
+            let r = session.receiveFrame(into: allocated)
             if r == 0 {
                 let frame = allocated
                 let ts = frame.pointee.best_effort_timestamp
