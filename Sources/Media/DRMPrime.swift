@@ -223,11 +223,13 @@ public protocol FrameInteropTarget: Sendable {
 }
 
 extension DRMPrimeFrame {
-    /// For tests: a DRM PRIME frame carrying `descriptor` the way a v4l2m2m decoder gives one (the
-    /// descriptor in `data[0]`, no hardware frames context; the fds are not opened or closed), and
-    /// the `InteropFeedback` its import failures are reported to.
-    static func testFrame(_ descriptor: DRMPrimeDescriptor) throws -> (DRMPrimeFrame, InteropFeedback) {
-        let uri = "test DRM PRIME frame"
+    /// A DMA-BUF picture made outside FFmpeg (a capture device, another process), described by
+    /// `descriptor`, shown like a decoder's DRM PRIME frame (as a v4l2m2m decoder gives one: no
+    /// hardware frames context, so it cannot be copied to memory). The descriptor's fds stay the
+    /// caller's: they must stay open while the frame lives and are never closed by it. A display
+    /// that cannot import it says why in `importFailure`.
+    public convenience init(external descriptor: DRMPrimeDescriptor) throws {
+        let uri = "external DMA-BUF frame"
         var frame: UnsafeMutablePointer<AVFrame>? = av_frame_alloc()
         defer { av_frame_free(&frame) }
         guard let frame, let buffer = av_buffer_allocz(MemoryLayout<AVDRMFrameDescriptor>.size) else {
@@ -235,23 +237,24 @@ extension DRMPrimeFrame {
         }
         frame.pointee.buf.0 = buffer  // owned by the frame from here
         buffer.pointee.data.withMemoryRebound(to: AVDRMFrameDescriptor.self, capacity: 1) { d in
-            d.pointee.nb_objects = Int32(descriptor.objects.count)
+            // At most AV_DRM_MAX_PLANES of each (what the C arrays hold); values clamped, not trapped on.
+            d.pointee.nb_objects = Int32(min(descriptor.objects.count, Int(AV_DRM_MAX_PLANES)))
             withUnsafeMutableBytes(of: &d.pointee.objects) { raw in
                 let objects = raw.bindMemory(to: AVDRMObjectDescriptor.self)
                 for (i, o) in descriptor.objects.prefix(objects.count).enumerated() {
                     objects[i] = AVDRMObjectDescriptor(fd: o.fd, size: o.size, format_modifier: o.modifier)
                 }
             }
-            d.pointee.nb_layers = Int32(descriptor.layers.count)
+            d.pointee.nb_layers = Int32(min(descriptor.layers.count, Int(AV_DRM_MAX_PLANES)))
             withUnsafeMutableBytes(of: &d.pointee.layers) { raw in
                 let layers = raw.bindMemory(to: AVDRMLayerDescriptor.self)
                 for (i, l) in descriptor.layers.prefix(layers.count).enumerated() {
                     layers[i].format = l.fourcc
-                    layers[i].nb_planes = Int32(l.planes.count)
+                    layers[i].nb_planes = Int32(min(l.planes.count, Int(AV_DRM_MAX_PLANES)))
                     withUnsafeMutableBytes(of: &layers[i].planes) { rawPlanes in
                         let planes = rawPlanes.bindMemory(to: AVDRMPlaneDescriptor.self)
                         for (j, p) in l.planes.prefix(planes.count).enumerated() {
-                            planes[j] = AVDRMPlaneDescriptor(object_index: Int32(p.object), offset: p.offset, pitch: p.pitch)
+                            planes[j] = AVDRMPlaneDescriptor(object_index: Int32(clamping: p.object), offset: p.offset, pitch: p.pitch)
                         }
                     }
                 }
@@ -259,9 +262,11 @@ extension DRMPrimeFrame {
         }
         frame.pointee.data.0 = buffer.pointee.data
         frame.pointee.format = AV_PIX_FMT_DRM_PRIME.rawValue
-        frame.pointee.width = Int32(descriptor.width)
-        frame.pointee.height = Int32(descriptor.height)
-        let feedback = InteropFeedback()
-        return (try DRMPrimeFrame(hardware: frame, feedback: feedback, uri: uri), feedback)
+        frame.pointee.width = Int32(clamping: descriptor.width)
+        frame.pointee.height = Int32(clamping: descriptor.height)
+        try self.init(hardware: frame, feedback: InteropFeedback(), uri: uri)
     }
+
+    /// Why the display could not import this frame (the first reason reported), nil while none was.
+    public var importFailure: String? { feedback.reported }
 }

@@ -89,7 +89,7 @@ import TestSupport
         let output = try HeadlessOutput(mode: DisplayMode(width: 64, height: 48, refresh: RefreshRate(numerator: 60)), clock: .virtual)
         output.layer.background = RGBColor(red: 0, green: 0, blue: 255)
         let nv12 = DRMPrimeDescriptor.fourcc("NV12")
-        let (prime, feedback) = try DRMPrimeFrame.testFrame(DRMPrimeDescriptor(
+        let prime = try DRMPrimeFrame(external: DRMPrimeDescriptor(
             width: 64, height: 48, objects: [.init(fd: -1, size: 4608, modifier: 0)],
             layers: [.init(fourcc: nv12, planes: [.init(object: 0, offset: 0, pitch: 64), .init(object: 0, offset: 3072, pitch: 64)])]))
         let frame = VideoFrame(drmPrime: prime, format: .nv12, pts: .zero, duration: MediaTime(value: 1, timescale: 25),
@@ -97,7 +97,7 @@ import TestSupport
         try output.draw([frame])
         #expect(output.layer.framesNotDrawn == 1)
         #expect(output.layer.videoRect == nil)
-        #expect(feedback.reported?.contains("no DMABufImporter") == true, "\(feedback.reported ?? "nothing reported")")
+        #expect(prime.importFailure?.contains("no DMABufImporter") == true, "\(prime.importFailure ?? "nothing reported")")
         let pixel = try output.screenshot().pixel(x: 32, y: 24)
         #expect(pixel.r == 0 && pixel.g == 0 && pixel.b == 255)
     }
