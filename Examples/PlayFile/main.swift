@@ -9,9 +9,9 @@
 // one) for SECONDS (default 3) of display time on a headless output whose virtual clock runs as fast as frames are ready,
 // then stops and exits.
 //
-// The notification loop is the guide's: between the end and the seek the last frame stays up, for
-// as long as the notification takes to arrive (see QueuePlayerExample and PlayerLooper for the
-// gapless way).
+// The notification loop is the guide's, and gapless: near its end the player keeps the item's
+// start decoded, and the end's vsync waits for the handler's seek, so frame 0 follows the last
+// frame on the vsync the next frame was due.
 import Display
 import ExampleSupport
 import Foundation

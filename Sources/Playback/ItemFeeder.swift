@@ -24,7 +24,8 @@ final class ItemFeeder: @unchecked Sendable {
     // `stopped` (atomic).
     let queue: FrameQueue<FeedEvent>
     private let asset: Asset
-    private let start: MediaTime
+    /// Where decoding starts (a seek's target; zero: the item's start).
+    let start: MediaTime
     private let toleranceBefore: MediaTime
     private let end: MediaTime
     private let stopped = Atomic(false)
@@ -40,6 +41,8 @@ final class ItemFeeder: @unchecked Sendable {
     private let presentation = Mutex<(clock: MediaTime?, lateDropRate: Double)>((nil, 0))
     /// Counts the frames the decoder skipped.
     private let drops: DropCounter
+    /// The owner's count of its running decode threads (besides the process's, `running`).
+    private let threads: ThreadCount?
 
     /// At most this much memory of frames waits in the queue: big frames (4K, or RGBA from the
     /// decode thread's conversion) run fewer frames ahead than the player asks, but at least 2
@@ -52,8 +55,9 @@ final class ItemFeeder: @unchecked Sendable {
     ///   - end: frames at or after it are not delivered (invalid: the end of the file).
     ///   - drops: where the frames the decoder skips are counted.
     init(asset: Asset, start: MediaTime, toleranceBefore: MediaTime, end: MediaTime, capacity: Int, name: String,
-         drops: DropCounter = DropCounter()) {
+         drops: DropCounter = DropCounter(), threads: ThreadCount? = nil) {
         self.drops = drops
+        self.threads = threads
         self.asset = asset
         self.start = start
         self.toleranceBefore = toleranceBefore
@@ -82,8 +86,13 @@ final class ItemFeeder: @unchecked Sendable {
 
     func start(logger: Logger) {
         Self.running.enter()
+        threads?.enter()
         startThread(named: "marquee-decode") { [self] in
-            defer { Self.running.leave() }  // the reader (and its decoder) is gone by now
+            defer {
+                // The reader (and its decoder) is gone by now.
+                threads?.leave()
+                Self.running.leave()
+            }
             run(logger: logger)
         }
     }
@@ -99,10 +108,16 @@ final class ItemFeeder: @unchecked Sendable {
         func leave() { count.update { $0 -= 1 } }
 
         /// Waits up to `timeout` seconds for the count to reach 0; how many are still running.
-        func waitForNone(timeout: Double) -> Int {
-            _ = count.wait(until: { $0 == 0 }, timeout: timeout)
+        func waitForNone(timeout: Double) -> Int { waitForAtMost(0, timeout: timeout) }
+
+        /// Waits up to `timeout` seconds for the count to fall to `limit` or below; how many run.
+        func waitForAtMost(_ limit: Int, timeout: Double) -> Int {
+            _ = count.wait(until: { $0 <= limit }, timeout: timeout)
             return count.withLock { $0 }
         }
+
+        /// How many run now.
+        var value: Int { count.withLock { $0 } }
     }
 
     /// Ends decoding; the thread exits within one queue timeout, releasing its reader.

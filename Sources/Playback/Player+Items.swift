@@ -12,7 +12,7 @@ extension Player {
             if item === queue.first { return }
             if let item, let owner = item.owner, owner !== self { throw PlayerError.itemInAnotherPlayer }
             if let old = queue.first {
-                stopCurrentRunLocked(reason: "stop")
+                stopCurrentRunLocked(reason: "stop", &outbox)
                 queue.removeFirst()
                 old.owner = nil
                 old.preroll?.stop()
@@ -29,12 +29,14 @@ extension Player {
         }
     }
 
-    /// The current run ends now (replaced, removed): its thread stops, the trace says why.
-    func stopCurrentRunLocked(reason: String, error: (any Error)? = nil) {
+    /// The current run ends now (replaced, removed): its thread stops, the trace says why, and an
+    /// unfinished seek finishes with false once the lock is let go.
+    func stopCurrentRunLocked(reason: String, error: (any Error)? = nil, _ outbox: inout Outbox) {
         if let run {
             run.feeder.stop()
             traceFile("end-file", item: run.item, reason: reason, error: error)
-            run.seek?.completion.map { c in DispatchQueue.global().async { c(false) } }
+            if let completion = run.seek?.completion { outbox.add { completion(false) } }
+            run.seek = nil
         }
         pausedPosition = currentPositionLocked()
         anchor = nil
@@ -60,6 +62,8 @@ extension Player {
             endStallLocked()
         }
         if queue.first == nil { shown = nil }
+        primerExpiry = nil
+        wakeLocked()
         if _status == .unknown && queue.first != nil {
             _status = .readyToPlay
             changeBroadcast.send(.status(.readyToPlay))
@@ -121,7 +125,9 @@ extension Player {
         let position = currentPositionLocked()
         run?.feeder.stop()
         pending = nil
-        let feeder = makeFeeder(item, start: target, toleranceBefore: request.toleranceBefore)
+        // Back to the start: the frames decoded there near the end (a seamless loop).
+        let feeder = takePrimerLocked(item, target: target)
+            ?? makeFeeder(item, start: target, toleranceBefore: request.toleranceBefore)
         let newRun = Run(item: item, feeder: feeder, start: position)
         newRun.seek = SeekRequest(target: target, toleranceBefore: request.toleranceBefore,
                                   toleranceAfter: request.toleranceAfter, completion: request.completion)
@@ -130,6 +136,7 @@ extension Player {
         anchor = nil
         endStallLocked()
         lastObserved = nil
+        wakeLocked()
         post(.timeJumped, item: item)
     }
 
@@ -143,7 +150,7 @@ extension Player {
     func makeFeeder(_ item: PlayerItem, start: MediaTime, toleranceBefore: MediaTime, capacity: Int? = nil) -> ItemFeeder {
         let feeder = ItemFeeder(asset: item.asset, start: start, toleranceBefore: toleranceBefore,
                                 end: item.forwardPlaybackEndTime, capacity: capacity ?? decodeAhead, name: item.asset.url.lastPathComponent,
-                                drops: decoderDrops)
+                                drops: decoderDrops, threads: decodeThreads)
         feeder.start(logger: logger)
         return feeder
     }
@@ -200,8 +207,10 @@ extension Player {
             changeBroadcast.send(.rate(0))
             updateTimeControlLocked()
             fireJumpLocked(&outbox)
+            openSeamLocked(n, item: item)
             return false
         case .none:
+            openSeamLocked(n, item: item)
             return false  // the last frame stays; time keeps running
         }
     }

@@ -78,12 +78,20 @@ extension Player {
     /// the next question (a frame, its end or its failure), without holding the player's lock;
     /// true when it has. Returns at once when nothing is being decoded.
     func waitForDecodedFrame(timeout: Double) -> Bool {
-        let queue: FrameQueue<FeedEvent>? = withLock {
-            guard pending == nil, let run, !run.ended else { return nil }
-            return run.feeder.queue
+        enum Awaited { case nothing, frame(FrameQueue<FeedEvent>), seam(seen: UInt64, left: Double) }
+        let awaited: Awaited = withLock {
+            if pending == nil, let run, !run.ended { return .frame(run.feeder.queue) }
+            // At an item's end: the end's handlers may seek back (Player+Seams).
+            if let wait = seamWaitLocked() { return .seam(seen: wait.seen, left: wait.left) }
+            return .nothing
         }
-        guard let queue else { return true }
-        return queue.waitForElement(timeout: timeout)
+        switch awaited {
+        case .nothing: return true
+        case .frame(let queue): return queue.waitForElement(timeout: timeout)
+        case .seam(let seen, let left):
+            guard left > 0 else { return true }
+            return waitForWake(after: seen, timeout: min(timeout, left)) || timeout >= left
+        }
     }
 
     /// The output showed the last picture on vsync `actual`, later than asked. The timeline keeps
@@ -105,15 +113,19 @@ extension Player {
         // A vsync is asked once, or again while its picture waits for a frame being decoded.
         if let last = lastVsync, n < last || (n == last && waitingVsync != n) { return currentPicture(isNew: false) }
         waitingVsync = nil
+        // The vsync of an item's end waits for the end's handlers to seek back (Player+Seams).
+        if seamStillWaitsLocked(n) { return currentPicture(isNew: false, waiting: true) }
         let hadPicture = shown != nil
         lastVsync = n
         _stats.lastVsync = n
+        expirePrimerLocked()
         if let retry = retryAtVsync {
             if n < retry { return currentPicture(isNew: false) }
             retryAtVsync = nil
         }
         ensureRunLocked(at: pausedPositionOrNow(n))
         startPrerollsLocked()
+        primeStartLocked()
         guard run != nil else {
             shown = nil
             return currentPicture(isNew: hadPicture)
@@ -213,6 +225,8 @@ extension Player {
             shown = nil
             return currentPicture(isNew: hadPicture)
         }
+        // A picture that is new is not asked for again: a seam opened with it does not wait.
+        if selected != nil, waitingVsync == n, seam?.vsync == n { waitingVsync = nil }
         reportClockLocked(n)
         fireProgressLocked(&outbox)
         return currentPicture(isNew: selected != nil, waiting: waitingVsync == n)

@@ -98,6 +98,16 @@ public class Player: @unchecked Sendable {
     var lastObserved: (run: ObjectIdentifier, time: MediaTime)?
     var _stats = PresentationStats()
 
+    // Seams and idleness (Player+Seams.swift).
+    /// An item end whose vsync waits briefly for the end's handlers to seek back; nil otherwise.
+    var seam: Seam?
+    /// Goes up with every API call that can change the picture (a waiting presentation loop wakes).
+    var wakeCount: UInt64 = 0
+    /// When the current item's primed start (its `preroll`) stops unless a seek takes it.
+    var primerExpiry: ContinuousClock.Instant?
+    /// The decode threads of this player's items that have not ended yet.
+    let decodeThreads = ItemFeeder.ThreadCount()
+
     /// One stretch of one item on the timeline: from its start (or a seek's target) to its end.
     final class Run {
         let item: PlayerItem
@@ -279,6 +289,7 @@ public class Player: @unchecked Sendable {
         hostStartVsync = nil
         hostStartTime = nil
         _rate = newRate
+        wakeLocked()
         changeBroadcast.send(.rate(newRate))
         updateTimeControlLocked()
         fireJumpLocked(&outbox)

@@ -127,6 +127,9 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
     /// The item's notifications.
     public func events() -> AsyncStream<Event> { eventBroadcast.stream() }
 
+    /// Whether anything reads the item's notifications now.
+    var hasEventSubscribers: Bool { eventBroadcast.subscriberCount > 0 }
+
     /// Moves the item's time to `time` (`AVPlayerItem.seek(to:completionHandler:)`). Finishes with
     /// false when `time` is outside the seekable range [0, duration] or the item cannot play.
     /// On an item not yet playing, the seek sets where it will start.

@@ -28,6 +28,9 @@ public final class PlayerPresenter<Output: OutputDriver> {
     public var decodeWaitLimit = 10.0
     /// How long one wait for a display lasts before `shouldContinue` is asked again.
     public var displayWaitSlice = 0.5
+    /// While every player is settled (paused, or with nothing to play), how long the loop waits
+    /// for one to change before it runs again (`onVsync`, `shouldContinue`).
+    public var idleSlice = 0.25
     private let trace: TraceWriter?
     private let logger: Logger
     private let exitAfter: MediaTime?
@@ -120,7 +123,20 @@ public final class PlayerPresenter<Output: OutputDriver> {
             guard !changed.isEmpty || redraw else {
                 // Nothing new for vsync n: wait only until the vsync before it, so that the next
                 // picture (for n + 1) is drawn during a whole vsync interval and not just the
-                // last one. Without a new picture the loop still runs at the display's rate.
+                // last one. Without a new picture the loop still runs at the display's rate,
+                // unless every player is settled (paused, or with nothing to play): then it waits
+                // for one to change, in slices of `idleSlice` (a virtual clock would otherwise
+                // run through vsyncs as fast as it can, a real one wake every vsync for nothing).
+                if waitWhileSettled() {
+                    // Still settled after a whole slice: the output's own events (a display lost
+                    // or changed) are read once per slice.
+                    if case .lost = try output.waitForEvent(timeout: 0) {
+                        lost(vsync: n, &last, &redraw)
+                        continue
+                    }
+                    last = n
+                    continue
+                }
                 guard try idle(until: { clock.nanosUntilVsync(n - 1) }) else {
                     lost(vsync: n, &last, &redraw)
                     continue
@@ -175,6 +191,14 @@ public final class PlayerPresenter<Output: OutputDriver> {
             if stopWhenEmpty && players.allSatisfy({ $0.currentItem == nil }) && showingBlank.allSatisfy({ $0 == true }) { break }
         }
         return player.stats
+    }
+
+    /// Waits up to `idleSlice` while every player is settled: nothing they show can change until
+    /// an API call; returns at once when one changes. True when all of them stayed settled.
+    private func waitWhileSettled() -> Bool {
+        let slice = idleSlice / Double(players.count)
+        for player in players where player.waitWhileSettled(timeout: slice) { return false }
+        return true
     }
 
     /// The display went away with the picture for vsync `n`: the next picture (for `n` or

@@ -48,7 +48,7 @@ public final class QueuePlayer: Player, @unchecked Sendable {
 
     func removeLocked(_ item: PlayerItem, _ outbox: inout Outbox) {
         guard let index = queue.firstIndex(where: { $0 === item }) else { return }
-        if index == 0 { stopCurrentRunForRemoval() }
+        if index == 0 { stopCurrentRunLocked(reason: "stop", &outbox) }
         queue.remove(at: index)
         item.owner = nil
         item.preroll?.stop()
@@ -72,9 +72,5 @@ public final class QueuePlayer: Player, @unchecked Sendable {
             while let item = queue.last { removeLocked(item, &outbox) }
         }
         pause()
-    }
-
-    private func stopCurrentRunForRemoval() {
-        stopCurrentRunLocked(reason: "stop")
     }
 }

@@ -62,10 +62,10 @@ import TestSupport
         #expect(text.contains(" = 1.000}, presentation size 320x180; playing"), "\(text)")
         #expect(text.contains("didPlayToEndTime (1): seeking to zero"), "\(text)")
         // 3 s (vsyncs 0-179 at 60 Hz) of a 1 s clip, every frame of a pass shown once, two vsyncs
-        // apart: the ends come at vsyncs 60 and 121 (the seek back shows frame 0 on the vsync after
-        // the end), so the passes show 30, 30 and (from vsync 122) 29 frames.
+        // apart: the ends come at vsyncs 60 and 120 and the seek back made in the handler shows
+        // frame 0 on the end's vsync (a gapless seam), so the passes show 30 frames each.
         #expect(text.contains("didPlayToEndTime (2): seeking to zero"), "\(text)")
-        #expect(text.contains("stopped after 3.0 s: 89 frames presented, 0 dropped; played to the end 2 times, 2 seeks to zero landed"), "\(text)")
+        #expect(text.contains("stopped after 3.0 s: 90 frames presented, 0 dropped; played to the end 2 times, 2 seeks to zero landed"), "\(text)")
     }
 
     @Test func queuePlayerExampleLogsBoundariesAndTheFailedItemsError() throws {

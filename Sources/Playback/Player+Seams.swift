@@ -1,0 +1,145 @@
+import Foundation
+
+/// Seams and idleness: an item's end that the app may seek back from (the guide's loop:
+/// `seek(to: .zero)` in the did-play-to-end handler), the item's start kept decoded for it, and
+/// the wait of a presentation loop while nothing it shows can change.
+///
+/// Near the end of an item that does not leave the queue at its end (`.pause`, `.none`), a second
+/// decode thread decodes the item's first frames (the item's `preroll`, as a queue's next item
+/// has). At the end the end's vsync waits a little for the end's handlers (only when something listens: the player's or the item's events,
+/// or a time observer): a seek to zero made there takes the primed frames and shows frame 0 on
+/// that very vsync, where the next frame was due, so the loop has no extra vsync of the last frame.
+/// The primed start stops when no seek came (`primerLinger` after the end): an item that can no
+/// longer play keeps no decoder.
+extension Player {
+    /// An end whose vsync waits for the end's handlers.
+    struct Seam {
+        /// The vsync the end was due on: the one a seek back shows its first frame on.
+        let vsync: Int64
+        let opened: ContinuousClock.Instant
+        /// `wakeCount` when the picture last said it waits.
+        var seen: UInt64
+    }
+
+    /// At most this long (real time) an end's vsync waits for a handler to seek back; on a real
+    /// clock the presentation loop's deadline for that vsync comes first.
+    static let seamWaitLimit = 1.0
+
+    /// The item's start is decoded again from this many seconds before its end.
+    static let primeLead = 2.0
+
+    /// The primed start stops this long after the end when no seek took it.
+    static let primerLinger = 2.0
+
+    /// An API call changed what the player shows (rate, seek, item): a waiting loop wakes.
+    func wakeLocked() {
+        wakeCount &+= 1
+        lock.broadcast()
+    }
+
+    /// Whether the current item may be sought back at its end: it stays current there (with
+    /// `.advance` it leaves the queue at its end, and the next item is prerolled instead).
+    var mayLoopLocked: Bool { _actionAtItemEnd != .advance }
+
+    /// Near the end of the current run, starts decoding the item's start (`prerollAhead` frames),
+    /// kept as the item's `preroll` for a seek back to zero.
+    func primeStartLocked() {
+        guard mayLoopLocked, _rate != 0, let run, !run.ended, run.shownFrames > 0, run.item === queue.first,
+              run.item.preroll == nil, run.item.status != .failed, !run.feeder.hasFailed,
+              let now = itemTimeLocked() else { return }
+        let item = run.item
+        let fpet = item.forwardPlaybackEndTime
+        let end = fpet.isNumeric ? fpet : item.duration
+        guard end.isNumeric, (end - now).seconds <= Self.primeLead else { return }
+        item.preroll = makeFeeder(item, start: .zero, toleranceBefore: .zero, capacity: min(decodeAhead, Self.prerollAhead))
+        primerExpiry = nil
+    }
+
+    /// The current item's primed start, for a seek to `target` (zero only); nil when there is none.
+    func takePrimerLocked(_ item: PlayerItem, target: MediaTime) -> ItemFeeder? {
+        guard target == .zero, item === queue.first, let primer = item.preroll, primer.start == .zero,
+              !primer.isStopped else { return nil }
+        item.preroll = nil
+        primerExpiry = nil
+        primer.setAhead(decodeAhead)
+        return primer
+    }
+
+    /// Stops the current item's primed start once it has lingered past the end unused.
+    func expirePrimerLocked() {
+        guard let expiry = primerExpiry, ContinuousClock.now >= expiry else { return }
+        primerExpiry = nil
+        guard let item = queue.first, let run, run.ended, run.item === item else { return }
+        item.preroll?.stop()
+        item.preroll = nil
+    }
+
+    /// The current run ended at vsync `n` and the item stays (`.pause`, `.none`): when anything
+    /// listens for the end, vsync `n` waits for a seek back (`seamWaitLimit`).
+    func openSeamLocked(_ n: Int64, item: PlayerItem) {
+        primerExpiry = ContinuousClock.now + .milliseconds(Int64(Self.primerLinger * 1000))
+        guard eventBroadcast.subscriberCount > 0 || item.hasEventSubscribers || !observers.isEmpty else { return }
+        seam = Seam(vsync: n, opened: .now, seen: wakeCount)
+        waitingVsync = n
+    }
+
+    /// At a re-asked seam vsync: true while it still waits for the handlers (nothing new to show
+    /// yet, and the wait is not over); otherwise the seam closes and the vsync goes on as usual.
+    func seamStillWaitsLocked(_ n: Int64) -> Bool {
+        guard let s = seam else { return false }
+        guard s.vsync == n else {
+            seam = nil
+            return false
+        }
+        // Something to show on vsync n: a new run (a seek, another item) that plays.
+        let acted = run.map { !$0.ended } ?? (queue.first != nil)
+        let over = (ContinuousClock.now - s.opened).seconds >= Self.seamWaitLimit
+        if !over && !(acted && (_rate != 0 || hostStartTime != nil)) {
+            seam?.seen = wakeCount
+            waitingVsync = n
+            return true
+        }
+        seam = nil
+        return false
+    }
+
+    /// What `waitForDecodedFrame` waits for at a seam: the next API call (`wakeCount` past
+    /// `seen`), at most until the seam's time is up (`left` seconds).
+    func seamWaitLocked() -> (seen: UInt64, left: Double)? {
+        guard let s = seam, waitingVsync == s.vsync else { return nil }
+        return (s.seen, Self.seamWaitLimit - (ContinuousClock.now - s.opened).seconds)
+    }
+
+    /// Waits up to `timeout` seconds for an API call after `seen`; true when one came.
+    func waitForWake(after seen: UInt64, timeout: Double) -> Bool {
+        lock.wait(until: { _ in self.wakeCount != seen }, timeout: timeout)
+    }
+
+    /// True while nothing the player shows can change until an API call: paused (or with nothing
+    /// to play) with its picture shown, no seam open, no retry or timed start pending.
+    var isSettledLocked: Bool {
+        guard seam == nil, retryAtVsync == nil, hostStartTime == nil, hostStartVsync == nil else { return false }
+        guard let run else { return queue.isEmpty && shown == nil }
+        guard _rate == 0 else { return false }
+        if run.shownFrames > 0 || run.ended { return true }
+        if case .end? = pending { return true }
+        return false
+    }
+
+    /// Marquee: waits up to `timeout` seconds while the player is settled (paused with its picture
+    /// shown, or with nothing to play): what a presentation loop on a virtual clock does instead of
+    /// asking for vsync after vsync. True when something changed (or it was not settled).
+    func waitWhileSettled(timeout: Double) -> Bool {
+        lock.wait(until: { _ in !self.isSettledLocked }, timeout: timeout)
+    }
+
+    /// Marquee: how many decode threads of this player's items are still running (an item that
+    /// can no longer play keeps none).
+    public var decodeThreadCount: Int { decodeThreads.value }
+
+    /// Marquee: waits up to `timeout` seconds for this player's decode threads to fall to `limit`
+    /// or fewer; returns how many run.
+    public func waitForDecodeThreads(atMost limit: Int, timeout: Double) -> Int {
+        decodeThreads.waitForAtMost(limit, timeout: timeout)
+    }
+}
