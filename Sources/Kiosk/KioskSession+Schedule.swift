@@ -128,11 +128,9 @@ final class WallSchedulePlayback: SchedulePlayback {
                                          regionRank: session.regionRank)
             }
             let (prober, epoch) = (session, epoch)
-            let thread = Thread {
+            startThread(named: "marquee-schedule") {
                 latch.set((try? prober.clockPlan(config, epoch: epoch, beating: false)) ?? nil)
             }
-            thread.name = "marquee-schedule-probe"
-            thread.start()
             probing = (entry, latch)
         }
     }
