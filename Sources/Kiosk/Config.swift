@@ -83,6 +83,14 @@ public struct KioskConfig: Sendable {
     public var hardwareDecoding: HardwareDecoding = .auto
     /// `wall`: a canvas across several outputs (WallConfig.swift); nil: one screen (`effectiveWall`).
     public var wall: WallConfig?
+    /// `schedule` and `timezone` (ScheduleConfig.swift): the entries that replace the playlist at
+    /// their local days and times; nil: the playlist always.
+    public var schedule: Schedule?
+    /// `timezone`: the zone of local times (schedules); nil: the system's.
+    public var timeZone: TimeZone?
+    /// Not from the file (a command-line choice): with the virtual clock, the system-clock time of
+    /// the output's first vsync, so schedules can be played through faster than real time; nil: now.
+    public var virtualClockStart: WallTime?
 
     public init() {}
 
@@ -198,7 +206,7 @@ struct ConfigReader {
     mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
         var config = KioskConfig()
         // `$schema`: the schema the file follows, as editors attach one; a string, otherwise unread.
-        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall"])
+        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone"])
         else { return config }
         if json["playlist"] == nil && !Self.wallHasOwnPlaylists(json["wall"]) { problem("playlist", "missing: the list of items to play") }
         for (key, value) in top {
@@ -300,6 +308,10 @@ struct ConfigReader {
                 }
             case "wall":
                 config.wall = readWall(value, baseDirectory: baseDirectory)
+            case "schedule":
+                if let entries = readSchedule(value, baseDirectory: baseDirectory) { config.schedule = Schedule(entries: entries) }
+            case "timezone":
+                config.timeZone = readTimeZone(value)
             case "log":
                 guard let fields = members(value, at: "log", allowed: ["level"]) else { continue }
                 for (_, v) in fields {
@@ -313,6 +325,7 @@ struct ConfigReader {
             default: break
             }
         }
+        if let zone = config.timeZone { config.schedule?.timeZone = zone }
         return config
     }
 

@@ -64,7 +64,7 @@ public final class KioskController: ControlHandler, Sendable {
         "pid", "path", "filename", "playlist-pos", "playlist-count", "playlist", "time-pos", "duration", "pause",
         "idle-active", "eof-reached", "hwdec-current", "hwdec-interop", "hwdec-fallback", "frame-drop-count",
         "vo-delayed-frame-count", "display-fps", "vsync-jitter", "property-list", "command-list",
-        "outputs", "health", "wall-sync",
+        "outputs", "health", "wall-sync", "schedule",
     ]
 
     /// The commands `run` takes, with their arguments as mpv's `command-list` describes them
@@ -155,6 +155,12 @@ public final class KioskController: ControlHandler, Sendable {
                 if let reference = clock.reference { quality.append(("reference", .string(reference))) }
                 members.append(("clock", .object(quality)))
             }
+            return .object(members)
+        case "schedule":
+            guard let schedule = s.schedule else { throw .propertyUnavailable }
+            var members: [(key: String, value: JSONValue)] = [("entry", schedule.entry.map { .number(Double($0)) } ?? .null),
+                                                               ("name", .string(schedule.name)), ("display", .string(schedule.display))]
+            if let next = schedule.next { members.append(("next", .string(next))) }
             return .object(members)
         case "health":
             let health = status.health()

@@ -65,8 +65,10 @@ extension KioskSession {
             clockSyncCheck?(shown, picture)
         }
         var reportedNotDrawn = 0
+        let scheduleStep = makeScheduleStep(clock: output.clock, trace: trace, outputName: output.name)
         presenter.onVsync = { [presentationTasks, status, self] n in
             presentationTasks.drain(context)
+            scheduleStep?(n)
             beat(idle: shownPlayers.allSatisfy { $0.rate == 0 } ? "paused"
                      : shownPlayers.allSatisfy { $0.currentItem == nil } ? "nothing to play" : nil)
             if n % 30 == 0 {

@@ -34,11 +34,15 @@ extension KioskSession {
     /// followers do the same. Returns this session's part of the config.
     @discardableResult
     func adopt(_ loaded: KioskConfig, restartAt: WallTime) -> KioskConfig {
-        let newConfig = loaded.forWallOutput(outputSlot, node: node, regionRank: regionRank)
+        let entry = Self.scheduledEntry(loaded, at: loaded.virtualClockStart == nil ? WallTime.now() : scheduleWallTimeNow())
+        let newConfig = loaded.playing(entry: entry).forWallOutput(outputSlot, node: node, regionRank: regionRank)
         state.withLock { s in
             s.config = newConfig
             s.unselectedConfig = loaded
+            s.scheduleEntry = entry
+            s.scheduleReloaded = true
         }
+        status.update { $0.schedule = Self.scheduleStatus(loaded.schedule, entry: entry) }
         status.update {
             $0.reloadError = nil
             $0.replaceItems(Self.statusItems(newConfig))

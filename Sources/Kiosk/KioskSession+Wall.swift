@@ -31,12 +31,22 @@ extension KioskSession {
     /// player at the clock's position of a moment half a second or more ahead (on a quarter-second
     /// grid shared by every output), and keeps it there frame by frame.
     func startClockSync(_ config: KioskConfig, epoch: WallTime, clock: any VsyncClock, at shared: WallTime? = nil) throws {
+        guard let plan = try clockPlan(config, epoch: epoch) else { return }
+        followClock(plan, clock: clock, at: shared)
+    }
+
+    /// What playing `config` on the clock needs: its timeline (every item probed for its length;
+    /// an item whose first frame does not decode is left out), the playlist of the items kept and
+    /// where each starts in its file. nil (logged) when no item can be played. Blocks while it
+    /// probes: any thread (`beating`: the presentation thread, which tells supervision it is alive
+    /// between the probes).
+    func clockPlan(_ config: KioskConfig, epoch: WallTime, beating: Bool = true) throws -> ClockPlan? {
         var playable = config
         playable.playlist = []
         var indices: [Int] = [], durations: [MediaTime] = [], starts: [MediaTime] = []
         for (index, item) in config.playlist.enumerated() {
             // Probing a long playlist takes a while: the presentation thread is alive meanwhile.
-            if index > 0 { beat(idle: "probing the playlist for the wall's timeline") }
+            if index > 0 && beating { beat(idle: "probing the playlist for the wall's timeline") }
             let url = URL(fileURLWithPath: item.path)
             guard let length = try? backend.probe(url).duration, length.isNumeric, (try? backend.checkFirstFrame(url)) != nil else { continue }
             let start = MediaTime(seconds: item.start ?? 0, preferredTimescale: 90_000)
@@ -49,10 +59,19 @@ extension KioskSession {
         }
         guard !durations.isEmpty else {
             logger.error("wall sync: no item of the playlist can be played")
-            return
+            return nil
         }
         let sync = ClockSync(timeline: try WallTimeline(epoch: epoch, durations: durations), playlistIndices: indices,
                              fileStarts: starts, logger: logger)
+        return ClockPlan(sync: sync, playable: playable, starts: starts)
+    }
+
+    /// Plays `plan` on the clock: from the clock's position at a moment a little ahead (`shared`
+    /// where given), or, with `takingOverAt`, from that vsync, where the player already has the
+    /// plan's playlist queued at the clock's position (a schedule's change); then keeps it there
+    /// frame by frame. Presentation thread.
+    func followClock(_ plan: ClockPlan, clock: any VsyncClock, at shared: WallTime? = nil, takingOverAt: Int64? = nil) {
+        let (sync, playable, starts) = (plan.sync, plan.playable, plan.starts)
         let refresh = clock.refresh
         // The vsync playback starts moving on; until then the frame of that moment is held, and
         // is not checked against the clock.
@@ -71,7 +90,11 @@ extension KioskSession {
             logger.info("wall sync: starting on the clock's position", ["position": "\(position)", "vsync": "\(vsync)",
                                                                         "loop_s": sync.timeline.length.seconds.formatted(decimals: 3)])
         }
-        start(clock.earliestVsync(after: -1), shared)
+        if let takingOverAt {
+            moving.value = takingOverAt
+        } else {
+            start(clock.earliestVsync(after: -1), shared)
+        }
         clockSyncCheck = { [player, weak self] shown, picture in
             guard shown >= moving.value, let item = picture.item, let index = item.playlistIndex, index < starts.count,
                   let wall = clock.wallTime(ofVsync: shown) else { return }
@@ -89,4 +112,12 @@ extension KioskSession {
             }
         }
     }
+}
+
+/// A playlist on the clock's timeline: what `KioskSession.followClock` plays.
+struct ClockPlan: @unchecked Sendable {
+    // @unchecked: made on one thread and handed over whole (through a Latch) to the presentation thread.
+    let sync: ClockSync
+    let playable: KioskConfig
+    let starts: [MediaTime]
 }

@@ -68,12 +68,18 @@ public final class KioskSession: @unchecked Sendable {
         /// The sessions presenting this node's other wall outputs, and the further regions of a
         /// mosaic output.
         var followers: [KioskSession] = []
+        /// The schedule entry whose playlist plays (or is queued to), nil: the top-level playlist.
+        var scheduleEntry: Int?
+        /// Set by a reload: the presentation thread's schedule runner takes the new schedule.
+        var scheduleReloaded = false
     }
     let state: Mutex<State>
     private let stopped = Atomic(false)
     /// Set by `stop`: what the clock-quality thread waits on between its probes.
     let stopRequested = Latch<Bool>()
     let presentationTasks = PresentationTasks()
+    /// The system-clock time of the vsync last presented, as the schedule reads it (nil before).
+    let scheduleClock = Mutex<WallTime?>(nil)
     /// Raised once a reader of this session has its first frames (`prerollFrames`), or reached its
     /// end, or a file failed: presentation starts then (`present`).
     let firstFrames = Latch<Bool>()
@@ -130,8 +136,10 @@ public final class KioskSession: @unchecked Sendable {
         self.regionRank = regionRank
         self.node = node
         let unselectedConfig = config
-        let config = config.forWallOutput(outputSlot, node: node, regionRank: regionRank)
-        state = Mutex(State(config: config, unselectedConfig: unselectedConfig))
+        // With a schedule, the playlist of the entry playing now (a follower: its leader's).
+        let entry = Self.scheduledEntry(config, at: config.virtualClockStart ?? WallTime.now())
+        let config = config.playing(entry: entry).forWallOutput(outputSlot, node: node, regionRank: regionRank)
+        state = Mutex(State(config: config, unselectedConfig: unselectedConfig, scheduleEntry: entry))
         self.configPath = configPath
         self.overrides = overrides
         self.logger = logger
@@ -166,6 +174,7 @@ public final class KioskSession: @unchecked Sendable {
             firstFrames.set(true)
         })
         status.update {
+            $0.schedule = Self.scheduleStatus(config.schedule, entry: entry)
             $0.replaceItems(Self.statusItems(config))
             $0.hwdecRequested = config.hardwareDecoding.rawValue
         }
@@ -209,7 +218,9 @@ public final class KioskSession: @unchecked Sendable {
 
     /// Queues `config`'s playlist from item `first`: looped, or once. With `afterCurrentItem` the
     /// item playing now finishes first (a reload takes over at the next item boundary).
-    func startPlaylist(_ config: KioskConfig, from first: Int = 0, afterCurrentItem: Bool) {
+    /// `replacingQueued`: items queued without a looper (a playlist without loop) behind the
+    /// current one leave the queue first (a schedule's change of playlist).
+    func startPlaylist(_ config: KioskConfig, from first: Int = 0, afterCurrentItem: Bool, replacingQueued: Bool = false) {
         var items = makeItems(config, from: first)
         if config.shuffle { items.shuffle() }
         let old = state.withLock { s -> PlayerLooper? in
@@ -223,6 +234,9 @@ public final class KioskSession: @unchecked Sendable {
         } else {
             var after = afterCurrentItem ? player.currentItem : nil
             if !afterCurrentItem { player.removeAllItems() }
+            if replacingQueued, afterCurrentItem {
+                for item in player.items().dropFirst() { player.remove(item) }
+            }
             for item in items {
                 try? player.insert(item, after: after)
                 after = item

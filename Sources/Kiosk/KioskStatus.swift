@@ -50,6 +50,21 @@ public final class KioskStatus: Sendable {
     }
 
     /// A probe, open or read of a file that took longer than the session's limit.
+    /// The schedule entry playing: its index (nil: the top-level playlist) and name, whether the
+    /// display is on, and the next change where one is known.
+    public struct ScheduleState: Sendable, Equatable {
+        public var entry: Int?
+        public var name: String
+        public var display: String
+        public var next: String?
+        public init(entry: Int?, name: String, display: String, next: String? = nil) {
+            self.entry = entry
+            self.name = name
+            self.display = display
+            self.next = next
+        }
+    }
+
     public struct SlowRead: Sendable, Equatable {
         /// `probe`, `open`, `read`, `seek` or `first frame`.
         public var operation: String
@@ -83,6 +98,8 @@ public final class KioskStatus: Sendable {
         public var displayFPS: Double = 0
         public var vsyncJitter: Double = 0
         public var outputs: [Output] = []
+        /// With a schedule: the entry playing (`schedule` property).
+        public var schedule: ScheduleState?
         public var reloadError: String?
         /// `free` or `clock` (wall sync), and, with `clock`, what the clock service says.
         public var wallSync = "free"

@@ -23,6 +23,9 @@ let usage = """
       --mode WxH[@Hz]      output mode, e.g. 1920x1080@60 or 1280x720@59.94 (default: the config's)
       --clock KIND         real | virtual. real: vsyncs at wall-clock times; virtual: vsyncs advance as
                            soon as the next frame is ready, with simulated times (tests, benchmarks)
+      --start-time TIME    with --clock virtual: the system-clock time of the first vsync, ISO 8601
+                           (e.g. 2026-03-29T01:59:00+01:00), so a schedule plays through faster
+                           than real time (default: now)
       --exit-after SECS    exit with status 0 after SECS of presentation-clock time
       --frames N           exit with status 0 once N frames have been shown (like mpv's --frames)
       --trace FILE         write the presentation trace (JSON Lines, one line per picture change)
@@ -58,6 +61,7 @@ struct Arguments: Sendable {
     var logLevel: Logger.Level?
     var checkOnly = false
     var socketPath: String?
+    var startTime: WallTime?
     var run = RunOptions()
 }
 
@@ -101,6 +105,10 @@ func parseArguments(_ list: [String]) -> Arguments {
             } catch {
                 fail("\(error): give a whole number of frames, at least 1")
             }
+        case "--start-time":
+            let v = value(for: argument)
+            guard let time = WallTime(iso8601: v) else { fail("--start-time \(v): expected an ISO 8601 time with its zone, e.g. 2026-03-29T01:59:00+01:00") }
+            parsed.startTime = time
         case "--trace": parsed.run.tracePath = value(for: argument)
         case "--socket": parsed.socketPath = value(for: argument)
         case "--node": parsed.run.node = value(for: argument)
@@ -180,6 +188,7 @@ if arguments.checkOnly {
 let overrides: @Sendable (inout KioskConfig) -> Void = { [arguments] config in
     if let output = arguments.output { config.display.output = output }
     if let mode = arguments.mode { config.display.mode = mode }
+    if arguments.run.clock == .virtual, let start = arguments.startTime { config.virtualClockStart = start }
 }
 overrides(&config)
 

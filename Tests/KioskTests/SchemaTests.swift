@@ -90,6 +90,7 @@ import TestSupport
             guard let config = try? JSONParser.parse(String(contentsOfFile: file, encoding: .utf8)) else { continue }
             var lists: [JSONValue] = [config["playlist"] ?? .null]
             if case .array(let regions)? = config["wall"]?["regions"] { lists += regions.map { $0["playlist"] ?? .null } }
+            if case .array(let entries)? = config["schedule"] { lists += entries.map { $0["playlist"] ?? .null } }
             for case .array(let items) in lists {
                 for uri in items.compactMap({ $0["uri"]?.stringValue }) where !uri.hasPrefix("/") {
                     let target = ((file as NSString).deletingLastPathComponent as NSString).appendingPathComponent(uri)
