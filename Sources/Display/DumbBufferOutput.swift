@@ -24,7 +24,13 @@ public final class KMSPlanesOutput: OutputDriver {
     public let api: KMSAPI
     public let devicePath: String
     public let layer = ScanoutLayer()
-    public var clock: any VsyncClock { link.clock }
+    /// The display's flip clock; untimed, a virtual clock whose vsyncs advance with each flip.
+    public var clock: any VsyncClock { untimed ? VirtualVsyncClock(refresh: link.clock.refresh) : link.clock }
+    /// Untimed (`--clock virtual`): every picture is shown as soon as it is drawn and the previous
+    /// flip is done, without pacing to the display's vsyncs: for throughput measurements.
+    public let untimed: Bool
+    /// The vsync the picture queued last was asked for (untimed: it is reported shown there).
+    private var queuedVsync: Int64?
     /// The scan-out format (the dumb buffers').
     public let format = ScanoutFormat.xrgb8888
     /// How hotplug is noticed.
@@ -42,9 +48,10 @@ public final class KMSPlanesOutput: OutputDriver {
 
     /// Opens the card as `KMSOutput` does (`settings.device`, else the first with a connected
     /// connector), or drives `settings.connector` on `card`. No GL context is made.
-    public init(settings: KMSSettings, card: KMSCard? = nil, choice: ScanoutChoice, background: RGBColor = .black,
+    public init(settings: KMSSettings, card: KMSCard? = nil, choice: ScanoutChoice, untimed: Bool = false, background: RGBColor = .black,
                 logger: Logger, hotplug: (events: any HotplugEvents, why: String)? = nil) throws {
         self.logger = logger
+        self.untimed = untimed
         self.choice = choice
         let (device, firstConnected) = try card.map { ($0.device, settings.connector) } ?? KMSOutput.openCard(settings)
         ownsDevice = card == nil
@@ -121,11 +128,17 @@ public final class KMSPlanesOutput: OutputDriver {
     public func queue(forVsync vsync: Int64) throws {
         guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
         try link.queue(forVsync: vsync)
+        queuedVsync = vsync
     }
 
     public func waitForEvent(timeout: Double) throws -> OutputEvent {
         guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
-        return try link.waitForEvent(timeout: timeout)
+        let event = try link.waitForEvent(timeout: timeout)
+        if untimed, case .flipped = event, let vsync = queuedVsync {
+            queuedVsync = nil
+            return .flipped(vsync: vsync)
+        }
+        return event
     }
 
     public func noteRescheduled(by vsyncs: Int64) { link.head?.flipClock.noteRescheduled(by: vsyncs) }

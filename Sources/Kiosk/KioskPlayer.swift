@@ -127,7 +127,8 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
         if choice.kind == .planes {
             glOutput?.close()
             glOutput = nil
-            let output = try KMSPlanesOutput(settings: settings, card: card, choice: choice, background: config.display.background, logger: logger)
+            let output = try KMSPlanesOutput(settings: settings, card: card, choice: choice, untimed: options.clock == .virtual,
+                                             background: config.display.background, logger: logger)
             defer { output.close() }  // the saved display state goes back on every way out
             output.layer.gravity = config.display.gravity
             output.layer.rotation = config.display.rotation
@@ -135,7 +136,7 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
             let capabilities = output.openCapabilities()
             logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
                                           "api": output.api.rawValue, "format": output.format.description, "scanout": "planes",
-                                          "rotation": "\(output.layer.rotation.rawValue)", "hotplug": output.hotplugSource])
+                                          "clock": output.untimed ? "virtual (untimed)" : "flips", "rotation": "\(output.layer.rotation.rawValue)", "hotplug": output.hotplugSource])
             logCapabilities(capabilities, setting: config.display.conversion, logger: logger)
             return try presentOnDisplay(output, makeSession: makeSession, capabilities: capabilities, options: options, trace: trace,
                                         shouldContinue: shouldContinue, onVsync: onVsync)
