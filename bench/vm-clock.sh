@@ -84,7 +84,7 @@ exit 0
 JOB
 
 echo "vm-clock: booting the VM (marquee, then mpv, $seconds s each; then $frames frames untimed each)"
-timeout $((6 * seconds + frames + 400)) qemu-system-x86_64 -machine q35,accel=tcg -smp 2 -m 2048 \
+timeout $((8 * seconds + 2 * frames + 600)) qemu-system-x86_64 -machine q35,accel=tcg -smp 2 -m 2048 \
     -kernel "$guest/vmlinuz" -initrd "$guest/initrd.cpio.gz" \
     -append "console=ttyS0 panic=-1 quiet loglevel=4" -no-reboot -display none \
     -serial "file:$run/serial.log" -monitor none -vga none -device virtio-gpu-pci \
