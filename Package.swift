@@ -56,7 +56,7 @@ let package = Package(
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
         .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
-        .testTarget(name: "DisplayTests", dependencies: ["Display", "Playback", "TestSupport"]),
+        .testTarget(name: "DisplayTests", dependencies: ["Display", "Media", "Playback", "Render", "TestSupport"]),
         .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "Media", "Playback", "TestSupport"]),
     ]

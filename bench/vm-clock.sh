@@ -1,10 +1,13 @@
 #!/bin/bash
-# vm-clock.sh [SECONDS]
+# vm-clock.sh [SECONDS [FRAMES]]
 #
 # Plays the same 720p30 H.264 clip at real time for SECONDS (default 10) on the KMS display of the
 # QEMU guest (deploy/vm: TCG, virtio-gpu, llvmpipe), first with marquee, then with `mpv --vo=drm`, in
 # one boot of the VM, and reports for each how far its timeline moved per second of wall time and
-# how many pictures it showed per second. Both are measured from the first picture on.
+# how many pictures it showed per second. Both are measured from the first picture on. marquee runs
+# with display.scanout auto, which on llvmpipe is the planes path (no GL: swscale into dumb buffers).
+# Then, untimed, each shows the first FRAMES (default 150) pictures of the clip as fast as it can
+# (marquee --clock virtual --frames, mpv --untimed --frames): decoded and shown frames per second.
 #   marquee: from its trace (pts and wall time of every picture shown), and its stop line (drops)
 #   mpv:     from bench/mpv-stats.lua (time-pos against mp.get_time(), frame counters); pictures
 #            shown = frames in the time played - frame-drop-count - decoder-frame-drop-count
@@ -20,6 +23,11 @@ repo=$(cd "$here/.." && pwd)
 seconds=${1:-10}
 [[ $seconds =~ ^[0-9]+$ ]] && [ "$seconds" -ge 2 ] && [ "$seconds" -le 120 ] \
     || { echo "vm-clock: SECONDS must be a whole number from 2 to 120, not $seconds" >&2; exit 2; }
+frames=${2:-150}
+[[ $frames =~ ^[0-9]+$ ]] && [ "$frames" -ge 10 ] && [ "$frames" -le 3000 ] \
+    || { echo "vm-clock: FRAMES must be a whole number from 10 to 3000, not $frames" >&2; exit 2; }
+# The untimed runs need FRAMES of clip (30 per second).
+clip_seconds=$(( (frames / 30 + 2) > (seconds + 4) ? (frames / 30 + 2) : (seconds + 4) ))
 marquee=${MARQUEE:-}
 if [ -z "$marquee" ]; then
     for candidate in "$repo/.build/release/marquee" "$repo/.build/debug/marquee"; do
@@ -36,10 +44,10 @@ cache="$here/cache/vm-clock"
 mkdir -p "$cache"
 # The clip: long enough that neither player reaches its end; x264's default B-frames (non-reference
 # ones among them), one keyframe a second.
-clip="$cache/h264-720p30-$((seconds + 4))s.mp4"
+clip="$cache/h264-720p30-${clip_seconds}s.mp4"
 if [ ! -f "$clip" ]; then
     echo "vm-clock: making $clip"
-    ffmpeg -nostdin -y -v error -f lavfi -i "testsrc2=size=1280x720:rate=30" -t $((seconds + 4)) \
+    ffmpeg -nostdin -y -v error -f lavfi -i "testsrc2=size=1280x720:rate=30" -t $clip_seconds \
         -c:v libx264 -preset veryfast -g 30 -pix_fmt yuv420p "$clip.part.mp4"
     mv "$clip.part.mp4" "$clip"
 fi
@@ -64,38 +72,63 @@ mpv --no-config --vo=drm --no-audio --really-quiet --length=$seconds --script=$(
     --script-opts=benchstats-out=/run/out/mpv.json $(q "$clip") < /dev/null > /run/out/mpv.log 2>&1
 echo \$? > /run/out/mpv.status
 echo "\$start \$(date +%s.%N)" > /run/out/mpv.times
+sleep 1
+$(q "$marquee") --config $(q "$cache/config.json") --output kms --clock virtual --frames $frames \
+    --trace /run/out/marquee-untimed.jsonl --socket none < /dev/null > /run/out/marquee-untimed.log 2>&1
+echo \$? > /run/out/marquee-untimed.status
+sleep 1
+mpv --no-config --vo=drm --no-audio --really-quiet --untimed --frames=$frames --script=$(q "$here/mpv-stats.lua") \
+    --script-opts=benchstats-out=/run/out/mpv-untimed.json $(q "$clip") < /dev/null > /run/out/mpv-untimed.log 2>&1
+echo \$? > /run/out/mpv-untimed.status
 exit 0
 JOB
 
-echo "vm-clock: booting the VM (marquee, then mpv, $seconds s each)"
-timeout $((4 * seconds + 240)) qemu-system-x86_64 -machine q35,accel=tcg -smp 2 -m 2048 \
+echo "vm-clock: booting the VM (marquee, then mpv, $seconds s each; then $frames frames untimed each)"
+timeout $((8 * seconds + 2 * frames + 600)) qemu-system-x86_64 -machine q35,accel=tcg -smp 2 -m 2048 \
     -kernel "$guest/vmlinuz" -initrd "$guest/initrd.cpio.gz" \
     -append "console=ttyS0 panic=-1 quiet loglevel=4" -no-reboot -display none \
     -serial "file:$run/serial.log" -monitor none -vga none -device virtio-gpu-pci \
     -virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap,id=host \
     -virtfs "local,path=$run,mount_tag=out,security_model=none,id=out" > "$run/qemu.log" 2>&1 || true
-for f in marquee.log mpv.log job.log; do
+for f in marquee.log mpv.log marquee-untimed.log mpv-untimed.log job.log; do
     [ -s "$run/$f" ] && { echo "--- $f"; tail -n 15 "$run/$f"; }
 done
 [ -f "$run/marquee.status" ] || { echo "vm-clock: the VM did not run the job" >&2; tail -n 20 "$run/serial.log" >&2; exit 125; }
 # The last run's trace, logs and mpv's figures stay in the cache for a closer look.
 rm -rf "$cache/last-run" && mkdir -p "$cache/last-run"
 cp "$run"/*.log "$run"/*.jsonl "$run"/*.json "$run"/*.times "$cache/last-run/" 2>/dev/null || true
-python3 - "$run" "$seconds" "$cache/result.json" <<'PY'
+python3 - "$run" "$seconds" "$cache/result.json" "$frames" <<'PY'
 import json, re, sys
-run, seconds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+run, seconds, out, untimed_frames = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 result = {"seconds": seconds, "clip": "h264-720p30"}
-# marquee: pictures from the trace, from the first on.
-frames = []
-for line in open(f"{run}/marquee.jsonl"):
+def trace(path):
+    frames = []
     try:
-        obj = json.loads(line)
-    except ValueError:
-        continue
-    if obj.get("type") == "frame":
-        frames.append(obj)
+        lines = open(path)
+    except OSError:
+        return frames
+    for line in lines:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if obj.get("type") == "frame":
+            frames.append(obj)
+    return frames
+def status(name):
+    try:
+        return int(open(f"{run}/{name}.status").read().strip() or -1)
+    except (OSError, ValueError):
+        return None
+# marquee: pictures from the trace, from the first on.
+frames = trace(f"{run}/marquee.jsonl")
 log = open(f"{run}/marquee.log", errors="replace").read()
 m = {"status": int(open(f"{run}/marquee.status").read().strip() or -1), "pictures": len(frames)}
+chosen = re.search(r'msg="scan-out chosen" scanout=(\w+)', log)
+m["scanout"] = chosen.group(1) if chosen else "gl (no scan-out choice logged)"
+shown = re.search(r'msg="display released".*?renderMs=([0-9.]+)', log)
+if shown:
+    m["last_render_ms"] = float(shown.group(1))
 if len(frames) >= 2:
     wall = frames[-1]["wall"] - frames[0]["wall"]
     m.update(wall_s=round(wall, 3), timeline_s=round(frames[-1]["pts"] - frames[0]["pts"], 3))
@@ -125,6 +158,28 @@ except (OSError, ValueError) as error:
 result["mpv"] = p
 mp, pp = m.get("pictures_per_s"), p.get("pictures_per_s")
 result["marquee_over_mpv_pictures"] = round(mp / pp, 2) if mp and pp else None
+# Untimed: every frame decoded and shown as fast as possible, frames per second from the first
+# picture to the last.
+u = {"frames_asked": untimed_frames}
+mu = {"status": status("marquee-untimed")}
+uframes = trace(f"{run}/marquee-untimed.jsonl")
+mu["pictures"] = len(uframes)
+if len(uframes) >= 2 and uframes[-1]["wall"] > uframes[0]["wall"]:
+    mu["wall_s"] = round(uframes[-1]["wall"] - uframes[0]["wall"], 3)
+    mu["fps"] = round((len(uframes) - 1) / mu["wall_s"], 2)
+pu = {"status": status("mpv-untimed")}
+try:
+    stats = json.load(open(f"{run}/mpv-untimed.json"))
+    pu.update(stats)
+    if stats.get("wall"):
+        dropped = stats.get("frame-drop-count", 0) + stats.get("decoder-frame-drop-count", 0)
+        pu["pictures"] = round(stats.get("timeline", 0) * 30) + 1 - dropped
+        pu["fps"] = round((pu["pictures"] - 1) / stats["wall"], 2)
+except (OSError, ValueError) as error:
+    pu["error"] = f"no stats from mpv: {error}"
+u["marquee"], u["mpv"] = mu, pu
+u["marquee_over_mpv_fps"] = round(mu["fps"] / pu["fps"], 2) if mu.get("fps") and pu.get("fps") else None
+result["untimed"] = u
 json.dump(result, open(out, "w"), indent=1)
 print(json.dumps(result, indent=1))
 PY

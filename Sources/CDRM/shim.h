@@ -6,3 +6,15 @@
 #include <linux/netlink.h>
 /* Virtual terminal switching (Display's VTSwitcher: VT_SETMODE with VT_PROCESS, VT_RELDISP). */
 #include <linux/vt.h>
+/* Dumb buffers (Display's DumbBuffer): the ioctl numbers are function-like macros Swift cannot import. */
+#include <sys/mman.h>
+static inline int marquee_drm_create_dumb(int fd, struct drm_mode_create_dumb *arg) {
+    return drmIoctl(fd, DRM_IOCTL_MODE_CREATE_DUMB, arg);
+}
+static inline int marquee_drm_map_dumb(int fd, struct drm_mode_map_dumb *arg) {
+    return drmIoctl(fd, DRM_IOCTL_MODE_MAP_DUMB, arg);
+}
+static inline int marquee_drm_destroy_dumb(int fd, uint32_t handle) {
+    struct drm_mode_destroy_dumb arg = { .handle = handle };
+    return drmIoctl(fd, DRM_IOCTL_MODE_DESTROY_DUMB, &arg);
+}

@@ -32,6 +32,8 @@ public final class KMSOutput: OutputDriver {
     public let hotplugSource: String
     /// Whether render times come from fences, and GPU times from timer queries.
     public let renderTiming: String
+    /// The `display.scanout` choice that made this a GL output, and why (set by whoever chose it).
+    public var scanoutChoice: ScanoutChoice?
 
     private let device: DRMDevice
     /// Whether `close` closes the card (false when a `KMSCard` shared by several outputs owns it).
@@ -96,7 +98,7 @@ public final class KMSOutput: OutputDriver {
     deinit { close() }
 
     /// The card for `settings`, and the name of its first wanted, connected connector (if any).
-    fileprivate static func openCard(_ settings: KMSSettings) throws -> (DRMDevice, String?) {
+    static func openCard(_ settings: KMSSettings) throws -> (DRMDevice, String?) {
         let paths = settings.device.map { [$0] } ?? drmCards()
         if paths.isEmpty {
             throw OutputUnavailable(description: "--output kms: no DRM device (/dev/dri/card* does not exist)")

@@ -66,6 +66,9 @@ public struct KioskConfig: Sendable {
         public var rotation: Rotation = .none
         /// `display.conversion`: where Y'CbCr becomes RGB (`auto`: on the CPU for software renderers).
         public var conversion: ColorConversionMode = .auto
+        /// `display.scanout`: how pictures reach a KMS display (`auto`: `planes`, without GL, on a
+        /// software renderer; `gl` on a GPU).
+        public var scanout: ScanoutMode = .auto
         /// `display.waitForCard`: how long `auto` and `kms` wait at start for a display card that is
         /// not there yet (a GPU driver still loading), in seconds, 0 to `longestCardWait`.
         public var waitForCard = 10.0
@@ -242,7 +245,7 @@ struct ConfigReader {
                     }
                 }
             case "display":
-                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity", "device", "connector", "kmsApi", "format", "rotation", "conversion", "waitForCard"]) else { continue }
+                guard let fields = members(value, at: "display", allowed: ["output", "mode", "background", "gravity", "device", "connector", "kmsApi", "format", "rotation", "conversion", "scanout", "waitForCard"]) else { continue }
                 for (field, v) in fields {
                     let path = "display.\(field)"
                     switch field {
@@ -292,6 +295,8 @@ struct ConfigReader {
                         config.display.rotation = rotation
                     case "conversion":
                         if let mode: ColorConversionMode = choice(v, at: path) { config.display.conversion = mode }
+                    case "scanout":
+                        if let mode: ScanoutMode = choice(v, at: path) { config.display.scanout = mode }
                     case "waitForCard":
                         guard case .number(let n) = v else {
                             problem(path, "expected a number of seconds, found \(v.typeName)")

@@ -138,6 +138,9 @@ public final class KioskController: ControlHandler, Sendable {
                                                                    ("connected", .bool(output.connected))]
                 if let r = output.videoRect { members.append(("videoRect", .array(r.map { .number(Double($0)) }))) }
                 if output.framesNotDrawn > 0 { members.append(("framesNotDrawn", .number(Double(output.framesNotDrawn)))) }
+                if let scanout = output.scanout {
+                    members += [("scanout", .string(scanout)), ("scanoutReason", .string(output.scanoutReason ?? ""))]
+                }
                 if let error = output.syncErrorMs {
                     members += [("syncErrorMs", .number(error)), ("syncRepeated", .number(Double(output.syncRepeated))),
                                 ("syncSkipped", .number(Double(output.syncSkipped))), ("syncRestarts", .number(Double(output.syncRestarts)))]

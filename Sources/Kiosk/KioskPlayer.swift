@@ -113,8 +113,37 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
     if kind == .kms {
         var settings = config.display.kms
         if let connector = wallOutput?.connector { settings.connector = connector }
-        let output = try KMSOutput(settings: settings, card: card, background: config.display.background, logger: logger)
-        defer { output.close() }  // the saved display state goes back on every way out
+        var glOutput: KMSOutput?
+        defer { glOutput?.close() }  // the saved display state goes back on every way out
+        // `auto` asks the card's GL renderer (the GL output opens, and closes again when planes win).
+        let choice = chooseScanout(config.display.scanout) {
+            Result {
+                let opened = try KMSOutput(settings: settings, card: card, background: config.display.background, logger: logger)
+                glOutput = opened
+                return opened.renderer
+            }
+        }
+        logger.info("scan-out chosen", ["scanout": choice.kind.rawValue, "why": choice.reason, "setting": config.display.scanout.rawValue])
+        if choice.kind == .planes {
+            glOutput?.close()
+            glOutput = nil
+            let output = try KMSPlanesOutput(settings: settings, card: card, choice: choice, untimed: options.clock == .virtual,
+                                             background: config.display.background, logger: logger)
+            defer { output.close() }  // the saved display state goes back on every way out
+            output.layer.gravity = config.display.gravity
+            output.layer.rotation = config.display.rotation
+            applyWall(config, output: wallOutput, to: output.layer, logger: logger)
+            let capabilities = output.openCapabilities()
+            logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
+                                          "api": output.api.rawValue, "format": output.format.description, "scanout": "planes",
+                                          "clock": output.untimed ? "virtual (untimed)" : "flips", "rotation": "\(output.layer.rotation.rawValue)", "hotplug": output.hotplugSource])
+            logCapabilities(capabilities, setting: config.display.conversion, logger: logger)
+            return try presentOnDisplay(output, makeSession: makeSession, capabilities: capabilities, options: options, trace: trace,
+                                        shouldContinue: shouldContinue, onVsync: onVsync)
+        }
+        let output = try glOutput ?? KMSOutput(settings: settings, card: card, background: config.display.background, logger: logger)
+        glOutput = output
+        output.scanoutChoice = choice
         output.layer.gravity = config.display.gravity
         output.layer.rotation = config.display.rotation
         applyWall(config, output: wallOutput, to: output.layer, logger: logger)
@@ -124,24 +153,8 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
                                       "fences": output.nativeFences ? "native" : "none", "renderTiming": output.renderTiming,
                                       "hotplug": output.hotplugSource, "renderer": output.renderer])
         logCapabilities(capabilities, setting: config.display.conversion, logger: logger)
-        let session = try makeSession(capabilities)
-        // No display yet, or it goes away: the output waits (the player is not asked for frames, so
-        // decoding stays paused), the control socket answers, and health says why.
-        session.updateOutput { $0 = .init(name: output.name, mode: "-", connected: false) }
-        // Each check while it waits is a sign of life for supervision (the watchdog is fed while
-        // the player rightly waits for a display).
-        output.shouldContinue = { [session] in
-            session.beat(idle: nil, waitingForDisplay: true)
-            return !session.isStopped && shouldContinue()
-        }
-        output.onStateChange = { [session, weak output] state in
-            session.updateOutput { o in
-                o.connected = state.isConnected
-                if let mode = output?.mode { o.mode = "\(mode)" }
-            }
-        }
-        guard try output.waitForDisplay() else { return PresentationStats() }
-        return try session.present(on: output, options: options, trace: trace, shouldContinue: shouldContinue, onVsync: onVsync)
+        return try presentOnDisplay(output, makeSession: makeSession, capabilities: capabilities, options: options, trace: trace,
+                                    shouldContinue: shouldContinue, onVsync: onVsync)
     }
     let output = try HeadlessOutput(name: wallOutput.map { "headless-\($0.name)" } ?? "headless-0", mode: config.display.mode,
                                     clock: options.clock, background: config.display.background)
@@ -155,6 +168,43 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
                                   "renderer": output.context.renderer])
     logCapabilities(capabilities, setting: config.display.conversion, logger: logger)
     let session = try makeSession(capabilities)
+    return try session.present(on: output, options: options, trace: trace, shouldContinue: shouldContinue, onVsync: onVsync)
+}
+
+/// A KMS output (GL or planes) as the kiosk drives it: it waits for its display, and says when
+/// the display comes and goes.
+protocol KioskDisplayOutput: KioskOutput {
+    var shouldContinue: () -> Bool { get set }
+    var onStateChange: ((DisplayLinkState) -> Void)? { get set }
+    var mode: DisplayMode? { get }
+    func waitForDisplay() throws -> Bool
+}
+
+extension KMSOutput: KioskDisplayOutput {}
+extension KMSPlanesOutput: KioskDisplayOutput {}
+
+/// Makes the session for a KMS output that opened and presents it there once a display is connected.
+private func presentOnDisplay<Output: KioskDisplayOutput>(_ output: Output, makeSession: (OutputCapabilities) throws -> KioskSession,
+                                                          capabilities: OutputCapabilities, options: RunOptions, trace: TraceWriter?,
+                                                          shouldContinue: @escaping () -> Bool,
+                                                          onVsync: ((Int64) -> Void)?) throws -> PresentationStats {
+    let session = try makeSession(capabilities)
+    // No display yet, or it goes away: the output waits (the player is not asked for frames, so
+    // decoding stays paused), the control socket answers, and health says why.
+    session.updateOutput { $0 = .init(name: output.name, mode: "-", connected: false) }
+    // Each check while it waits is a sign of life for supervision (the watchdog is fed while
+    // the player rightly waits for a display).
+    output.shouldContinue = { [session] in
+        session.beat(idle: nil, waitingForDisplay: true)
+        return !session.isStopped && shouldContinue()
+    }
+    output.onStateChange = { [session, weak output] state in
+        session.updateOutput { o in
+            o.connected = state.isConnected
+            if let mode = output?.mode { o.mode = "\(mode)" }
+        }
+    }
+    guard try output.waitForDisplay() else { return PresentationStats() }
     return try session.present(on: output, options: options, trace: trace, shouldContinue: shouldContinue, onVsync: onVsync)
 }
 
@@ -177,7 +227,7 @@ func logCapabilities(_ output: OutputCapabilities, setting: ColorConversionMode,
 /// Places the picture for a wall output: it shows its rectangle of the canvas (bezels are the
 /// canvas between output rectangles), turned by the output's rotation. An output that shows
 /// several regions is a mosaic: each region's picture, with the region's gravity.
-func applyWall(_ config: KioskConfig, output: WallConfig.Output?, to layer: PlayerLayer, logger: Logger) {
+func applyWall(_ config: KioskConfig, output: WallConfig.Output?, to layer: some PictureLayer, logger: Logger) {
     guard let wall = config.wall, let output else { return }
     let regions = wall.regions(seenBy: output)
     guard let region = regions.first?.region else { return }

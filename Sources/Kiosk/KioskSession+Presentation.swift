@@ -27,6 +27,8 @@ extension KioskSession {
         let presentingSince = ContinuousClock.now
         updateOutput {
             $0 = .init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)")
+            $0.scanout = output.scanout?.kind.rawValue
+            $0.scanoutReason = output.scanout?.reason
             $0.lastBeat = presentingSince
             $0.dueSince = presentingSince
         }

@@ -18,12 +18,26 @@ extension HeadlessOutput: ScreenshotSource {
 
 /// An output the kiosk can present on: it draws `VideoFrame`s with a `PlayerLayer` into `bounds`.
 public protocol KioskOutput: PresentationOutput where Frame == VideoFrame {
-    var layer: PlayerLayer { get }
+    associatedtype Layer: PictureLayer
+    /// What places the pictures: the player layer (GL), or the planes output's scan-out layer.
+    var layer: Layer { get }
     var bounds: PixelRect { get }
+    /// The scan-out a KMS output uses and why (`display.scanout`); nil for other outputs.
+    var scanout: ScanoutChoice? { get }
+}
+
+extension KioskOutput {
+    public var scanout: ScanoutChoice? { nil }
 }
 
 extension HeadlessOutput: KioskOutput {}
-extension KMSOutput: KioskOutput {}
+extension KMSOutput: KioskOutput {
+    public var scanout: ScanoutChoice? { scanoutChoice }
+}
+extension KMSPlanesOutput: KioskOutput {
+    public var scanout: ScanoutChoice? { choice }
+}
+extension KMSPlanesOutput: ScreenshotSource {}
 
 /// One running kiosk: the playlist as a `QueuePlayer` (looped by a `PlayerLooper`), the status the
 /// control socket reports, and the commands it sends. `run` presents on the calling thread;

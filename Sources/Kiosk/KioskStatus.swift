@@ -34,6 +34,9 @@ public final class KioskStatus: Sendable {
         public var syncRestarts = 0
         /// Hardware frames shown as background because they could be neither imported nor copied.
         public var framesNotDrawn = 0
+        /// A KMS output's scan-out (`gl` or `planes`) and why it was chosen.
+        public var scanout: String?
+        public var scanoutReason: String?
         /// Supervision (`KioskStatus.supervision`): when the output's presentation thread last went
         /// round its loop (each vsync, or each check while it waits for a display); nil before it
         /// presents.

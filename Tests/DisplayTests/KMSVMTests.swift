@@ -26,12 +26,14 @@ enum KMSVM {
     }
 
     /// Runs kms-run with a config naming `clip`, returns marquee's status, output and the screen.
-    static func run(clip: String, api: String, seconds: Int, format: String = "xrgb8888",
+    /// `scanout`: `display.scanout` (`auto` picks planes in this VM: its renderer is llvmpipe).
+    static func run(clip: String, api: String, seconds: Int, format: String = "xrgb8888", scanout: String = "gl",
                     environment: [String: String] = [:]) throws -> Run {
         try run(config: """
             {"playlist": [{"uri": "\(clip)"}], "loop": true,
-             "display": {"output": "kms", "mode": "preferred", "gravity": "resize", "kmsApi": "\(api)", "format": "\(format)"}}
-            """, name: "kms-\(api)-\(format)-\(environment.count)", seconds: seconds, environment: environment)
+             "display": {"output": "kms", "mode": "preferred", "gravity": "resize", "kmsApi": "\(api)", "format": "\(format)",
+                         "scanout": "\(scanout)"}}
+            """, name: "kms-\(api)-\(format)-\(scanout)-\(environment.count)", seconds: seconds, environment: environment)
     }
 
     /// Runs kms-run with the config `json` on a virtio-gpu with `heads` outputs.
@@ -99,9 +101,9 @@ struct PPMImage {
        .disabled(if: KMSVM.qemuMissing, "qemu-system-x86_64 is not installed (make vm installs it)"))
 struct KMSVMTests {
     @discardableResult
-    func checkQuadrants(api: String, seconds: Int = 10, format: String = "xrgb8888") throws -> KMSVM.Run {
+    func checkQuadrants(api: String, seconds: Int = 10, format: String = "xrgb8888", scanout: String = "gl") throws -> KMSVM.Run {
         let clip = try TestMedia.quadrants()
-        let run = try KMSVM.run(clip: clip, api: api, seconds: seconds, format: format)
+        let run = try KMSVM.run(clip: clip, api: api, seconds: seconds, format: format, scanout: scanout)
         #expect(run.status == 0, "marquee exited with \(run.status): \(run.output)")
         #expect(run.output.contains("api=\(api)"), "\(run.output)")
         let image = try #require(run.image, "no screen capture: \(run.output)")
@@ -118,17 +120,18 @@ struct KMSVMTests {
     /// Issue 8: one marquee drives both heads of a two-output virtio-gpu as a wall: the left head
     /// shows the left half of a four-quadrant picture (red over blue), the right head the right half
     /// (green over white).
-    @Test("a two-head wall: each head shows its half of the canvas")
-    func twoHeadWall() throws {
+    @Test("a two-head wall: each head shows its half of the canvas", arguments: ["gl", "planes"])
+    func twoHeadWall(scanout: String) throws {
         let clip = try TestMedia.quadrants()
         let run = try KMSVM.run(config: """
             {"playlist": [{"uri": "\(clip)"}], "loop": true,
-             "display": {"output": "kms", "mode": "1024x768", "gravity": "resize"},
+             "display": {"output": "kms", "mode": "1024x768", "gravity": "resize", "scanout": "\(scanout)"},
              "wall": {"canvas": {"width": 2048, "height": 768},
                       "outputs": [{"name": "left", "connector": "Virtual-1", "x": 0, "y": 0, "width": 1024, "height": 768},
                                   {"name": "right", "connector": "Virtual-2", "x": 1024, "y": 0, "width": 1024, "height": 768}]}}
-            """, name: "kms-two-heads", seconds: 15, heads: 2)
+            """, name: "kms-two-heads-\(scanout)", seconds: 15, heads: 2)
         #expect(run.status == 0, "marquee exited with \(run.status): \(run.output)")
+        #expect(run.output.contains("scanout=\(scanout)"), "\(run.output)")
         #expect(run.output.contains("presenting on Virtual-1") && run.output.contains("presenting on Virtual-2"), "\(run.output)")
         let heads = [try #require(run.image, "no capture of head 0: \(run.output)"),
                      try #require(run.otherHeads.first ?? nil, "no capture of head 1: \(run.output)")]
@@ -149,6 +152,18 @@ struct KMSVMTests {
     @Test("four known-colour quadrants full screen through SetCrtc + PageFlip")
     func legacy() throws { try checkQuadrants(api: "legacy") }
 
+    /// Issue 19: pictures straight onto the plane, no GL. `auto` chooses it here (llvmpipe), says
+    /// why, and swscale's conversion into the dumb buffers shows the quadrants within 4/255.
+    @Test("planes scan-out (auto on llvmpipe): four known-colour quadrants through dumb buffers", arguments: ["atomic", "legacy"])
+    func planes(api: String) throws {
+        let run = try checkQuadrants(api: api, scanout: "auto")
+        #expect(run.output.contains("msg=\"scan-out chosen\" scanout=planes"), "\(run.output)")
+        #expect(run.output.contains("llvmpipe"), "\(run.output)")
+        #expect(run.output.contains("msg=\"planes scan-out\""), "\(run.output)")
+        #expect(run.output.contains("renderer=\"none (KMS planes, no GL)\""), "\(run.output)")
+        #expect(run.output.contains("msg=\"display state restored\""), "\(run.output)")
+    }
+
     @Test("display.format xrgb2101010: 10-bit where virtio-gpu has it, else XRGB8888 with a warning naming what is missing")
     func tenBit() throws {
         let run = try checkQuadrants(api: "atomic", format: "xrgb2101010")
@@ -161,12 +176,13 @@ struct KMSVMTests {
         }
     }
 
-    @Test("SIGTERM: marquee exits 0 and the console's framebuffer is back on screen")
-    func sigtermRestores() throws {
+    @Test("SIGTERM: marquee exits 0 and the console's framebuffer is back on screen", arguments: ["gl", "planes"])
+    func sigtermRestores(scanout: String) throws {
         let clip = try TestMedia.quadrants()
         // The console framebuffer is filled with magenta before marquee starts; after SIGTERM the
         // screen must show it again, not the last video frame.
-        let run = try KMSVM.run(clip: clip, api: "atomic", seconds: 8, environment: ["KMS_RUN_SHOT": "exited", "KMS_RUN_FILL": "ff00ff"])
+        let run = try KMSVM.run(clip: clip, api: "atomic", seconds: 8, scanout: scanout,
+                                environment: ["KMS_RUN_SHOT": "exited", "KMS_RUN_FILL": "ff00ff"])
         #expect(run.status == 0, "marquee exited with \(run.status): \(run.output)")
         #expect(run.output.contains("SIGTERM"), "\(run.output)")
         #expect(run.output.contains("display released"), "\(run.output)")
@@ -189,7 +205,7 @@ struct KMSVMTests {
         try? FileManager.default.removeItem(atPath: away)
         let run = try KMSVM.run(config: """
             {"playlist": [{"uri": "\(clip)"}], "loop": true,
-             "display": {"output": "kms", "mode": "preferred", "gravity": "resize", "kmsApi": "atomic"}}
+             "display": {"output": "kms", "mode": "preferred", "gravity": "resize", "kmsApi": "atomic", "scanout": "gl"}}
             """, name: "kms-vt-switch", seconds: 8, environment: ["KMS_RUN_VT": "switch"])
         #expect(run.status == 0, "marquee exited with \(run.status): \(run.output)")
         #expect(run.output.contains("msg=\"VT switches are followed\" tty=tty1"), "\(run.output)")

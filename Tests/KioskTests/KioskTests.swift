@@ -59,6 +59,18 @@ func problems(_ text: String, base: String = "/media") -> [String] {
             == [#"display.conversion: "gpu" is not one of "auto", "shader", "cpu""#])
     }
 
+    @Test func scanoutIsAutoUnlessChosen() throws {
+        #expect(try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}]}"#, baseDirectory: "/media").display.scanout == .auto)
+        for mode in ScanoutMode.allCases {
+            let config = try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}], "display": {"scanout": "\#(mode.rawValue)"}}"#, baseDirectory: "/media")
+            #expect(config.display.scanout == mode)
+        }
+        #expect(problems(#"{"playlist": [{"uri": "a.mp4"}], "display": {"scanout": "overlay"}}"#)
+            == [#"display.scanout: "overlay" is not one of "gl", "planes", "auto""#])
+        #expect(problems(#"{"playlist": [{"uri": "a.mp4"}], "display": {"scanout": 1}}"#)
+            == [#"display.scanout: expected a string, found a number"#])
+    }
+
     @Test func missingOrEmptyPlaylistIsAnError() {
         #expect(problems("{}") == ["playlist: missing: the list of items to play"])
         #expect(problems(#"{"playlist": []}"#) == ["playlist: empty: give at least one item"])

@@ -1,0 +1,180 @@
+import CFFmpeg
+import Playback
+
+/// A rectangle of a frame's stored pixels (before its rotation), origin at the top left.
+public struct FrameCrop: Sendable, Equatable, CustomStringConvertible {
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+    public init(x: Int, y: Int, width: Int, height: Int) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+    }
+    public var description: String { "\(width)x\(height)+\(x)+\(y)" }
+}
+
+/// Where a converted picture goes in a mapped scan-out buffer of 32-bit XRGB8888 pixels (bytes B,
+/// G, R, X in memory): rows `pitch` bytes apart, the picture `width` x `height` pixels with its top
+/// left at (`x`, `y`).
+public struct ScanoutPlacement: Sendable, Equatable {
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+    public var pitch: Int
+    public init(x: Int, y: Int, width: Int, height: Int, pitch: Int) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+        self.pitch = pitch
+    }
+
+    /// Bytes a buffer needs so that the placement lies inside it; nil when it cannot (negative
+    /// values, a pitch too small for its row, sizes that overflow).
+    public var bytesNeeded: Int? {
+        guard x >= 0, y >= 0, width > 0, height > 0, pitch > 0 else { return nil }
+        let (right, o1) = x.addingReportingOverflow(width)
+        let (rowBytes, o2) = right.multipliedReportingOverflow(by: 4)
+        guard !o1, !o2, rowBytes <= pitch else { return nil }
+        let (rows, o3) = (y + height - 1).multipliedReportingOverflow(by: pitch)
+        let (total, o4) = rows.addingReportingOverflow(rowBytes)
+        return o3 || o4 ? nil : total
+    }
+}
+
+/// Converts decoded frames straight into a mapped XRGB8888 scan-out buffer with swscale: Y'CbCr to
+/// RGB with the frame's own matrix and range, a crop of the frame scaled to the placement, in one
+/// pass (the KMS planes output's picture path: no GL, no intermediate RGBA frame). A turned
+/// picture (the frame's or the display's rotation) is converted into a scratch buffer of the
+/// unturned size and copied turned into place.
+///
+/// Used from one thread at a time (the presentation thread); owns its swscale context and scratch.
+public final class ScanoutConverter {
+    private struct Setup: Equatable {
+        var width: Int32, height: Int32
+        var outWidth: Int32, outHeight: Int32
+        var format: PixelFormat
+        var matrix: ColorMatrix
+        var range: ColorRange
+    }
+
+    private var scaler: OpaquePointer?
+    private var setup: Setup?
+    private var scratch: [UInt32] = []
+
+    public init() {}
+
+    deinit { sws_freeContext(scaler) }
+
+    /// The crop made whole chroma samples: `crop` widened to the frame's chroma grid (the planes'
+    /// pointers can only start on a whole sample), inside the frame.
+    public static func aligned(_ crop: FrameCrop, format: PixelFormat, width: Int, height: Int) -> FrameCrop {
+        let (sx, sy) = format.isYCbCr ? format.chromaShift : (0, 0)
+        let x0 = (max(0, min(width, crop.x)) >> sx) << sx, y0 = (max(0, min(height, crop.y)) >> sy) << sy
+        let x1 = max(x0, min(width, crop.x + crop.width)), y1 = max(y0, min(height, crop.y + crop.height))
+        return FrameCrop(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
+    }
+
+    /// Converts `crop` of `frame` (its stored pixels) into `target` at `placement`, turned
+    /// clockwise by `turn` (the placement's size is the turned size). Throws, naming the frame,
+    /// for a DMA-BUF frame (copy it first), a placement outside `target`, or a failing swscale call.
+    public func convert(_ frame: VideoFrame, crop: FrameCrop, turn: Rotation, into target: UnsafeMutableRawBufferPointer,
+                        placement: ScanoutPlacement) throws {
+        let name = "\(frame.pixelFormat.rawValue) \(frame.width)x\(frame.height) frame"
+        guard let needed = placement.bytesNeeded, needed <= target.count, let base = target.baseAddress else {
+            throw MediaError(uri: name, call: "ScanoutConverter.convert",
+                             reason: "placement \(placement.width)x\(placement.height)+\(placement.x)+\(placement.y) (pitch \(placement.pitch)) is outside the \(target.count)-byte buffer")
+        }
+        let crop = Self.aligned(crop, format: frame.pixelFormat, width: frame.width, height: frame.height)
+        guard crop.width > 0, crop.height > 0 else { return }
+        let (outW, outH) = turn.swapsAxes ? (placement.height, placement.width) : (placement.width, placement.height)
+        guard let w = Int32(exactly: crop.width), let h = Int32(exactly: crop.height),
+              let ow = Int32(exactly: outW), let oh = Int32(exactly: outH) else {
+            throw MediaError(uri: name, call: "sws_getCachedContext", reason: "size out of range")
+        }
+        let wanted = Setup(width: w, height: h, outWidth: ow, outHeight: oh, format: frame.pixelFormat,
+                           matrix: frame.colorMatrix, range: frame.colorRange)
+        if setup != wanted {
+            setup = nil
+            let settings = RGBAConverter.settings(for: frame.pixelFormat)
+            let scaled = (ow, oh) != (w, h)
+            scaler = sws_getCachedContext(scaler, w, h, frame.pixelFormat.avPixelFormat, ow, oh, AV_PIX_FMT_BGRA,
+                                          scaled ? Int32(SWS_BILINEAR) : settings.flags, nil, nil, nil)
+            guard let scaler else {
+                throw MediaError(uri: name, call: "sws_getCachedContext", reason: "cannot convert \(frame.pixelFormat.rawValue) to bgra")
+            }
+            if frame.pixelFormat.isYCbCr {
+                let table = sws_getCoefficients(frame.colorMatrix.swsColorspace)
+                let r = sws_setColorspaceDetails(scaler, table, frame.colorRange == .full ? 1 : 0, table, 1,
+                                                 scaled ? 0 : settings.brightness, 1 << 16, 1 << 16)
+                guard r >= 0 else {
+                    throw MediaError(uri: name, call: "sws_setColorspaceDetails", code: r,
+                                     reason: "swscale cannot convert \(frame.colorMatrix.rawValue) \(frame.colorRange.rawValue) to RGB")
+                }
+            }
+            setup = wanted
+        }
+        if turn == .none {
+            let start = base + placement.y * placement.pitch + placement.x * 4
+            try scale(frame, crop: crop, into: start, pitch: placement.pitch, rows: oh, name: name)
+            return
+        }
+        let count = outW * outH
+        if scratch.count < count { scratch = [UInt32](repeating: 0, count: count) }
+        try scratch.withUnsafeMutableBytes { s in
+            try scale(frame, crop: crop, into: s.baseAddress!, pitch: outW * 4, rows: oh, name: name)
+        }
+        scratch.withUnsafeBufferPointer { s in
+            Self.copyTurned(s, width: outW, height: outH, turn: turn, into: base, placement: placement)
+        }
+    }
+
+    private func scale(_ frame: VideoFrame, crop: FrameCrop, into start: UnsafeMutableRawPointer, pitch: Int, rows: Int32,
+                       name: String) throws {
+        let format = frame.pixelFormat
+        let r: Int32 = try frame.withAVFrame { f in
+            let (sx, sy) = format.isYCbCr ? format.chromaShift : (0, 0)
+            let bps = format.bytesPerSample
+            var planes: [UnsafePointer<UInt8>?] = [nil, nil, nil, nil]
+            var strides: [Int32] = [0, 0, 0, 0]
+            let data = [f.pointee.data.0, f.pointee.data.1, f.pointee.data.2]
+            let lines = [f.pointee.linesize.0, f.pointee.linesize.1, f.pointee.linesize.2]
+            for plane in 0..<format.planeCount {
+                guard let p = data[plane] else { continue }
+                let chroma = plane > 0
+                let texel = format == .rgba ? 4 : bps * (chroma && format.interleavedChroma ? 2 : 1)
+                let x = chroma ? crop.x >> sx : crop.x, y = chroma ? crop.y >> sy : crop.y
+                planes[plane] = UnsafePointer(p + y * Int(lines[plane]) + x * texel)
+                strides[plane] = lines[plane]
+            }
+            var dst: [UnsafeMutablePointer<UInt8>?] = [start.assumingMemoryBound(to: UInt8.self), nil, nil, nil]
+            var dstStrides: [Int32] = [Int32(clamping: pitch), 0, 0, 0]
+            return sws_scale(scaler, &planes, &strides, 0, Int32(crop.height), &dst, &dstStrides)
+        }
+        guard r == rows else {
+            throw MediaError(uri: name, call: "sws_scale", code: r, reason: r < 0 ? ffmpegErrorString(r) : "converted \(r) of \(rows) rows")
+        }
+    }
+
+    /// Copies a `width` x `height` picture (32-bit pixels, rows packed) turned clockwise by `turn`
+    /// into `base` at `placement` (whose size is the turned size).
+    static func copyTurned(_ source: UnsafeBufferPointer<UInt32>, width: Int, height: Int, turn: Rotation,
+                           into base: UnsafeMutableRawPointer, placement: ScanoutPlacement) {
+        for dy in 0..<placement.height {
+            let row = (base + (placement.y + dy) * placement.pitch + placement.x * 4).assumingMemoryBound(to: UInt32.self)
+            for dx in 0..<placement.width {
+                let (sx, sy): (Int, Int) = switch turn {
+                case .none: (dx, dy)
+                case .clockwise90: (dy, height - 1 - dx)
+                case .upsideDown: (width - 1 - dx, height - 1 - dy)
+                case .clockwise270: (width - 1 - dy, dx)
+                }
+                row[dx] = source[sy * width + sx]
+            }
+        }
+    }
+}
