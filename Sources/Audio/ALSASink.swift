@@ -8,18 +8,21 @@ import Synchronization
 /// write until it is back throws, the audio path counts it and the picture plays on.
 ///
 /// A device that does not keep time itself (ALSA's `null` and `file` plugins take samples as
-/// fast as they come) is paced against the monotonic clock with `pacing: .realTime`: writes wait
+/// fast as they come) is paced against the monotonic clock (`pacing`, found by itself): writes wait
 /// while more than the buffer is ahead of real time, and the delay is what real time has not
 /// played yet.
 public final class ALSASink: AudioSink, @unchecked Sendable {
     // @unchecked: used from the audio thread only, except the Atomics (read for status).
-    public enum Pacing: Sendable { case device, realTime }
+    /// `device`: the device's own clock paces writes and says the delay; `realTime`: the
+    /// monotonic clock does (for devices that keep no time); `automatic`: `realTime` for ALSA's
+    /// `null` and `file` plugins, `device` otherwise.
+    public enum Pacing: Sendable { case device, realTime, automatic }
 
     public let name: String
     public let format: PCMFormat
     private let latency: AudioLatency
     private let definitions: String?
-    private let pacing: Pacing
+    private var pacing: Pacing
     private let logger: Logger
     private var output: AudioOutput?
     private var lastAttempt: ContinuousClock.Instant?
@@ -31,6 +34,7 @@ public final class ALSASink: AudioSink, @unchecked Sendable {
     /// Real-time pacing: when the device (re)started and frames written since.
     private var pacedStart: ContinuousClock.Instant?
     private var pacedFrames = 0
+    private var pacedUnderruns = 0
     private let pause = Latch<Void>()
     /// The last failure, for status (nil while the device works).
     private let failure = Mutex<String?>(nil)
@@ -39,7 +43,7 @@ public final class ALSASink: AudioSink, @unchecked Sendable {
     /// says what it took). A device that cannot be opened now is tried again at each write,
     /// every `reopenInterval`: `init` does not throw for it, `isMissing` says so.
     public init(device: String, format wanted: PCMFormat, latency: AudioLatency = .standard, definitions: String? = nil,
-                pacing: Pacing = .device, logger: Logger) {
+                pacing: Pacing = .automatic, logger: Logger) {
         name = device
         self.latency = latency
         self.definitions = definitions
@@ -49,6 +53,7 @@ public final class ALSASink: AudioSink, @unchecked Sendable {
             let opened = try AudioOutput(device: device, format: wanted, latency: latency, definitions: definitions)
             output = opened
             format = opened.format
+            if pacing == .automatic { self.pacing = opened.keepsTime ? .device : .realTime }
         } catch {
             format = wanted
             missing.store(true, ordering: .relaxed)
@@ -77,6 +82,7 @@ public final class ALSASink: AudioSink, @unchecked Sendable {
                 throw AudioPathError(device: name, reason: "it came back taking \(opened.format), not \(format)")
             }
             output = opened
+            if pacing == .automatic { pacing = opened.keepsTime ? .device : .realTime }
             missing.store(false, ordering: .relaxed)
             failure.withLock { $0 = nil }
             logger.info("audio device open again", ["device": name])
@@ -108,7 +114,14 @@ public final class ALSASink: AudioSink, @unchecked Sendable {
             lost(error)
             throw error
         }
-        underrunCount.store(baseUnderruns + out.underruns, ordering: .relaxed)
+        if pacing == .realTime, let start = pacedStart,
+           Double(pacedFrames) / Double(format.sampleRate) < (ContinuousClock.now - start).seconds {
+            // Real time has played all that was written: the device ran dry, as a real one would.
+            pacedStart = nil
+            pacedFrames = 0
+            pacedUnderruns += 1
+        }
+        underrunCount.store(baseUnderruns + out.underruns + pacedUnderruns, ordering: .relaxed)
         guard pacing == .realTime else { return }
         let start = pacedStart ?? .now
         pacedStart = start

@@ -74,7 +74,8 @@ public struct SessionAudioControls: AudioControls {
         audio = session.audio
     }
 
-    public var volume: Double { Double(player.volume) * 100 }
+    /// The player keeps a Float: shown to 4 decimals, as set.
+    public var volume: Double { (Double(player.volume) * 1_000_000).rounded() / 10_000 }
     public func setVolume(_ volume: Double) { player.volume = Float(volume / 100) }
     public var mute: Bool { player.isMuted }
     public func setMute(_ mute: Bool) { player.isMuted = mute }

@@ -32,9 +32,7 @@ final class AudioFeeder: @unchecked Sendable {
     }
 
     func start(logger: Logger) {
-        let thread = Thread { [self] in run(logger: logger) }
-        thread.name = "marquee-audio-decode"
-        thread.start()
+        startThread(named: "marquee-adecode") { [self] in run(logger: logger) }
     }
 
     func stop() {

@@ -105,6 +105,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     private var lastGain: Float?
     private var silenceFormat: PCMFormat
     private var failedUntil: ContinuousClock.Instant?
+    private var seenUnderruns = 0
 
     /// - Parameters:
     ///   - clock: the output's clock, whose vsyncs show the player's pictures: the master.
@@ -140,7 +141,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     /// Starts the audio thread; it runs `pump` until `stop()`.
     public func start() {
         guard !running.exchange(true, ordering: .relaxed) else { return }
-        let thread = Thread { [self] in
+        startThread(named: "marquee-audio") { [self] in
             defer { _ = finished.set(()) }
             while !stopping.isSet {
                 if !pump(decodeWait: nil) { _ = stopping.wait(timeout: 0.005) }
@@ -151,8 +152,6 @@ public final class PlayerAudioOutput: @unchecked Sendable {
             upcoming = nil
             if active { try? sink.drop() }
         }
-        thread.name = "marquee-audio"
-        thread.start()
     }
 
     /// Stops the audio thread, waiting up to `timeout` seconds for it to end (its device
@@ -274,6 +273,17 @@ public final class PlayerAudioOutput: @unchecked Sendable {
             }
         }
 
+        // The device ran dry since the last block (the thread was held up): what it plays next is
+        // late by that time, and there is a gap anyway, so it is put back in place at once
+        // rather than resampled away over seconds.
+        let underruns = sink.underruns
+        if underruns > seenUnderruns {
+            seenUnderruns = underruns
+            if aligned {
+                aligned = false
+                shared.withLock { $0.realignments += 1 }
+            }
+        }
         let shift = extraDelay.withLock { $0 }
         let sampleTime = seg.timeline(block.pts).seconds + shift
         let delay = try sink.delay()
