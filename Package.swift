@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "Display", dependencies: ["Playback", "Render", "CDRM", "SystemCalls"]),
         // The control socket's protocol and client: JSON, the socket path, a blocking client (no C libraries).
         .target(name: "Control", dependencies: ["Playback", "SystemCalls"]),
-        .target(name: "Kiosk", dependencies: ["Control", "Playback", "Media", "Render", "Display", "SystemCalls"]),
+        .target(name: "Kiosk", dependencies: ["Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Audio"]),
         .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Control", "Playback"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).

@@ -271,6 +271,14 @@ public final class AudioOutput {
         if prepared < 0 { throw AudioError(device: device, call: "snd_pcm_prepare", alsa: prepared) }
     }
 
+    /// False for a device that takes samples as fast as they come instead of playing them in
+    /// time: ALSA's `null` plugin, and its `file` plugin (usually over `null`).
+    public var keepsTime: Bool {
+        guard let pcm else { return true }
+        let type = snd_pcm_type(pcm)
+        return type != SND_PCM_TYPE_NULL && type != SND_PCM_TYPE_FILE
+    }
+
     /// Closes the device (without playing what it holds: `drain()` first for that). Further
     /// calls throw; closing twice does nothing.
     public func close() throws {

@@ -25,6 +25,8 @@ public struct KioskConfig: Sendable {
         public var gravity: VideoGravity?
         /// How long a still image (PNG, JPEG) shows, in seconds.
         public var duration: Double?
+        /// `volume`: this item's sound, 0 to 100, on top of `audio.volume` (nil: 100).
+        public var volume: Double?
         public init(uri: String, path: String, start: Double? = nil, end: Double? = nil,
                     gravity: VideoGravity? = nil, duration: Double? = nil) {
             self.uri = uri
@@ -94,6 +96,8 @@ public struct KioskConfig: Sendable {
     /// Not from the file (a command-line choice): with the virtual clock, the system-clock time of
     /// the output's first vsync, so schedules can be played through faster than real time; nil: now.
     public var virtualClockStart: WallTime?
+    /// `audio`: the sound (AudioConfig.swift).
+    public var audio = AudioSettings()
 
     public init() {}
 
@@ -209,7 +213,7 @@ struct ConfigReader {
     mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
         var config = KioskConfig()
         // `$schema`: the schema the file follows, as editors attach one; a string, otherwise unread.
-        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone"])
+        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio"])
         else { return config }
         if json["playlist"] == nil && !Self.wallHasOwnPlaylists(json["wall"]) { problem("playlist", "missing: the list of items to play") }
         for (key, value) in top {
@@ -317,6 +321,8 @@ struct ConfigReader {
                 if let entries = readSchedule(value, baseDirectory: baseDirectory) { config.schedule = Schedule(entries: entries) }
             case "timezone":
                 config.timeZone = readTimeZone(value)
+            case "audio":
+                config.audio = readAudio(value)
             case "log":
                 guard let fields = members(value, at: "log", allowed: ["level"]) else { continue }
                 for (_, v) in fields {

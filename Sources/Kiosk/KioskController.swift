@@ -52,8 +52,12 @@ public final class KioskController: ControlHandler, Sendable {
     private let navigation = Mutex(NavigationQueue())
     /// Whether a hand-over to the player is in progress (one at a time).
     private let applying = Monitor(false)
+    /// The sound's properties (KioskController+Audio.swift); nil: none (they are unavailable).
+    let audio: (any AudioControls)?
 
-    public init(status: KioskStatus, commandTimeout: Double = 5, navigationInterval: Double = 0.25, perform: @escaping Perform) {
+    public init(status: KioskStatus, commandTimeout: Double = 5, navigationInterval: Double = 0.25, audio: (any AudioControls)? = nil,
+                perform: @escaping Perform) {
+        self.audio = audio
         self.status = status
         self.perform = perform
         self.commandTimeout = commandTimeout
@@ -64,7 +68,7 @@ public final class KioskController: ControlHandler, Sendable {
         "pid", "path", "filename", "playlist-pos", "playlist-count", "playlist", "time-pos", "duration", "pause",
         "idle-active", "eof-reached", "hwdec-current", "hwdec-interop", "hwdec-fallback", "frame-drop-count",
         "vo-delayed-frame-count", "display-fps", "vsync-jitter", "property-list", "command-list",
-        "outputs", "health", "wall-sync", "schedule",
+        "outputs", "health", "wall-sync", "schedule", "volume", "mute", "audio-device", "audio-delay", "current-ao",
     ]
 
     /// The commands `run` takes, with their arguments as mpv's `command-list` describes them
@@ -85,6 +89,7 @@ public final class KioskController: ControlHandler, Sendable {
     ]
 
     public func property(_ name: String) throws(ControlError) -> JSONValue {
+        if let value = try audioProperty(name) { return value }
         let s = status.snapshot
         func number(_ v: Double?) throws(ControlError) -> JSONValue {
             guard let v else { throw .propertyUnavailable }
@@ -203,6 +208,7 @@ public final class KioskController: ControlHandler, Sendable {
     /// Sets a property; a string value is converted as mpv converts it (`"yes"` for a flag, `"2"`
     /// for a number), as the text form's `set pause yes` sends it.
     public func setProperty(_ name: String, to value: JSONValue) throws(ControlError) {
+        if try setAudioProperty(name, to: value) { return }
         switch name {
         case "pause":
             let paused: Bool

@@ -24,6 +24,8 @@ extension KioskSession {
         let context = PresentationContext(name: output.name, width: output.bounds.width, height: output.bounds.height,
                                           screenshots: output as? ScreenshotSource, clock: output.clock)
         state.withLock { s in s.outputName = output.name }
+        startAudio(clock: output.clock)
+        defer { audio.stop() }
         let presentingSince = ContinuousClock.now
         updateOutput {
             $0 = .init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)")
@@ -85,6 +87,7 @@ extension KioskSession {
                         $0.vsyncJitter = jitter
                     }
                 }
+                reportAudio()
                 let notDrawn = layer.framesNotDrawn
                 if notDrawn > reportedNotDrawn {
                     logger.warning("hardware frames could be neither imported nor copied; shown as background", ["frames": "\(notDrawn)"])

@@ -111,6 +111,8 @@ public final class KioskSession: @unchecked Sendable {
     /// Which of the regions its output shows this session plays (0 but on a mosaic output).
     let regionRank: Int
     let node: String
+    /// The session's sound (KioskSession+Audio.swift).
+    public let audio = SessionAudio()
     /// A probe, open or read of a file that takes longer than this (seconds) degrades health as
     /// slow storage.
     public static let slowStorageLimit = 2.0

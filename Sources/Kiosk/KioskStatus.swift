@@ -104,6 +104,9 @@ public final class KioskStatus: Sendable {
         /// With a schedule: the entry playing (`schedule` property).
         public var schedule: ScheduleState?
         public var reloadError: String?
+        /// What is wrong with the sound (a device asked for that is missing, repeated
+        /// underruns); nil when it is fine or off by design.
+        public var audioProblem: String?
         /// `free` or `clock` (wall sync), and, with `clock`, what the clock service says.
         public var wallSync = "free"
         public var clockQuality: ClockQuality?
@@ -254,6 +257,7 @@ public final class KioskStatus: Sendable {
             reasons.append("output \(output.name): \(output.framesNotDrawn) hardware frames could be neither imported nor copied (shown as background)")
         }
         if let reload = s.reloadError { reasons.append("last reload refused: \(reload)") }
+        if let audio = s.audioProblem { reasons.append(audio) }
         if s.wallSync == "clock", let clock = s.clockQuality, clock.source != "none" {
             let vsync = 1 / (s.displayFPS > 0 ? s.displayFPS : 60)
             if !clock.synchronized {

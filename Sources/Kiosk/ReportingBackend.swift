@@ -21,6 +21,9 @@ struct ReportingBackend: MediaBackend {
 
     func checkFirstFrame(_ url: URL) throws { try reporting(url, "first frame") { try inner.checkFirstFrame(url) } }
 
+    /// Sound that cannot be decoded is not the item's failure (it plays in silence): not reported.
+    func openAudioReader(_ url: URL) throws -> (any AudioReader)? { try inner.openAudioReader(url) }
+
     private func reporting<T>(_ url: URL, _ operation: String, _ body: () throws -> T) throws -> T {
         let start = ContinuousClock.now
         defer {

@@ -53,7 +53,9 @@ public struct FFmpegBackend: MediaBackend {
             nominalFrameRate: rate,
             minFrameDuration: rate > 0 ? MediaTime(seconds: 1 / rate, preferredTimescale: 90_000) : .invalid,
             codec: info.codec, pixelFormat: info.pixelFormat, colorSpace: matrix.rawValue)
-        return AssetDescription(duration: duration, tracks: [track])
+        // The sound's track too, as AVFoundation lists it (stills have none).
+        let audio = info.isStillImage ? nil : Self.audioTrack(path: url.path)
+        return AssetDescription(duration: duration, tracks: [track] + (audio.map { [$0] } ?? []))
     }
 
     /// Decodes the first frame in software, on one thread.

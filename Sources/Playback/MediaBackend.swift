@@ -141,10 +141,14 @@ public protocol MediaBackend: Sendable {
     /// Throws unless `url`'s first frame decodes: a stricter and costlier check than `probe`, for
     /// where an item that fails only when it plays is not good enough (a wall's shared timeline).
     func checkFirstFrame(_ url: URL) throws
+    /// Opens `url`'s sound, positioned at the start; nil when it has none (it plays silence).
+    /// Throws when it has sound that cannot be decoded (the picture plays on, in silence).
+    func openAudioReader(_ url: URL) throws -> (any AudioReader)?
 }
 
 extension MediaBackend {
     public func checkFirstFrame(_ url: URL) throws {}
+    public func openAudioReader(_ url: URL) throws -> (any AudioReader)? { nil }
 }
 
 /// Why an asset cannot be used, when the backend's own error does not say.

@@ -62,6 +62,7 @@ public class Player: @unchecked Sendable {
     var videoOutputSerial = 0
     let changeBroadcast = Broadcast<Change>()
     let eventBroadcast = Broadcast<Event>()
+    let audioSettings = PlayerAudioSettings()
     var loopers: [WeakLooper] = []
 
     // Timeline.

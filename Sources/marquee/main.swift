@@ -207,7 +207,9 @@ let socketPath = arguments.socketPath ?? config.control.socket ?? defaultControl
 func openControlServer(for session: KioskSession, mode: UInt32) -> ControlServer? {
     guard socketPath != "none" else { return nil }
     do {
-        let controller = KioskController(status: session.status) { command in session.perform(command) }
+        let controller = KioskController(status: session.status, audio: SessionAudioControls(session: session)) { command in
+            session.perform(command)
+        }
         let server = try ControlServer(path: socketPath, mode: mode_t(mode), handler: controller, logger: logger)
         logger.info("control socket ready", ["socket": socketPath])
         return server

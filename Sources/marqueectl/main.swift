@@ -16,6 +16,8 @@ let usage = """
       next | prev                the next or previous playlist item
       pause | resume
       seek SECONDS [absolute]    seek in the current item (relative unless "absolute")
+      volume N                   the sound's volume, 0 to 100
+      mute on|off                mutes or unmutes the sound
       reload                     re-read the config (a broken one is refused and the old one keeps playing)
       screenshot FILE.png [--output NAME]
                                  the picture of an output as PNG
@@ -72,7 +74,8 @@ let rest = Array(args.dropFirst())
 /// Each command's number of arguments: checked before connecting, so a usage error is one whether
 /// or not marquee runs.
 let arity: [String: ClosedRange<Int>] = ["status": 0...0, "health": 0...0, "get": 1...1, "set": 2...2, "next": 0...0, "prev": 0...0,
-                                         "pause": 0...0, "resume": 0...0, "seek": 1...2, "reload": 0...0, "screenshot": 1...3, "watch": 0...0]
+                                         "pause": 0...0, "resume": 0...0, "seek": 1...2, "reload": 0...0, "screenshot": 1...3, "watch": 0...0,
+                                         "volume": 1...1, "mute": 1...1]
 guard let expected = arity[command] else { fail("unknown command \(command) (see --help)", status: ExitStatus.failed) }
 guard expected.contains(rest.count) else { fail("\(command): wrong number of arguments (see --help)", status: ExitStatus.failed) }
 
@@ -132,6 +135,14 @@ case "prev": _ = request(["playlist-prev"])
 case "pause": _ = request(["set_property", "pause", true])
 case "resume": _ = request(["set_property", "pause", false])
 case "reload": _ = request(["reload"])
+case "volume":
+    guard let volume = Double(rest[0]), volume.isFinite, (0...100).contains(volume) else {
+        fail("volume: \(rest[0]) is not a number from 0 to 100", status: ExitStatus.failed)
+    }
+    _ = request(["set_property", "volume", .number(volume)])
+case "mute":
+    guard rest[0] == "on" || rest[0] == "off" else { fail("mute: write on or off, not \(rest[0])", status: ExitStatus.failed) }
+    _ = request(["set_property", "mute", .bool(rest[0] == "on")])
 case "seek":
     guard let seconds = Double(rest[0]), seconds.isFinite else { fail("seek: \(rest[0]) is not a number of seconds", status: ExitStatus.failed) }
     _ = request(["seek", .number(seconds), .string(rest.count == 2 ? rest[1] : "relative")])

@@ -21,7 +21,7 @@ import TestSupport
         private var captured = Data()
         private let lock = NSLock()
 
-        init(config: String, clock: String = "real", exitAfter: Double = 60, extra: [String] = []) throws {
+        init(config: String, clock: String = "real", exitAfter: Double = 60, extra: [String] = [], environment: [String: String] = [:]) throws {
             guard FileManager.default.isExecutableFile(atPath: MarqueeProcessTests.binary.path) else {
                 throw NotBuilt(description: "\(MarqueeProcessTests.binary.path) is not built")
             }
@@ -31,6 +31,7 @@ import TestSupport
             process.executableURL = MarqueeProcessTests.binary
             process.arguments = ["--config", config, "--output", "headless", "--mode", "320x180@60", "--clock", clock,
                                  "--exit-after", "\(exitAfter)", "--trace", trace, "--socket", socket] + extra
+            if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
             process.standardOutput = output
             process.standardError = output
             output.fileHandleForReading.readabilityHandler = { [weak self] handle in

@@ -46,6 +46,7 @@ import TestSupport
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"mode": "16384x1@1000"}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"waitForCard": 0}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"output": "kms", "waitForCard": 30}}"#,
+        #"{"playlist": [{"uri": "a.mp4", "volume": 40}], "audio": {"enabled": true, "device": "hdmi:CARD=PCH,DEV=0", "volume": 80, "mute": false, "delay": -0.05, "output": "left"}}"#,
         #"{"wall": {"canvas": {"width": 3840, "height": 1080}, "regions": [{"x": 0, "y": 0, "width": 1920, "height": 1080, "playlist": [{"uri": "l.mp4"}]}, {"x": 1920, "y": 0, "width": 1920, "height": 1080, "playlist": [{"uri": "r.mp4"}], "gravity": "resizeAspectFill"}], "outputs": [{"name": "left", "x": 0, "y": 0, "width": 1920, "height": 1080, "rotation": 90, "connector": "HDMI-A-1", "node": "pi-1"}, {"name": "right", "x": 1920, "y": 0, "width": 1920, "height": 1080, "connector": "HDMI-A-1", "node": "pi-2"}], "sync": {"mode": "clock", "epoch": "2026-01-01T00:00:00Z"}}}"#,
     ]
 
@@ -67,6 +68,13 @@ import TestSupport
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"waitForCard": 31}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"waitForCard": -1}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"waitForCard": "10"}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "audio": {"volume": 101}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "audio": {"device": ""}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "audio": {"device": "my device"}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "audio": {"mute": "yes"}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "audio": {"delay": 2}}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "audio": {"speakers": 2}}"#,
+        #"{"playlist": [{"uri": "a.mp4", "volume": -1}]}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10}]}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": []}}"#,

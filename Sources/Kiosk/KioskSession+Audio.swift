@@ -1,0 +1,154 @@
+import Audio
+import Foundation
+import Media
+import Playback
+import Synchronization
+
+/// The sound of a session: one audio path (`PlayerAudioOutput`) for the session's player, on
+/// the output whose clock is the master. Control requests (volume, mute, device, delay) and
+/// status read it from any thread.
+public final class SessionAudio: Sendable {
+    struct State {
+        var output: PlayerAudioOutput?
+        var sink: ALSASink?
+        /// Makes the path on another device (a property set over the socket).
+        var make: (@Sendable (String) -> (PlayerAudioOutput, ALSASink)?)?
+        /// The device asked for (`audio.device` or the property), and the one in use.
+        var requested = "auto"
+        var device: String?
+        /// Why there is no sound, when that is by design (`audio.enabled` false, no sound card,
+        /// another wall output plays it).
+        var off: String?
+        var delay = 0.0
+    }
+    let state = Mutex(State())
+    init() {}
+
+    /// The ALSA device playing (mpv's `current-ao` is "alsa" while one plays); nil: none.
+    public var device: String? { state.withLock { $0.device } }
+    public var requestedDevice: String { state.withLock { $0.requested } }
+    public var delay: Double { state.withLock { $0.delay } }
+    public var stats: AudioPathStats? { state.withLock { $0.output }?.stats }
+    public var offReason: String? { state.withLock { $0.off } }
+
+    /// What health says about the sound: a device asked for that is missing, or underruns that
+    /// keep coming (more than `underrunLimit` in all); nil when fine or off by design.
+    public var problem: String? {
+        let (sink, output) = state.withLock { ($0.sink, $0.output) }
+        guard let sink, let output else { return nil }
+        if sink.isMissing { return "audio device \(sink.name) missing: \(sink.lastFailure ?? "cannot be opened") (the picture plays without sound)" }
+        let stats = output.stats
+        if stats.underruns > Self.underrunLimit { return "audio device \(sink.name): \(stats.underruns) underruns" }
+        return nil
+    }
+
+    /// More underruns than this (since start) degrade health.
+    public static let underrunLimit = 10
+
+    /// Sets the sound's delay against the pictures (seconds, -1...1; mpv's `audio-delay`).
+    public func setDelay(_ seconds: Double) {
+        guard seconds.isFinite else { return }
+        let value = min(max(seconds, -1), 1)
+        let output = state.withLock { s in
+            s.delay = value
+            return s.output
+        }
+        output?.delay = value
+    }
+
+    /// Plays on `device` from now on (`auto`: as at start). Throws when no path can be made.
+    public func setDevice(_ device: String) throws {
+        let (make, old) = state.withLock { ($0.make, $0.output) }
+        guard let make else { throw AudioPathError(device: device, reason: "sound is off here (\(offReason ?? "no audio path"))") }
+        old?.stop()
+        let made = make(device)
+        state.withLock { s in
+            s.requested = device
+            s.output = made?.0
+            s.sink = made?.1
+            s.device = made?.1.name
+        }
+        made?.0.delay = delay
+        made?.0.start()
+    }
+
+    func stop() {
+        let output = state.withLock { s in
+            let o = s.output
+            s.output = nil
+            s.make = nil
+            return o
+        }
+        output?.stop()
+    }
+}
+
+extension KioskSession {
+    /// Starts the player's sound when `audio` says it plays on this output (`audio.enabled`, on
+    /// a wall the output `audio.output` names, a clock that runs in real time, a device to play
+    /// on); otherwise says why not in `audio.offReason`. A device that cannot be opened does not
+    /// stop anything: the picture plays and health is degraded until it can.
+    func startAudio(clock: any VsyncClock) {
+        let config = state.withLock { $0.config }
+        let settings = config.audio
+        player.volume = Float(settings.volume / 100)
+        player.isMuted = settings.mute
+        audio.setDelay(settings.delay)
+        func off(_ why: String) {
+            audio.state.withLock { $0.off = why }
+            logger.info("audio off", ["reason": why])
+        }
+        guard settings.enabled else { return off("audio.enabled is false") }
+        guard regionRank == 0 else { return }
+        if let wall = config.wall {
+            let outputs = (try? wall.outputs(forNode: node)) ?? []
+            let mine = outputs.indices.contains(outputSlot) ? outputs[outputSlot].name : nil
+            let chosen = settings.output ?? wall.outputs.first?.name
+            guard let mine, mine == chosen else { return off("the wall's sound plays on output \(chosen ?? "none")") }
+        }
+        guard clock.timeUntilVsync(0) != nil else { return off("a virtual clock has no real time to play sound in") }
+        let log = logger
+        let player = self.player
+        let volumes: @Sendable (PlayerItem) -> Float = { [weak self] item in
+            guard let self, let index = item.playlistIndex else { return 1 }
+            let playlist = state.withLock { $0.config.playlist }
+            guard playlist.indices.contains(index), let volume = playlist[index].volume else { return 1 }
+            return Float(volume / 100)
+        }
+        let make: @Sendable (String) -> (PlayerAudioOutput, ALSASink)? = { requested in
+            guard let device = resolveAudioDevice(requested) else {
+                log.info("audio off", ["reason": "no sound card (audio.device auto)"])
+                return nil
+            }
+            let sink = ALSASink(device: device, format: PCMFormat(sampleRate: 48_000, channels: 2, encoding: .float32)!, logger: log)
+            let output = PlayerAudioOutput(player: player, sink: sink, converter: AudioResampler(output: sink.format), clock: clock, logger: log)
+            output.setItemVolume(volumes)
+            log.info("audio on", ["device": device, "format": "\(sink.format)", "missing": "\(sink.isMissing)"])
+            return (output, sink)
+        }
+        audio.state.withLock { $0.make = make }
+        do { try audio.setDevice(settings.device) } catch { off("\(error)") }
+        if audio.device == nil { audio.state.withLock { $0.off = "no sound card" } }
+    }
+}
+
+extension KioskSession {
+    /// Tells health what is wrong with this session's sound, if anything (twice a second or so).
+    func reportAudio() {
+        let problem = audio.problem
+        guard problem != nil || audio.device != nil else { return }
+        outputStatus.update { $0.audioProblem = problem }
+    }
+}
+
+/// The ALSA device `audio.device` names: itself, or for `auto` `default` where the system has a
+/// sound card (nil where it has none: no sound, by design). Picking the HDMI/DisplayPort device
+/// of the output's own connector is not done yet: `auto` plays on ALSA's default.
+func resolveAudioDevice(_ requested: String, cards: String = "/proc/asound/cards") -> String? {
+    guard requested == "auto" else { return requested }
+    guard let text = try? String(contentsOfFile: cards, encoding: .utf8) else { return nil }
+    let hasCard = text.split(separator: "\n").contains { line in
+        line.trimmingCharacters(in: .whitespaces).first?.isNumber == true
+    }
+    return hasCard ? "default" : nil
+}

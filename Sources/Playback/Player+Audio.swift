@@ -1,0 +1,68 @@
+import Foundation
+import Synchronization
+
+/// The player's sound settings (`volume`, `isMuted`), read by its audio path at every block.
+public final class PlayerAudioSettings: Sendable {
+    let values = Mutex<(volume: Float, muted: Bool)>((1, false))
+    init() {}
+}
+
+/// The player's side of its sound (`PlayerAudioOutput` plays it): the settings of `AVPlayer`
+/// and the view of the timeline the audio thread follows.
+extension Player {
+    /// The audio's volume, 0 (silent) to 1 (as decoded), as `AVPlayer.volume`. Values outside are
+    /// clamped; one that is not a number is ignored.
+    public var volume: Float {
+        get { audioSettings.values.withLock { $0.volume } }
+        set {
+            guard newValue.isFinite else { return }
+            audioSettings.values.withLock { $0.volume = min(max(newValue, 0), 1) }
+        }
+    }
+
+    /// Whether the audio is muted (`AVPlayer.isMuted`); the volume is kept.
+    public var isMuted: Bool {
+        get { audioSettings.values.withLock { $0.muted } }
+        set { audioSettings.values.withLock { $0.muted = newValue } }
+    }
+
+    /// The gain the audio is played at now: the volume, or 0 when muted.
+    var audioGain: Float { audioSettings.values.withLock { $0.muted ? 0 : $0.volume } }
+
+    /// Where the timeline stands, as the audio thread needs it: whether the picture is moving, the
+    /// current run (its item, its start on the timeline and the item time there), the item after
+    /// it, and the timeline position of the last vsync asked for.
+    struct AudioView {
+        var playing = false
+        var rate = 1.0
+        var item: PlayerItem?
+        var run: ObjectIdentifier?
+        var runStart = MediaTime.zero
+        var runOrigin = MediaTime.zero
+        var next: PlayerItem?
+        /// Where the next item starts (a seek made on it before it plays), else zero.
+        var nextStart = MediaTime.zero
+        var lastVsync: Int64?
+        var position = MediaTime.zero
+    }
+
+    func audioView() -> AudioView {
+        withLock {
+            var view = AudioView()
+            view.rate = Double(_rate)
+            view.item = run?.item ?? queue.first
+            view.next = queue.count > 1 ? queue[1] : nil
+            view.nextStart = view.next?.pendingStart?.time ?? .zero
+            view.lastVsync = lastVsync
+            view.position = currentPositionLocked()
+            if let run {
+                view.run = ObjectIdentifier(run)
+                view.runStart = run.start
+                view.runOrigin = run.origin ?? run.seek?.target ?? .zero
+                view.playing = _rate != 0 && anchor != nil && !holdingStart && !stalled && !run.ended && lastVsync != nil
+                    && hostStartVsync == nil && hostStartTime == nil
+            }
+            return view
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Control
+import Foundation
+import Testing
+import TestSupport
+
+/// marquee itself with sound: the ALSA device is ALSA's `file` plugin, defined in an `.asoundrc`
+/// under a HOME of the test's own, so the sound marquee plays is captured in a file.
+@Suite struct MarqueeAudioProcessTests {
+    /// A HOME whose `.asoundrc` defines `marquee_capture` (float32 stereo into `file`).
+    static func home(capture file: String) throws -> String {
+        let home = TestMedia.folder + "/home-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        try """
+            pcm.marquee_capture {
+                type file
+                slave.pcm { type null }
+                file "\(file)"
+                format "raw"
+            }
+            """.write(toFile: home + "/.asoundrc", atomically: true, encoding: .utf8)
+        return home
+    }
+
+    static func tone() throws -> String {
+        try TestMedia.make("proc-tone-2s.mp4", [
+            "-f", "lavfi", "-i", "color=c=gray:size=32x32:rate=30:duration=2",
+            "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000:duration=2",
+            "-ac", "2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "192k", "-f", "mp4",
+        ])
+    }
+
+    @Test func marqueePlaysTheSoundAndTakesItsPropertiesOverTheSocket() throws {
+        let capture = TestMedia.folder + "/proc-capture-\(UUID().uuidString.prefix(8)).raw"
+        let home = try Self.home(capture: capture)
+        let config = try TestConfig.write(#"{"playlist": [{"uri": "\#(try Self.tone())"}], "loop": true, "audio": {"device": "marquee_capture", "volume": 50}}"#,
+                                          named: "audio-\(UUID().uuidString).json")
+        let running = try MarqueeProcessTests.Running(config: config, clock: "real", exitAfter: 6, environment: ["HOME": home])
+        let client = try running.connect()
+        func get(_ name: String) -> JSONValue? { client.request(["get_property", .string(name)], id: 1)?["data"] }
+        #expect(get("volume")?.numberValue == 50)
+        #expect(get("mute")?.boolValue == false)
+        #expect(get("audio-device")?.stringValue == "marquee_capture")
+        Thread.sleep(forTimeInterval: 1)
+        #expect(get("current-ao")?.stringValue == "alsa", "\(running.log)")
+        #expect(client.request(["set_property", "volume", 80], id: 2)?["error"]?.stringValue == "success")
+        #expect(get("volume")?.numberValue == 80)
+        #expect(client.request(["set_property", "volume", 180], id: 3)?["error"]?.stringValue == "error accessing property")
+        let health = get("health")
+        #expect(health?["status"]?.stringValue != "failed" && health?["status"]?.stringValue != "stalled", "\(String(describing: health))")
+        #expect(!(health?["reasons"]?.arrayValue ?? []).contains { $0.stringValue?.contains("audio") == true }, "\(String(describing: health))")
+        #expect(running.wait() == 0)
+        // Float32 stereo: the tone (1/8, made stereo by ffmpeg at -3 dB) at 80 %.
+        let data = try Data(contentsOf: URL(fileURLWithPath: capture))
+        let left: [Float] = data.withUnsafeBytes { raw in stride(from: 0, to: raw.count - 7, by: 8).map { raw.loadUnaligned(fromByteOffset: $0, as: Float.self) } }
+        let seconds = Double(left.count) / 48_000
+        let tail = left.suffix(48_000).map { abs($0) }.max() ?? 0
+        print("marquee with sound: \(left.count) frames (\(seconds) s) captured, peak of the last second \(tail)")
+        #expect(seconds > 3.5 && seconds < 7, "\(seconds) s of sound for 6 s of playing")
+        #expect(abs(tail - 0.125 * Float(0.5).squareRoot() * 0.8) < 0.005, "peak \(tail)")
+    }
+
+    @Test func aMissingDeviceDegradesHealthAndThePicturesPlayOn() throws {
+        let config = try TestConfig.write(#"{"playlist": [{"uri": "\#(try Self.tone())"}], "loop": true, "audio": {"device": "marquee_no_such_device"}}"#,
+                                          named: "audio-missing-\(UUID().uuidString).json")
+        let running = try MarqueeProcessTests.Running(config: config, clock: "real", exitAfter: 4)
+        let client = try running.connect()
+        Thread.sleep(forTimeInterval: 1.5)
+        let health = client.request(["get_property", "health"], id: 1)?["data"]
+        #expect(health?["status"]?.stringValue == "degraded", "\(String(describing: health))")
+        #expect((health?["reasons"]?.arrayValue ?? []).contains { $0.stringValue?.contains("audio device marquee_no_such_device missing") == true },
+                "\(String(describing: health))")
+        #expect(running.wait() == 0)
+        let shown = try running.traceLines().filter { ($0["type"] as? String) == "frame" }.count
+        print("missing device: \(shown) pictures in 4 s")
+        #expect(shown >= 100, "\(shown) pictures shown in 4 s")
+    }
+}
