@@ -124,7 +124,8 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
         state.withLock { statusBroadcast.stream(initial: $0.status) }
     }
 
-    /// The item's notifications.
+    /// The item's notifications sent after this call returns (the subscription is made here, not
+    /// when the stream is first read: make it before attaching the item, read it in a `Task`).
     public func events() -> AsyncStream<Event> { eventBroadcast.stream() }
 
     /// Whether anything reads the item's notifications now.
