@@ -148,6 +148,7 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
         owner.seek(item: self, to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, completion: completion)
     }
 
+    @discardableResult
     public func seek(to time: MediaTime, toleranceBefore: MediaTime = .zero, toleranceAfter: MediaTime = .zero) async -> Bool {
         await awaitCallback { done in seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, completion: done) }
     }

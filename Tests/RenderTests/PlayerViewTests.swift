@@ -3,6 +3,7 @@ import Foundation
 import Media
 import Playback
 import Render
+import Synchronization
 import Testing
 import TestSupport
 
@@ -114,5 +115,34 @@ import TestSupport
         #expect(!view.isPresenting)
         try view.close(timeout: 0)
         #expect(throws: PlayerViewError.closed) { try view.screenshot() }
+    }
+
+    /// README's example (the guide's "Putting It All Together"), as written there but on a headless
+    /// output: it plays, loops by seeking to zero at the end, and the boundary block sees its time.
+    @Test func theReadmeExampleRuns() async throws {
+        let boundaries = Mutex<[String]>([])
+        let print: @Sendable (String) -> Void = { line in boundaries.withLock { $0.append(line) } }
+
+        let asset = Asset(url: URL(fileURLWithPath: try TestMedia.clip(seconds: 1, fps: 30)))
+        _ = try await asset.load(.tracks)
+        let item = PlayerItem(asset: asset)
+        let status = item.statusUpdates()          // observed before the item meets the player; starts with .unknown
+        let ends = item.events()                   // subscribed here: no end is missed
+        let player = try Player(item: item)
+        player.actionAtItemEnd = .none
+        let view = try PlayerView(output: .headless(mode: Self.mode))
+        view.player = player
+        Task { for await event in ends { if case .didPlayToEndTime = event { await player.seek(to: .zero) } } }
+        _ = try player.addBoundaryTimeObserver(forTimes: [MediaTime(seconds: 0.5, preferredTimescale: 600)]) {
+            print("Passed a boundary at \(player.currentTime())")
+        }
+        for await s in status where s != .unknown { if s == .readyToPlay { player.play() }; break }
+
+        // Two passes: the boundary is passed once in each.
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while boundaries.withLock({ $0.count }) < 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try view.close()
+        let lines = boundaries.withLock { $0 }
+        #expect(lines.count >= 2 && lines.allSatisfy { $0.hasPrefix("Passed a boundary at {") && $0.hasSuffix(" = 0.500}") }, "\(lines)")
     }
 }
