@@ -170,7 +170,7 @@ final class CallbackThread: Sendable {
             defer { state.started = true }
             return !state.started
         }
-        if start { startThread() }
+        if start { startWorker() }
     }
 
     /// Waits up to `timeout` seconds until every callback queued before this call has run; false
@@ -183,12 +183,10 @@ final class CallbackThread: Sendable {
     /// The thread ends after the callbacks it holds.
     func end() { state.update { $0.ended = true } }
 
-    private func startThread() {
+    private func startWorker() {
         let state = state
         let name = name
-        let thread = Thread {
-            // Named from inside: a name set before start() does not reach the OS thread here.
-            Thread.current.name = name
+        _ = startThread(named: name) {
             while true {
                 // The next callbacks whenever there are some: waited for in slices of a minute,
                 // until the player goes.
@@ -201,7 +199,5 @@ final class CallbackThread: Sendable {
                 if ended { return }
             }
         }
-        thread.name = name
-        thread.start()
     }
 }
