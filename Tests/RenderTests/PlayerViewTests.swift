@@ -142,7 +142,12 @@ import TestSupport
         let deadline = Date(timeIntervalSinceNow: 10)
         while boundaries.withLock({ $0.count }) < 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
         try view.close()
+        // The time read in the block is the crossing vsync's: 0.500 on time (a busy machine that
+        // skipped that vsync crosses on a later one).
         let lines = boundaries.withLock { $0 }
-        #expect(lines.count >= 2 && lines.allSatisfy { $0.hasPrefix("Passed a boundary at {") && $0.hasSuffix(" = 0.500}") }, "\(lines)")
+        let seconds = lines.compactMap { line in
+            line.hasPrefix("Passed a boundary at {") ? line.split(separator: "=").last.flatMap { Double($0.dropLast().trimmingCharacters(in: .whitespaces)) } : nil
+        }
+        #expect(lines.count >= 2 && seconds.count == lines.count && seconds.allSatisfy { $0 >= 0.5 && $0 < 0.6 }, "\(lines)")
     }
 }
