@@ -37,9 +37,8 @@ let package = Package(
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
         .executableTarget(name: "layerbench", dependencies: ["Display", "Render", "Media", "Playback"], path: "bench/layerbench"),
         // The examples of issue 3: AV Foundation Programming Guide playback with this API (run by ExamplesTests).
-        .target(name: "ExampleSupport", dependencies: ["Playback", "Display"], path: "Examples/Support"),
-        .executableTarget(name: "PlayFileExample", dependencies: ["Playback", "Media", "Display", "ExampleSupport"], path: "Examples/PlayFile"),
-        .executableTarget(name: "QueuePlayerExample", dependencies: ["Playback", "Media", "Display", "ExampleSupport"], path: "Examples/QueuePlayer"),
+        .executableTarget(name: "PlayFileExample", dependencies: ["Playback", "Media", "Display"], path: "Examples/PlayFile"),
+        .executableTarget(name: "QueuePlayerExample", dependencies: ["Playback", "Media", "Display"], path: "Examples/QueuePlayer"),
 
         // libFuzzer targets (`make fuzz`, Fuzz/README.md): the harnesses, and one executable each whose
         // entry point is LLVMFuzzerTestOneInput under `--sanitize=fuzzer` (a corpus replayer otherwise).

@@ -6,13 +6,10 @@
 //     QueuePlayerExample FILE
 //
 // Queues FILE (any clip; `ffmpeg -f lavfi -i testsrc2=size=320x180:rate=30 -t 1.5 clip.mp4` makes
-// one), then a file that does not exist, then FILE again; plays the queue to its end on a headless output whose virtual
-// clock runs as fast as frames are ready, and exits.
+// one), then a file that does not exist, then FILE again; plays the queue to its end in a player
+// view on a headless output paced like a 60 Hz display, and exits.
 import Display
-import ExampleSupport
 import Foundation
-import Media
-import Playback
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let logger = Logger(level: .error, sink: { _ in })  // the failed item is reported below, not logged
@@ -25,17 +22,14 @@ guard let path = arguments.first else {
     FileHandle.standardError.write(Data("usage: QueuePlayerExample FILE\n".utf8))
     exit(2)
 }
-let backend = FFmpegBackend()
 let missing = NSTemporaryDirectory() + "marquee-example-missing-\(getpid()).mp4"
 output("queueing \(path), then \(missing) (which does not exist), then \(path) again")
 
-let first = PlayerItem(url: URL(fileURLWithPath: path), backend: backend)
+let first = PlayerItem(url: URL(fileURLWithPath: path))
 let player = QueuePlayer(items: [first], logger: logger)
 
 // Appending: ask first whether the item can go at the end.
-let items = [first,
-             PlayerItem(url: URL(fileURLWithPath: missing), backend: backend),
-             PlayerItem(url: URL(fileURLWithPath: path), backend: backend)]
+let items = [first, PlayerItem(url: URL(fileURLWithPath: missing)), PlayerItem(url: URL(fileURLWithPath: path))]
 for (index, item) in items.enumerated() {
     item.playlistIndex = index + 1
     guard item !== first else { continue }
@@ -79,17 +73,18 @@ for boundary in thirds {
     }
 }
 
+// The player view shows the queue; the current item stream says when it has played out.
+let view = try PlayerView(output: .headless(mode: DisplayMode(width: 640, height: 360, refresh: RefreshRate(numerator: 60))),
+                          logger: logger)
+view.player = player
+let currentItems = player.currentItemUpdates()
 player.play()
-let result = await ExampleDisplay.present(player, seconds: 60, untilEmpty: true, logger: logger)
+for await current in currentItems where current == nil { break }
+try view.close()
 player.removeAllItems()  // ends the decode threads
 // So that none is decoding as the process exits.
 let stillDecoding = Player.waitForDecodeThreadsToEnd(timeout: 2)
 output(stillDecoding == 0 ? "every decode thread has ended" : "\(stillDecoding) decode threads still running")
 for observer in statusObservers { await observer.value }
-switch result {
-case .success(let stats):
-    output("queue played out: \(stats.presented) frames presented, \(stats.dropped) dropped; current item: \(player.currentItem.map { "\($0)" } ?? "none")")
-case .failure(let error):
-    output("the display failed: \(error)")
-    exit(1)
-}
+let stats = player.stats
+output("queue played out: \(stats.presented) frames presented, \(stats.dropped) dropped; current item: \(player.currentItem.map { "\($0)" } ?? "none")")

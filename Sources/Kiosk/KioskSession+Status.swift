@@ -9,8 +9,8 @@ extension KioskSession {
     func watchPlayer() {
         player.consumeEvents(onThread: "marquee-item-events") { [weak self] event in self?.itemEvent(event) }
         player.consumeChanges(onThread: "marquee-player-changes") { [weak self] change in self?.playerChange(change) }
-        // Time observations come on the thread that drives the vsyncs, which must not wait here:
-        // the latest one is handed to a status thread (one it has not read yet is superseded).
+        // Time observations come on the player's callback thread, which should not wait here: the
+        // latest one is handed to a status thread (one it has not read yet is superseded).
         let observed = Monitor<MediaTime?>(nil)
         _ = try? player.addPeriodicTimeObserver(forInterval: MediaTime(value: 1, timescale: 4)) { time in
             observed.update { $0 = time }

@@ -105,8 +105,14 @@ final class Broadcast<Value: Sendable>: Sendable {
     }
 
     func stream(initial: Value? = nil) -> AsyncStream<Value> {
-        let (stream, continuation) = AsyncStream<Value>.makeStream(bufferingPolicy: .bufferingOldest(limit))
-        if let initial { continuation.yield(initial) }
+        stream(initialValues: initial.map { [$0] } ?? [])
+    }
+
+    /// A stream that gives `initialValues` first, then every value sent after this call (made under
+    /// the lock its owner sends under, so that no change falls between the two: KVO's `.initial`).
+    func stream(initialValues: [Value]) -> AsyncStream<Value> {
+        let (stream, continuation) = AsyncStream<Value>.makeStream(bufferingPolicy: .bufferingOldest(limit + initialValues.count))
+        for value in initialValues { continuation.yield(value) }
         let id: Int? = state.withLock { state in
             guard !state.finished else { return nil }
             state.nextID += 1

@@ -91,6 +91,7 @@ extension Player {
         }
     }
 
+    @discardableResult
     public func seek(to time: MediaTime, toleranceBefore: MediaTime = .zero, toleranceAfter: MediaTime = .zero) async -> Bool {
         await awaitCallback { done in seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, completion: done) }
     }

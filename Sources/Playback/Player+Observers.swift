@@ -5,7 +5,9 @@ extension Player {
     // MARK: Time observers
 
     /// Calls `block` every `interval` of item time while playing, and once on every play, pause,
-    /// seek and item change. nil `queue`: on the thread that drives the vsyncs (or makes the change).
+    /// seek and item change. Callbacks come in the order of the changes that made them, on `queue`,
+    /// or (nil) on the player's callback thread (`player-observers`: one per player, one callback at
+    /// a time, never the thread that pulls the vsyncs).
     public func addPeriodicTimeObserver(forInterval interval: MediaTime, queue: DispatchQueue? = nil,
                                         using block: @escaping @Sendable (MediaTime) -> Void) throws -> TimeObserverToken {
         guard interval.isNumeric, interval > .zero else { throw PlayerError.nonPositiveInterval }
@@ -13,7 +15,7 @@ extension Player {
     }
 
     /// Calls `block` when normal playback crosses one of `times`; a seek that jumps over a time never
-    /// calls it.
+    /// calls it. On `queue`, or (nil) on the player's callback thread, in order, as periodic ones.
     public func addBoundaryTimeObserver(forTimes times: [MediaTime], queue: DispatchQueue? = nil,
                                         using block: @escaping @Sendable () -> Void) throws -> TimeObserverToken {
         guard !times.isEmpty else { throw PlayerError.emptyBoundaryTimes }
@@ -24,7 +26,7 @@ extension Player {
         withLock {
             nextObserverID += 1
             let token = TimeObserverToken(id: nextObserverID, player: ObjectIdentifier(self))
-            let observer = TimeObserver(token: token, kind: kind, queue: queue)
+            let observer = TimeObserver(token: token, kind: kind, queue: queue, callbacks: callbackThread)
             if case .periodic(let interval, _) = kind, let time = itemTimeLocked() {
                 observer.lastSlot = slot(time, interval)
             }
@@ -40,6 +42,14 @@ extension Player {
         observer?.deactivate()
     }
 
+    /// Marquee: waits up to `timeout` seconds until the callbacks of time observers without a
+    /// queue that were due when this was called have run on the player's callback thread (what a
+    /// test checks after driving vsyncs by hand). False when some had not by then.
+    @discardableResult
+    public func waitForTimeObserverCallbacks(timeout: Double = 10) -> Bool {
+        callbackThread.waitUntilDone(timeout: timeout)
+    }
+
     func slot(_ time: MediaTime, _ interval: MediaTime) -> Int64 {
         let ratio = (time.seconds / interval.seconds)
         return ratio.isFinite ? Int64((ratio + 1e-9).rounded(.down)) : 0
@@ -51,7 +61,7 @@ extension Player {
         for observer in observers.values {
             guard case .periodic(let interval, _) = observer.kind else { continue }
             observer.lastSlot = slot(time, interval)
-            outbox.add { observer.firePeriodic(time) }
+            observer.firePeriodic(time)  // queued now, in the order of the changes
         }
     }
 
@@ -66,12 +76,12 @@ extension Player {
                 let s = slot(now, interval)
                 if s != observer.lastSlot {
                     observer.lastSlot = s
-                    outbox.add { observer.firePeriodic(now) }
+                    observer.firePeriodic(now)
                 }
             case .boundary(let times, _):
                 guard let previous, now > previous else { continue }
                 for time in times where previous < time && time <= now {
-                    outbox.add { observer.fireBoundary() }
+                    observer.fireBoundary(at: now)
                 }
             }
         }

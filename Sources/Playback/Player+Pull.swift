@@ -382,6 +382,15 @@ extension Player {
         guard let run else { return queue.first?.pendingStart?.time ?? (queue.isEmpty ? nil : .zero) }
         guard let origin = run.origin, run.shownFrames > 0 else { return run.seek?.target ?? .zero }
         let elapsed = currentPositionLocked() - run.start
-        return origin + (elapsed > .zero ? elapsed : .zero)
+        var time = origin + (elapsed > .zero ? elapsed : .zero)
+        // Time stops at the item's end (with `.none` the timeline runs on; the item's time does not).
+        if run.ended {
+            let length = endPosition(run) - run.start
+            let end = origin + (length > .zero ? length : .zero)
+            if time > end { time = end }
+        }
+        let duration = run.item.duration
+        if duration.isNumeric && duration > .zero && time > duration { time = duration }
+        return time
     }
 }

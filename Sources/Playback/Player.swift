@@ -60,6 +60,8 @@ public class Player: @unchecked Sendable {
     var hasVideoOutput = false
     /// Counts attachments of a video output (so that a detached output cannot detach its successor).
     var videoOutputSerial = 0
+    /// Where time observers without a queue are called (in order, one at a time).
+    let callbackThread = CallbackThread()
     let changeBroadcast = Broadcast<Change>()
     let eventBroadcast = Broadcast<Event>()
     let audioSettings = PlayerAudioSettings()
@@ -193,6 +195,7 @@ public class Player: @unchecked Sendable {
         for item in queue { item.preroll?.stop() }
         changeBroadcast.finish()
         eventBroadcast.finish()
+        callbackThread.end()
     }
 
     // MARK: Observable properties
@@ -224,9 +227,49 @@ public class Player: @unchecked Sendable {
         set { withLock { _stallTimeout = newValue.isFinite ? max(0, newValue) : 2 } }
     }
 
-    /// Every change of status, rate, currentItem and timeControlStatus from now on.
-    public func changes() -> AsyncStream<Change> { changeBroadcast.stream() }
-    /// Every item's notifications, from now on.
+    /// The observable properties as KVO with `.initial` shows them: first their values now
+    /// (`.status`, `.rate`, `.timeControlStatus`, `.currentItem`, in that order), then every change of
+    /// any of them, in the order they happened. The stream is subscribed when this returns, under the
+    /// lock the changes are made under: no change falls between the values now and the first one
+    /// sent (`Player(item:)` became `readyToPlay` in its initializer: the first value says so).
+    public func changes() -> AsyncStream<Change> {
+        withLock { changeBroadcast.stream(initialValues: currentValuesLocked()) }
+    }
+
+    func currentValuesLocked() -> [Change] {
+        [.status(_status), .rate(_rate), .timeControlStatus(_timeControl, _waitingReason), .currentItem(queue.first)]
+    }
+
+    /// `status` now, then each change of it (`observe(\.status, options: [.initial, .new])`).
+    public func statusUpdates() -> AsyncCompactMapSequence<AsyncStream<Change>, Status> {
+        changes().compactMap { @Sendable change in if case .status(let value) = change { value } else { nil } }
+    }
+
+    /// `rate` now, then each change of it.
+    public func rateUpdates() -> AsyncCompactMapSequence<AsyncStream<Change>, Float> {
+        changes().compactMap { @Sendable change in if case .rate(let value) = change { value } else { nil } }
+    }
+
+    /// `timeControlStatus` (with `reasonForWaitingToPlay`) now, then each change of it.
+    public func timeControlStatusUpdates() -> AsyncCompactMapSequence<AsyncStream<Change>, (TimeControlStatus, WaitingReason?)> {
+        changes().compactMap { @Sendable change in
+            if case .timeControlStatus(let status, let reason) = change { (status, reason) } else { nil }
+        }
+    }
+
+    /// `currentItem` now, then each change of it.
+    public func currentItemUpdates() -> AsyncCompactMapSequence<AsyncStream<Change>, PlayerItem?> {
+        changes().compactMap { @Sendable change -> PlayerItem?? in
+            if case .currentItem(let item) = change { .some(item) } else { nil }
+        }
+    }
+
+    /// Every item's notifications (`NotificationCenter`'s, with the item as object) sent after this
+    /// call returns: the subscription is made here, not when the stream is first read. Make the
+    /// stream before the code whose events it must see, and read it anywhere (a `Task` started
+    /// afterwards misses nothing). Notifications are not replayed: one sent before this call is
+    /// not in the stream (observe state with `changes()` or `PlayerItem.statusUpdates()`, which
+    /// start with the value now).
     public func events() -> AsyncStream<Event> { eventBroadcast.stream() }
 
     /// Waits up to `timeout` seconds for the decode threads of every player in the process to end
@@ -253,12 +296,35 @@ public class Player: @unchecked Sendable {
         set { withLock { _automaticallyWaits = newValue } }
     }
 
-    public var actionAtItemEnd: ActionAtItemEnd { withLock { _actionAtItemEnd } }
+    /// What happens when the current item plays to its end: `.advance` (a queue player's default:
+    /// the next item plays), `.pause` (a player's default) or `.none` (the last frame stays, the
+    /// player's rate does not change, and `currentTime()` stays at the item's end).
+    ///
+    /// `.advance` is for queue players only: AVFoundation raises an exception when a plain player is
+    /// given it; here the setting is refused (the value stays what it was) and the player's logger
+    /// says so. `setActionAtItemEnd(_:)` is the form that throws instead.
+    public var actionAtItemEnd: ActionAtItemEnd {
+        get { withLock { _actionAtItemEnd } }
+        set {
+            do {
+                try setActionAtItemEnd(newValue)
+            } catch {
+                logger.error("actionAtItemEnd not changed", ["why": "\(error)", "kept": "\(actionAtItemEnd)"])
+            }
+        }
+    }
 
-    /// `.advance` is for queue players only.
+    /// Sets `actionAtItemEnd`; throws `PlayerError.advanceNeedsAQueuePlayer` for `.advance` on a
+    /// plain player (the value stays).
     public func setActionAtItemEnd(_ action: ActionAtItemEnd) throws {
         guard action != .advance || isQueuePlayer else { throw PlayerError.advanceNeedsAQueuePlayer }
         withLock { _actionAtItemEnd = action }
+    }
+
+    /// Moves the current item's time to exactly `time` (`AVPlayer.seek(to:)`); the forms with a
+    /// completion, tolerances or `await` say when the frame there is on screen.
+    public func seek(to time: MediaTime) {
+        seek(to: time, toleranceBefore: .zero, toleranceAfter: .zero, completion: { _ in })
     }
 
     /// Marquee: where start-file / end-file event lines go.
@@ -270,8 +336,14 @@ public class Player: @unchecked Sendable {
     public func play() { locked { setRateLocked(_defaultRate, &$0) } }
     public func pause() { locked { setRateLocked(0, &$0) } }
 
-    /// The current item's time at the last vsync.
-    public func currentTime() -> MediaTime { withLock { itemTimeLocked() ?? .zero } }
+    /// The current item's time at the last vsync; at the item's end it stays there (never past the
+    /// item's duration), whatever `actionAtItemEnd` is. Inside a time observer's callback: the time
+    /// the callback is for (a boundary's block reads the time it crossed at, even when it runs a
+    /// little after the player moved on).
+    public func currentTime() -> MediaTime {
+        if let time = CallbackMoment.current(of: ObjectIdentifier(self)) { return time }
+        return withLock { itemTimeLocked() ?? .zero }
+    }
 
     func currentTime(of item: PlayerItem) -> MediaTime? {
         withLock {

@@ -124,7 +124,8 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
         state.withLock { statusBroadcast.stream(initial: $0.status) }
     }
 
-    /// The item's notifications.
+    /// The item's notifications sent after this call returns (the subscription is made here, not
+    /// when the stream is first read: make it before attaching the item, read it in a `Task`).
     public func events() -> AsyncStream<Event> { eventBroadcast.stream() }
 
     /// Whether anything reads the item's notifications now.
@@ -147,6 +148,7 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
         owner.seek(item: self, to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, completion: completion)
     }
 
+    @discardableResult
     public func seek(to time: MediaTime, toleranceBefore: MediaTime = .zero, toleranceAfter: MediaTime = .zero) async -> Bool {
         await awaitCallback { done in seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, completion: done) }
     }

@@ -48,8 +48,10 @@ final class TimeObserver: Sendable {
     }
     let token: TimeObserverToken
     let kind: Kind
-    /// API: where callbacks run (AVFoundation's `queue:`); nil: on the thread that fires them.
+    /// API: where callbacks run (AVFoundation's `queue:`); nil: on `callbacks`.
     let queue: DispatchQueue?
+    /// The player's thread for callbacks without a queue; nil (tests): on the thread that fires them.
+    let callbacks: CallbackThread?
     /// Whether callbacks may still start, and the threads running one now.
     private let calls = Monitor<(active: Bool, running: [pthread_t])>((true, []))
     /// Periodic: the last interval index fired (player's lock).
@@ -62,10 +64,11 @@ final class TimeObserver: Sendable {
     /// How long removal waits for callbacks in progress on other threads (seconds).
     static let removalWait = 10.0
 
-    init(token: TimeObserverToken, kind: Kind, queue: DispatchQueue?) {
+    init(token: TimeObserverToken, kind: Kind, queue: DispatchQueue?, callbacks: CallbackThread? = nil) {
         self.token = token
         self.kind = kind
         self.queue = queue
+        self.callbacks = callbacks
     }
 
     /// Stops callbacks from starting and waits (at most `removalWait`) for those in progress on
@@ -78,8 +81,12 @@ final class TimeObserver: Sendable {
                           timeout: Self.removalWait)
     }
 
-    /// Runs `body` unless the observer was removed, on its queue or (nil) on this thread.
-    func deliver(_ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` unless the observer was removed: on its queue, else on the player's callback
+    /// thread (else on this thread). Queued at once, never run here when there is a queue or a
+    /// thread: the player calls this under its lock, so callbacks are queued in the order of the
+    /// changes that made them.
+    func deliver(at time: MediaTime, _ body: @escaping @Sendable () -> Void) {
+        let player = token.player
         let run: @Sendable () -> Void = { [calls] in
             let me = pthread_self()
             let started: Bool = calls.withLock { calls in
@@ -88,21 +95,109 @@ final class TimeObserver: Sendable {
                 return true
             }
             guard started else { return }
+            // While the callback runs, the player's currentTime() on this thread is the time it is
+            // for (the callback may run a little after the player moved on).
+            let slots = Thread.current.threadDictionary
+            let outer = slots[CallbackMoment.key]
+            slots[CallbackMoment.key] = CallbackMoment(player: player, time: time)
             body()
+            slots[CallbackMoment.key] = outer
             calls.update { calls in
                 if let index = calls.running.firstIndex(where: { pthread_equal($0, me) != 0 }) {
                     calls.running.remove(at: index)
                 }
             }
         }
-        if let queue { queue.async(execute: run) } else { run() }
+        if let queue {
+            queue.async(execute: run)
+        } else if let callbacks {
+            callbacks.enqueue(run)
+        } else {
+            run()
+        }
     }
 
     func firePeriodic(_ time: MediaTime) {
-        if case .periodic(_, let callback) = kind { deliver { callback(time) } }
+        if case .periodic(_, let callback) = kind { deliver(at: time) { callback(time) } }
     }
 
-    func fireBoundary() {
-        if case .boundary(_, let callback) = kind { deliver { callback() } }
+    func fireBoundary(at time: MediaTime) {
+        if case .boundary(_, let callback) = kind { deliver(at: time) { callback() } }
+    }
+}
+
+/// The player and item time a time observer's callback is for, kept in the thread's dictionary
+/// while the callback runs.
+final class CallbackMoment {
+    static let key = "marquee.timeObserverMoment"
+    let player: ObjectIdentifier
+    let time: MediaTime
+    init(player: ObjectIdentifier, time: MediaTime) {
+        self.player = player
+        self.time = time
+    }
+
+    /// The time of the callback of `player` running on this thread, if one is.
+    static func current(of player: ObjectIdentifier) -> MediaTime? {
+        guard let moment = Thread.current.threadDictionary[key] as? CallbackMoment, moment.player == player else { return nil }
+        return moment.time
+    }
+}
+
+/// Where a player's time observers without a `queue:` are called: one thread of the player's own
+/// (named `player-observers`), started at the first callback and ended with the player, that runs
+/// the callbacks one at a time in the order the player queued them (the order of the changes that
+/// made them), never with the player's lock held and never on the thread that pulls the vsyncs, so
+/// that a slow callback delays no picture.
+final class CallbackThread: Sendable {
+    private struct State {
+        var work: [@Sendable () -> Void] = []
+        var queued = 0
+        var done = 0
+        var started = false
+        var ended = false
+    }
+    private let state = Monitor(State())
+    let name: String
+
+    init(name: String = "player-observers") { self.name = name }
+
+    /// Queues `work` (never runs it here, never blocks).
+    func enqueue(_ work: @escaping @Sendable () -> Void) {
+        let start: Bool = state.update { state in
+            state.work.append(work)
+            state.queued += 1
+            defer { state.started = true }
+            return !state.started
+        }
+        if start { startWorker() }
+    }
+
+    /// Waits up to `timeout` seconds until every callback queued before this call has run; false
+    /// when some had not by then.
+    func waitUntilDone(timeout: Double) -> Bool {
+        let target = state.withLock { $0.queued }
+        return state.wait(until: { $0.done >= target || ($0.ended && $0.work.isEmpty) }, timeout: timeout)
+    }
+
+    /// The thread ends after the callbacks it holds.
+    func end() { state.update { $0.ended = true } }
+
+    private func startWorker() {
+        let state = state
+        let name = name
+        _ = startThread(named: name) {
+            while true {
+                // The next callbacks whenever there are some: waited for in slices of a minute,
+                // until the player goes.
+                let (work, ended) = state.wait(until: { !$0.work.isEmpty || $0.ended }, timeout: 60) { state, _ in
+                    defer { state.work.removeAll() }
+                    return (state.work, state.ended)
+                }
+                for item in work { item() }
+                state.update { $0.done += work.count }
+                if ended { return }
+            }
+        }
     }
 }

@@ -49,9 +49,17 @@ import TestSupport
         }
     }
 
+    /// The figures of a line `... N frames presented, D dropped ...`.
+    func frames(in line: String) -> (presented: Int, dropped: Int)? {
+        let words = line.split(separator: " ")
+        guard let p = words.firstIndex(of: "presented,"), p > 1, let presented = Int(words[p - 2]),
+              p + 1 < words.count, let dropped = Int(words[p + 1]) else { return nil }
+        return (presented, dropped)
+    }
+
     @Test func playFileExampleLoadsPlaysWhenReadyAndLoopsBySeekingToZero() throws {
         let clip = try TestMedia.clip(seconds: 1, fps: 30)
-        let run = try run("PlayFileExample", [clip, "3"])
+        let run = try run("PlayFileExample", [clip, "2.5"])
         #expect(run.status == 0, "\(run.text)")
         let text = run.text
         #expect(text.contains("track 1: video h264 320x180 30.0 fps, rotated 0 degrees"), "\(text)")
@@ -61,11 +69,14 @@ import TestSupport
         #expect(unknown != nil && ready != nil && unknown! < ready!, "\(text)")
         #expect(text.contains(" = 1.000}, presentation size 320x180; playing"), "\(text)")
         #expect(text.contains("didPlayToEndTime (1): seeking to zero"), "\(text)")
-        // 3 s (vsyncs 0-179 at 60 Hz) of a 1 s clip, every frame of a pass shown once, two vsyncs
-        // apart: the ends come at vsyncs 60 and 120 and the seek back made in the handler shows
-        // frame 0 on the end's vsync (a gapless seam), so the passes show 30 frames each.
+        // 2.5 s of a 1 s clip on a display paced by the wall clock: two ends, each followed by a
+        // seek to zero that landed, and about 75 frames (a frame that came too late on a busy
+        // machine is dropped and counted, not shown late).
         #expect(text.contains("didPlayToEndTime (2): seeking to zero"), "\(text)")
-        #expect(text.contains("stopped after 3.0 s: 90 frames presented, 0 dropped; played to the end 2 times, 2 seeks to zero landed"), "\(text)")
+        let last = try #require(run.lines.last { $0.contains("stopped after 2.5 s:") }, "\(text)")
+        #expect(last.hasSuffix("played to the end 2 times, 2 seeks to zero landed"), "\(last)")
+        let figures = try #require(frames(in: last), "\(last)")
+        #expect((65...80).contains(figures.presented + figures.dropped) && figures.presented > 0, "\(last)")
     }
 
     @Test func queuePlayerExampleLogsBoundariesAndTheFailedItemsError() throws {
@@ -87,7 +98,11 @@ import TestSupport
         let failed = try #require(run.lines.first { $0.contains("item 2 status: failed:") }, "\(text)")
         #expect(failed.contains("avformat_open_input failed: No such file or directory"), "\(failed)")
         #expect(text.contains("item 1 status: readyToPlay") && text.contains("item 3 status: readyToPlay"), "\(text)")
-        // Two playable items of 45 frames each, and nothing left in the queue.
-        #expect(text.contains("queue played out: 90 frames presented, 0 dropped; current item: none"), "\(text)")
+        // Two playable items of 45 frames each, every one presented or (late on a busy machine)
+        // dropped, and nothing left in the queue.
+        let last = try #require(run.lines.last { $0.contains("queue played out:") }, "\(text)")
+        #expect(last.hasSuffix("current item: none"), "\(last)")
+        let figures = try #require(frames(in: last), "\(last)")
+        #expect(figures.presented + figures.dropped == 90 && figures.presented > 0, "\(last)")
     }
 }

@@ -45,17 +45,29 @@ import Testing
         #expect(QueuePlayer(logger: quiet).actionAtItemEnd == .advance)
     }
 
-    @Test func actionNoneKeepsTimeRunningPastTheEndAndObserversFiring() throws {
+    @Test func actionNoneHoldsTheLastFrameAndTimeStopsAtTheItemsEnd() throws {
         let player = try Player(item: item("a.mp4", frames: 6), logger: quiet)
-        try player.setActionAtItemEnd(.none)
+        player.actionAtItemEnd = .none
         let times = Recorder<MediaTime>()
-        _ = try player.addPeriodicTimeObserver(forInterval: tm(1, 10)) { times.append($0) }
+        _ = try player.addPeriodicTimeObserver(forInterval: tm(1, 30)) { times.append($0) }
         let display = try VirtualDisplay(player)
         player.play()
         display.step(40)  // the clip lasts 12 vsyncs
+        player.waitForTimeObserverCallbacks()
+        // The rate stays, the last frame stays, and time stops at the duration (AVFoundation's
+        // currentTime never passes it); the periodic observer does not run past it either.
         #expect(player.rate == 1 && display.shown.count == 6)
-        #expect(player.currentTime() > tm(6, 30))
-        #expect(times.all.contains { $0 > tm(1, 2) })
+        #expect(player.currentTime() == tm(6, 30))
+        #expect(times.all.last == tm(6, 30) || times.all.last == tm(5, 30))
+        #expect(times.all.allSatisfy { $0 <= tm(6, 30) })
+        let count = times.all.count
+        display.step(30)
+        player.waitForTimeObserverCallbacks()
+        #expect(times.all.count == count && player.currentTime() == tm(6, 30))
+        // Seeking back plays it again.
+        player.seek(to: .zero)
+        display.step(3)
+        #expect(player.currentTime() < tm(1, 10))
     }
 
     @Test func replaceCurrentItemTakesEffectAtOnceAndTheSameItemDoesNothing() throws {
@@ -117,13 +129,17 @@ import Testing
         let times = Recorder<MediaTime>()
         _ = try player.addPeriodicTimeObserver(forInterval: tm(1, 2)) { times.append($0) }
         player.play()  // fires once (playback starts)
+        player.waitForTimeObserverCallbacks()
         #expect(times.all == [.zero])
         display.step(121)  // two seconds: crossings of 0.5, 1.0, 1.5, 2.0
+        player.waitForTimeObserverCallbacks()
         #expect(times.all.count == 5)
         player.pause()
+        player.waitForTimeObserverCallbacks()
         #expect(times.all.count == 6)
         player.seek(to: tm(7, 1)) { _ in }
         display.step()
+        player.waitForTimeObserverCallbacks()
         #expect(times.all.count == 7 && times.all.last == tm(7, 1))
     }
 
@@ -134,9 +150,11 @@ import Testing
         _ = try player.addBoundaryTimeObserver(forTimes: [tm(1, 2), tm(5, 1)]) { hits.append(player.currentTime()) }
         player.play()
         display.step(40)
+        player.waitForTimeObserverCallbacks()
         #expect(hits.all == [tm(1, 2)])
         player.seek(to: tm(6, 1)) { _ in }  // jumps over 5 s
         display.step(30)
+        player.waitForTimeObserverCallbacks()
         #expect(hits.all == [tm(1, 2)])
         #expect(throws: PlayerError.emptyBoundaryTimes) { try player.addBoundaryTimeObserver(forTimes: []) {} }
     }
@@ -148,9 +166,11 @@ import Testing
         let token = try player.addPeriodicTimeObserver(forInterval: tm(1, 10)) { times.append($0) }
         player.play()
         display.step(30)
+        player.waitForTimeObserverCallbacks()
         let count = times.all.count
         try player.removeTimeObserver(token)
         display.step(30)
+        player.waitForTimeObserverCallbacks()
         #expect(count > 0 && times.all.count == count)
         #expect(throws: PlayerError.tokenOfAnotherPlayer) { try Player(logger: quiet).removeTimeObserver(token) }
     }
@@ -172,7 +192,8 @@ import Testing
         let changes = player.changes()
         try player.replaceCurrentItem(with: item("a.mp4"))
         player.play()
-        let seen = await firstValues(4, of: changes).map { change in
+        // The values when the stream was made (as KVO's .initial), then the changes.
+        let seen = await firstValues(8, of: changes).map { change in
             switch change {
             case .status(let s): "status \(s)"
             case .rate(let r): "rate \(r)"
@@ -180,6 +201,7 @@ import Testing
             case .timeControlStatus(let s, _): "tcs \(s)"
             }
         }
+        #expect(Array(seen.prefix(4)) == ["status unknown", "rate 0.0", "tcs paused", "item false"])
         #expect(seen.contains("status readyToPlay") && seen.contains("item true") && seen.contains("rate 1.0"))
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Media
 import Playback
 import Render
+import Synchronization
 import Testing
 import TestSupport
 
@@ -114,5 +115,39 @@ import TestSupport
         #expect(!view.isPresenting)
         try view.close(timeout: 0)
         #expect(throws: PlayerViewError.closed) { try view.screenshot() }
+    }
+
+    /// README's example (the guide's "Putting It All Together"), as written there but on a headless
+    /// output: it plays, loops by seeking to zero at the end, and the boundary block sees its time.
+    @Test func theReadmeExampleRuns() async throws {
+        let boundaries = Mutex<[String]>([])
+        let print: @Sendable (String) -> Void = { line in boundaries.withLock { $0.append(line) } }
+
+        let asset = Asset(url: URL(fileURLWithPath: try TestMedia.clip(seconds: 1, fps: 30)))
+        _ = try await asset.load(.tracks)
+        let item = PlayerItem(asset: asset)
+        let status = item.statusUpdates()          // observed before the item meets the player; starts with .unknown
+        let ends = item.events()                   // subscribed here: no end is missed
+        let player = try Player(item: item)
+        player.actionAtItemEnd = .none
+        let view = try PlayerView(output: .headless(mode: Self.mode))
+        view.player = player
+        Task { for await event in ends { if case .didPlayToEndTime = event { await player.seek(to: .zero) } } }
+        _ = try player.addBoundaryTimeObserver(forTimes: [MediaTime(seconds: 0.5, preferredTimescale: 600)]) {
+            print("Passed a boundary at \(player.currentTime())")
+        }
+        for await s in status where s != .unknown { if s == .readyToPlay { player.play() }; break }
+
+        // Two passes: the boundary is passed once in each.
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while boundaries.withLock({ $0.count }) < 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try view.close()
+        // The time read in the block is the crossing vsync's: 0.500 on time (a busy machine that
+        // skipped that vsync crosses on a later one).
+        let lines = boundaries.withLock { $0 }
+        let seconds = lines.compactMap { line in
+            line.hasPrefix("Passed a boundary at {") ? line.split(separator: "=").last.flatMap { Double($0.dropLast().trimmingCharacters(in: .whitespaces)) } : nil
+        }
+        #expect(lines.count >= 2 && seconds.count == lines.count && seconds.allSatisfy { $0 >= 0.5 && $0 < 0.6 }, "\(lines)")
     }
 }
