@@ -81,13 +81,13 @@ struct BroadcastTests {
             while sent < count {
                 for _ in 0..<32 { broadcast.send(sent); sent += 1 }
                 let target = sent - 16
-                guard read.wait(until: { $0 >= target }, timeout: 240) else { break }
+                guard read.wait(until: { $0 >= target }, timeout: 900) else { break }
             }
             broadcast.finish()
             sender.set(sent == count)
         }
         let values = await got.value
-        #expect(sender.wait(timeout: 240) == true)
+        #expect(sender.wait(timeout: 900) == true)
         #expect(values == Array(0..<count))
         #expect(broadcast.overflowedSubscribers == 0)
     }
