@@ -41,8 +41,9 @@ extension Player {
     /// `.advance` it leaves the queue at its end, and the next item is prerolled instead).
     var mayLoopLocked: Bool { _actionAtItemEnd != .advance }
 
-    /// Near the end of the current run, starts decoding the item's start (`prerollAhead` frames),
-    /// kept as the item's `preroll` for a seek back to zero.
+    /// Near the end of the current run, starts decoding the item's start (`prerollAhead` frames,
+    /// never parked: they must be ready at the end), kept as the item's `preroll` for a seek back
+    /// to zero.
     func primeStartLocked() {
         guard mayLoopLocked, _rate != 0, let run, !run.ended, run.shownFrames > 0, run.item === queue.first,
               run.item.preroll == nil, run.item.status != .failed, !run.feeder.hasFailed,
@@ -51,7 +52,8 @@ extension Player {
         let fpet = item.forwardPlaybackEndTime
         let end = fpet.isNumeric ? fpet : item.duration
         guard end.isNumeric, (end - now).seconds <= Self.primeLead else { return }
-        item.preroll = makeFeeder(item, start: .zero, toleranceBefore: .zero, capacity: min(decodeAhead, Self.prerollAhead))
+        // Room for the probe's `ready` event as well as the frames: all of them wait decoded.
+        item.preroll = makeFeeder(item, start: .zero, toleranceBefore: .zero, capacity: min(decodeAhead, Self.prerollAhead) + 1)
         primerExpiry = nil
     }
 
