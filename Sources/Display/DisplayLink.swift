@@ -53,9 +53,18 @@ public protocol DisplayHead: AnyObject {
     /// Waits up to `timeout` seconds for the queued picture's flip; returns the display vsync it
     /// was shown on. Throws `WaitTimeout` when it did not come in time (the flip stays queued).
     func waitForFlip(timeout: Double) throws -> Int64
+    /// Puts the display into standby (false: no signal, the CRTC inactive) or wakes it (true: the
+    /// next queued picture sets the mode again).
+    func setPower(_ on: Bool) throws
     /// Takes the head down: puts back what the CRTC showed before, releases its buffers. `lost`:
     /// the display went away, so failing to restore is expected.
     func close(lost: Bool)
+}
+
+extension DisplayHead {
+    public func setPower(_ on: Bool) throws {
+        throw OutputUnavailable(description: "the display on \(connector) has no power control")
+    }
 }
 
 /// A display device whose connectors come and go: the real one is a DRM card, tests use a fake.
@@ -250,8 +259,38 @@ public final class DisplayLink<Display: HotplugDisplay> {
 
     // MARK: The output driver's part (see `OutputDriver`)
 
-    /// Whether a display is open to draw on.
-    public var isReady: Bool { head != nil }
+    /// Whether a display is open to draw on (and not put into standby).
+    public var isReady: Bool { head != nil && !isPoweredOff }
+
+    /// True while the display is in standby (`setPower(false)`).
+    public private(set) var isPoweredOff = false
+
+    /// Puts the display into standby or wakes it. Off: the picture in flight is let flip first
+    /// (at most `flipTimeout`), then the head goes dark; the clock stops following its flips.
+    /// On: the next queued picture sets the mode again, and the session's vsyncs are mapped onto
+    /// the display's anew (as after a reconnect). Without a display only the wish is kept.
+    public func setPower(_ on: Bool) throws {
+        guard on == isPoweredOff else { return }
+        guard let head else {
+            isPoweredOff = !on
+            return
+        }
+        if on {
+            try head.setPower(true)
+            isPoweredOff = false
+            logger.info("display power", ["state": "on", "connector": head.connector])
+            return
+        }
+        if inFlight != nil {
+            _ = try? head.waitForFlip(timeout: flipTimeout)
+            inFlight = nil
+        }
+        try head.setPower(false)
+        isPoweredOff = true
+        map = nil
+        clock.follow(nil, map: nil)
+        logger.info("display power", ["state": "off", "connector": head.connector])
+    }
 
     /// The render time of the last `draw`, nanoseconds (nil where not measured).
     public private(set) var lastRenderTime: Int64?
@@ -260,7 +299,7 @@ public final class DisplayLink<Display: HotplugDisplay> {
     /// went away (or changed its mode) is lost, and nothing is drawn (`isReady` is false).
     public func draw(_ draw: () throws -> Void) throws {
         lastRenderTime = nil
-        guard let head else { return }
+        guard let head, !isPoweredOff else { return }
         if hotplug.wait(timeout: 0) {
             counters.hotplugNotices += 1
             if let why = display.recheck(head) {
@@ -278,6 +317,12 @@ public final class DisplayLink<Display: HotplugDisplay> {
     /// Queues the picture drawn last for session vsync `vsync`. Without a display (lost since the
     /// picture was drawn) nothing is queued and the next `waitForEvent` reports the loss.
     public func queue(forVsync vsync: Int64) throws {
+        if isPoweredOff {
+            // Put into standby since the picture was asked for: nothing is shown; the loop hears
+            // of it as a display gone (it draws again once the display is back).
+            unreportedLoss = "the display was put into standby"
+            return
+        }
         guard let head else { return }
         let map = self.map ?? VsyncMap(sessionAnchor: vsync, session: clock.refresh, display: head.mode.refresh)
         if self.map == nil {
@@ -300,6 +345,11 @@ public final class DisplayLink<Display: HotplugDisplay> {
         if let reason = unreportedLoss {
             unreportedLoss = nil
             return .lost(reason: reason)
+        }
+        if isPoweredOff {
+            // In standby: nothing to wait for but hotplug notices (looked at again when woken).
+            if hotplug.wait(timeout: max(0, min(timeout, waitSlice))) { counters.hotplugNotices += 1 }
+            return .timedOut
         }
         guard let head else {
             _ = try displayWaitStep(timeout: timeout)

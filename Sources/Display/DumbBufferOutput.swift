@@ -17,7 +17,7 @@ import Render
 /// hardware frames are copied to memory and converted like the rest.
 ///
 /// Made on, and used only from, the presentation thread.
-public final class KMSPlanesOutput: OutputDriver {
+public final class KMSPlanesOutput: OutputDriver, DisplayPowerControl {
     public typealias Frame = VideoFrame
 
     public let name: String
@@ -114,6 +114,10 @@ public final class KMSPlanesOutput: OutputDriver {
     // MARK: Output driver
 
     public var isReady: Bool { link.isReady }
+
+    /// Display power (a schedule's `display: off`, `display-power`), as `KMSOutput`'s.
+    public var isDisplayOn: Bool { !link.isPoweredOff }
+    public func setDisplayPower(_ on: Bool) throws { try link.setPower(on) }
 
     public func draw(_ frames: [VideoFrame?]) throws {
         guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
@@ -242,6 +246,9 @@ final class PlanesHead: DisplayHead {
     private unowned let display: PlanesDisplay
     private var buffers: [DumbBuffer]          // freed in close()
     private let scanout: KMSScanout
+
+    /// Standby or awake through the scan-out's committer (`DisplayLink.setPower`).
+    func setPower(_ on: Bool) throws { try scanout.setPower(on) }
     private var saved: SavedCRTC?
     private var onScreen: Int?
     private var drawn: Int?

@@ -15,7 +15,7 @@ public enum ClockKind: String, Sendable, CaseIterable {
 /// the configured mode. Used where no DRM device is connected, and for tests and benchmarks.
 ///
 /// Made on, and used only from, the presentation thread (its GL context is current there).
-public final class HeadlessOutput: OutputDriver {
+public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
     public typealias Frame = VideoFrame
 
     public let name: String
@@ -27,6 +27,8 @@ public final class HeadlessOutput: OutputDriver {
     private let realClock: RealVsyncClock?
     /// The vsync the picture queued last is shown on, until its event is reported.
     private var queued: Int64?
+    /// False in standby (`setDisplayPower(false)`): the picture is black and nothing is presented.
+    public private(set) var isDisplayOn = true
 
     public init(name: String = "headless-0", mode: DisplayMode, clock kind: ClockKind, background: RGBColor = .black) throws {
         self.name = name
@@ -52,6 +54,13 @@ public final class HeadlessOutput: OutputDriver {
     /// `layer.mosaicRegions` entry). On a real clock it waits for the renderer to finish, so that
     /// the picture counts as shown on the first vsync after that.
     public func draw(_ frames: [VideoFrame?]) throws {
+        let background = layer.background
+        if !isDisplayOn {
+            // In standby the screen is black whatever is asked.
+            layer.background = .black
+        }
+        defer { layer.background = background }
+        let frames = isDisplayOn ? frames : frames.map { _ in nil }
         target.bind()
         if frames.count == 1 {
             try layer.draw(frames[0], bounds: bounds)
@@ -80,9 +89,26 @@ public final class HeadlessOutput: OutputDriver {
         queued = realClock.map { max(vsync, $0.currentVsync + 1) } ?? vsync
     }
 
+    /// In standby with a real clock: not ready, so the presentation loop presents nothing. With a
+    /// virtual clock the vsyncs go on (they are the clock), each a black picture.
+    public var isReady: Bool { isDisplayOn || realClock == nil }
+
+    /// Standby: the picture goes black (what a screen in standby shows) and stays so until woken.
+    public func setDisplayPower(_ on: Bool) throws {
+        guard on != isDisplayOn else { return }
+        isDisplayOn = on
+        queued = nil
+        if !on { try draw([nil]) }
+    }
+
     /// A virtual clock: the queued picture is shown at once. A real one: waits for the vsync the
     /// queued picture is shown on, or `timeout` when that comes first (or nothing is queued).
     public func waitForEvent(timeout: Double) throws -> OutputEvent {
+        if !isDisplayOn && queued == nil {
+            // In standby nothing happens; a virtual clock does not spin meanwhile.
+            if timeout > 0 { Thread.sleep(forTimeInterval: realClock == nil ? min(timeout, 0.01) : timeout) }
+            return .timedOut
+        }
         guard let realClock else {
             guard let vsync = queued else { return .timedOut }
             queued = nil

@@ -23,6 +23,10 @@ protocol KMSCommitter: AnyObject {
     func flip(framebuffer: UInt32, inFence: Int32?) throws
     /// Whether `flip` can take an IN_FENCE_FD.
     var takesInFences: Bool { get }
+    /// Standby: atomic, the CRTC's ACTIVE 0 (the kernel reports the connector's DPMS off); legacy,
+    /// the connector's DPMS property off. Waking: legacy sets DPMS on; the next `modeset` does
+    /// the rest (atomic: ACTIVE 1).
+    func setPower(_ on: Bool) throws
 }
 
 /// `drmModeSetCrtc` for the mode, `drmModePageFlip` for every picture.
@@ -46,6 +50,15 @@ final class LegacyCommitter: KMSCommitter {
     }
 
     var takesInFences: Bool { false }
+
+    func setPower(_ on: Bool) throws {
+        guard let dpms = try device.properties(of: pipe.connector, type: UInt32(DRM_MODE_OBJECT_CONNECTOR))["DPMS"] else {
+            throw DRMError(call: "drmModeObjectGetProperties", detail: "connector \(pipe.connector) has no DPMS property")
+        }
+        // DRM_MODE_DPMS_ON 0, DRM_MODE_DPMS_OFF 3.
+        try drmCheck("drmModeConnectorSetProperty(connector \(pipe.connector), DPMS \(on ? "on" : "off"))",
+                     drmModeConnectorSetProperty(device.fd, pipe.connector, dpms.id, on ? 0 : 3))
+    }
 
     func flip(framebuffer: UInt32, inFence: Int32?) throws {
         try drmCheck("drmModePageFlip(CRTC \(pipe.crtc), fb \(framebuffer))",
@@ -119,6 +132,16 @@ final class AtomicCommitter: KMSCommitter {
 
     var takesInFences: Bool { planeProps["IN_FENCE_FD"] != nil }
 
+    func setPower(_ on: Bool) throws {
+        // Waking is the next modeset's (ACTIVE 1 with the mode).
+        guard !on else { return }
+        guard let request = drmModeAtomicAlloc() else { throw DRMError(call: "drmModeAtomicAlloc", errno: ENOMEM) }
+        defer { drmModeAtomicFree(request) }
+        add(request, pipe.crtc, crtcProps, "ACTIVE", 0)
+        try drmCheck("drmModeAtomicCommit(CRTC \(pipe.crtc) ACTIVE 0)",
+                     drmModeAtomicCommit(device.fd, request, UInt32(DRM_MODE_ATOMIC_ALLOW_MODESET), nil))
+    }
+
     func flip(framebuffer: UInt32, inFence: Int32?) throws {
         // With EGL_ANDROID_native_fence_sync the render fence rides along as IN_FENCE_FD and the
         // scan-out waits for it; without (llvmpipe) the commit carries none: the render fence was
@@ -154,6 +177,12 @@ final class KMSScanout: PageFlipDevice {
             try committer.modeset(framebuffer: framebuffer)
             modeSet = true
         }
+    }
+
+    /// Standby (the committer's way), or awake again: then the next picture sets the mode.
+    func setPower(_ on: Bool) throws {
+        try committer.setPower(on)
+        if on { modeSet = false }
     }
 
     func waitForFlip(timeout: Double) throws -> FlipEvent {

@@ -13,7 +13,7 @@ import Render
 /// Each head saves the CRTC's state before its modeset and puts it back when it goes; `close()`
 /// (called by deinit, and by the kiosk on every way out) also drops DRM master and closes the
 /// device. Made on, and used only from, the presentation thread (its GL context is current there).
-public final class KMSOutput: OutputDriver {
+public final class KMSOutput: OutputDriver, DisplayPowerControl {
     public typealias Frame = VideoFrame
 
     public let name: String
@@ -167,6 +167,17 @@ public final class KMSOutput: OutputDriver {
 
     /// Whether a display is connected and open to draw on.
     public var isReady: Bool { link.isReady }
+
+    // MARK: Display power
+
+    public var isDisplayOn: Bool { !link.isPoweredOff }
+
+    /// Standby (the CRTC inactive, atomic; DPMS off, legacy) or awake (a modeset with the next
+    /// picture). See `DisplayPowerControl`.
+    public func setDisplayPower(_ on: Bool) throws {
+        guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
+        try link.setPower(on)
+    }
 
     /// Draws one frame, or a mosaic (one frame per `layer.mosaicRegions` entry), into the head's
     /// next buffer.
@@ -390,6 +401,11 @@ final class KMSHead: DisplayHead {
         if let previous = onScreen { window.release(previous) }
         onScreen = flight.buffer
         return flipClock.record(event, planned: flight.planned)
+    }
+
+    func setPower(_ on: Bool) throws {
+        guard window != nil else { throw OutputUnavailable(description: "the head on \(connector) is closed") }
+        try scanout.setPower(on)
     }
 
     func close(lost: Bool) {

@@ -19,6 +19,8 @@ public enum KioskCommand: Sendable, Equatable {
     case reload
     /// The picture of an output (nil: the first) as PNG.
     case screenshot(output: String?)
+    /// `set_property display-power`: the output into standby (false) or awake (true).
+    case displayPower(Bool)
     case quit
 }
 
@@ -68,7 +70,7 @@ public final class KioskController: ControlHandler, Sendable {
         "pid", "path", "filename", "playlist-pos", "playlist-count", "playlist", "time-pos", "duration", "pause",
         "idle-active", "eof-reached", "hwdec-current", "hwdec-interop", "hwdec-fallback", "frame-drop-count",
         "vo-delayed-frame-count", "display-fps", "vsync-jitter", "property-list", "command-list",
-        "outputs", "health", "wall-sync", "schedule", "volume", "mute", "audio-device", "audio-delay", "current-ao",
+        "outputs", "health", "wall-sync", "schedule", "display-power", "volume", "mute", "audio-device", "audio-delay", "current-ao",
     ]
 
     /// The commands `run` takes, with their arguments as mpv's `command-list` describes them
@@ -164,6 +166,7 @@ public final class KioskController: ControlHandler, Sendable {
                 members.append(("clock", .object(quality)))
             }
             return .object(members)
+        case "display-power": return .string(s.displayOff == nil ? "on" : "off")
         case "schedule":
             guard let schedule = s.schedule else { throw .propertyUnavailable }
             var members: [(key: String, value: JSONValue)] = [("entry", schedule.entry.map { .number(Double($0)) } ?? .null),
@@ -220,6 +223,15 @@ public final class KioskController: ControlHandler, Sendable {
             default: throw .propertyError
             }
             _ = try execute(.pause(paused))
+        case "display-power":
+            let on: Bool
+            switch value {
+            case .string("on"), .string("yes"), .bool(true): on = true
+            case .string("off"), .string("no"), .bool(false): on = false
+            case .string: throw .propertyFormat
+            default: throw .propertyError
+            }
+            _ = try execute(.displayPower(on))
         case "playlist-pos":
             let count = status.snapshot.items.count
             // mpv takes -1 (stop, go idle) and positions past the end (the same); a kiosk does

@@ -43,6 +43,14 @@ extension KioskSession {
                 return follower.perform(command)
             }
             return Self.screenshot(of: output, through: presentationTasks)
+        case .displayPower(let on):
+            // On the presentation thread, which owns the output (also while in standby).
+            let done = presentationTasks.run(timeout: 4) { [self] _ -> Bool in
+                setDisplayPower(on, reason: on ? "on (by command)" : "off (by command)", power: scheduledPower)
+                return state.withLock { ($0.displayOff == nil) == on }
+            }
+            guard let done else { return .failed("the output did not answer within 4 s") }
+            return done ? .done : .failed("the display power could not be changed (see the log)")
         case .quit:
             stop()
         }

@@ -69,10 +69,19 @@ extension KioskSession {
             clockSyncCheck?(shown, picture)
         }
         var reportedNotDrawn = 0
-        let scheduleStep = makeScheduleStep(clock: output.clock, trace: trace, outputName: output.name)
+        let power = output as? DisplayPowerControl
+        scheduledPower = power
+        presentationTrace = trace
+        let schedule = makeScheduleStep(clock: output.clock, trace: trace, outputName: output.name, power: power)
+        presenter.onIdle = { [presentationTasks, self] in
+            // No vsyncs (no display, or in standby): commands and the schedule still run.
+            presentationTasks.drain(context)
+            if state.withLock({ $0.displayOff != nil }) { beat(idle: "display off") }
+            schedule?.idle()
+        }
         presenter.onVsync = { [presentationTasks, status, self] n in
             presentationTasks.drain(context)
-            scheduleStep?(n)
+            schedule?.vsync(n)
             beat(idle: shownPlayers.allSatisfy { $0.rate == 0 } ? "paused"
                      : shownPlayers.allSatisfy { $0.currentItem == nil } ? "nothing to play" : nil)
             if n % 30 == 0 {

@@ -27,10 +27,12 @@ extension KioskSession {
     /// sync by the clock, whose timeline the schedule does not drive yet). Runs on the
     /// presentation thread. `clock`: the output's; with the virtual clock vsync `n` is at
     /// `config.virtualClockStart` (else the moment presentation started) + n / refresh.
-    func makeScheduleStep(clock: any VsyncClock, trace: TraceWriter?, outputName: String) -> ((Int64) -> Void)? {
+    func makeScheduleStep(clock: any VsyncClock, trace: TraceWriter?, outputName: String,
+                          power: DisplayPowerControl?) -> (vsync: (Int64) -> Void, idle: () -> Void)? {
         let (config, unselected, entry) = state.withLock { s in (s.config, s.unselectedConfig, s.scheduleEntry) }
         guard let schedule = config.schedule else { return nil }
         _ = unselected
+        presentationTrace = trace
         let refresh = clock.refresh
         let virtualStart = config.virtualClockStart ?? WallTime.now()
         let runner = ScheduleRunner(schedule: schedule, active: entry, refresh: refresh)
@@ -46,8 +48,14 @@ extension KioskSession {
             logger.warning("schedule: the system clock jumped; planning again from the new time",
                            ["vsync": "\(n)", "jump_s": (Double(off) / 1e9).formatted(decimals: 3)])
         }
+        // The vsync a display-off entry darkens the output on (its change's), once its switch is made.
+        final class PendingOff { var vsync: Int64? }  // presentation thread only
+        let pendingOff = PendingOff()
         runner.onSwitch = { [logger, status, self] change in
             let schedule = runner.schedule
+            if let entry = change.to, schedule.entries.indices.contains(entry), schedule.entries[entry].display == .off {
+                pendingOff.vsync = change.vsync ?? change.decidedOn
+            }
             logger.info("schedule: playlist changes", ["from": schedule.name(of: change.from), "to": schedule.name(of: change.to),
                                                        "switch": change.mode.rawValue, "vsync": change.vsync.map { "\($0)" } ?? "-",
                                                        "moment": schedule.localDescription(change.moment)])
@@ -58,10 +66,11 @@ extension KioskSession {
             }
             _ = self
         }
-        return { [self] n in
+        let vsyncStep = { [self] (n: Int64) in
             let wall = clock.wallTime(ofVsync: n)
                 ?? virtualStart + Int64(saturating: clock.time(ofVsync: n).seconds * 1e9)
             scheduleClock.withLock { $0 = wall }
+            scheduleVsync = n
             if let reloaded = state.withLock({ s -> (Schedule?, Int?)? in
                 defer { s.scheduleReloaded = false }
                 return s.scheduleReloaded ? (s.unselectedConfig.schedule, s.scheduleEntry) : nil
@@ -71,7 +80,35 @@ extension KioskSession {
             }
             guard state.withLock({ $0.unselectedConfig.schedule != nil }) else { return }
             runner.vsync(n, wall: wall, playback: playback)
+            if let at = pendingOff.vsync, n >= at {
+                pendingOff.vsync = nil
+                setDisplayPower(false, reason: "off (scheduled)", power: power, vsync: n)
+            }
         }
+        // While the display is in standby (no vsyncs on a real display): the schedule on the system clock.
+        let idleStep = { [self] in
+            guard state.withLock({ $0.displayOff != nil }) else { return }
+            scheduleVsync = nil
+            runner.idle(wall: WallTime.now(), playback: playback)
+        }
+        return (vsyncStep, idleStep)
+    }
+
+    /// Puts this session's output into standby (playback paused, so decoding stops) or wakes it.
+    /// Presentation thread.
+    func setDisplayPower(_ on: Bool, reason: String, power: DisplayPowerControl?, vsync: Int64? = nil) {
+        do {
+            if let power { try power.setDisplayPower(on) }
+        } catch {
+            logger.error("display power cannot be changed", ["state": on ? "on" : "off", "error": "\(error)"])
+            return
+        }
+        if on { player.play() } else { player.pause() }
+        state.withLock { $0.displayOff = on ? nil : reason }
+        status.update { $0.displayOff = on ? nil : reason }
+        logger.info("display power", ["state": on ? "on" : "off", "why": reason])
+        let name = state.withLock { $0.outputName } ?? "-"
+        presentationTrace?.event("{\"type\":\"event\",\"event\":\"display-power\",\"output\":\(jsonStringLiteral(name)),\"state\":\"\(on ? "on" : "off")\",\"why\":\(jsonStringLiteral(reason)),\"vsync\":\(vsync.map { "\($0)" } ?? "null")}")
     }
 
     /// The config of schedule entry `entry` for this session's output, now the one playing.
@@ -90,8 +127,14 @@ extension KioskSession {
         unselected.playing(entry: entry).forWallOutput(slot, node: node, regionRank: regionRank)
     }
 
-    /// Plays schedule entry `entry`'s playlist after the item playing now (cut on `cutAt`).
+    /// Plays schedule entry `entry`'s playlist after the item playing now (cut on `cutAt`). Out of
+    /// a display-off entry: the display wakes and the new playlist starts at once.
     func switchSchedule(to entry: Int?, cutAt: Int64?) -> Bool {
+        if state.withLock({ $0.displayOff == "off (scheduled)" }) {
+            startPlaylist(adoptScheduleEntry(entry), afterCurrentItem: false)
+            setDisplayPower(true, reason: "on (scheduled)", power: scheduledPower, vsync: scheduleVsync)
+            return true
+        }
         if let cutAt, !player.endCurrentItem(atVsync: cutAt) { return false }
         startPlaylist(adoptScheduleEntry(entry), afterCurrentItem: true, replacingQueued: true)
         return true

@@ -86,12 +86,19 @@ public final class KioskSession: @unchecked Sendable {
         var scheduleEntry: Int?
         /// Set by a reload: the presentation thread's schedule runner takes the new schedule.
         var scheduleReloaded = false
+        /// Why the output is in standby (`off (scheduled)`, `off (by command)`); nil: on.
+        var displayOff: String?
     }
     let state: Mutex<State>
     private let stopped = Atomic(false)
     /// Set by `stop`: what the clock-quality thread waits on between its probes.
     let stopRequested = Latch<Bool>()
     let presentationTasks = PresentationTasks()
+    /// The output's power control, for the schedule (set on the presentation thread in `present`).
+    nonisolated(unsafe) var scheduledPower: DisplayPowerControl?
+    /// The trace and the vsync being presented, for the schedule's lines (presentation thread).
+    nonisolated(unsafe) var presentationTrace: TraceWriter?
+    nonisolated(unsafe) var scheduleVsync: Int64?
     /// The system-clock time of the vsync last presented, as the schedule reads it (nil before).
     let scheduleClock = Mutex<WallTime?>(nil)
     /// Raised once a reader of this session has its first frames (`prerollFrames`), or reached its

@@ -103,6 +103,8 @@ public final class KioskStatus: Sendable {
         public var outputs: [Output] = []
         /// With a schedule: the entry playing (`schedule` property).
         public var schedule: ScheduleState?
+        /// Why the display is in standby (`off (scheduled)`, `off (by command)`); nil: on.
+        public var displayOff: String?
         public var reloadError: String?
         /// What is wrong with the sound (a device asked for that is missing, repeated
         /// underruns); nil when it is fine or off by design.
@@ -227,6 +229,11 @@ public final class KioskStatus: Sendable {
             hung = true
         }
 
+        if let off = s.displayOff {
+            // In standby on purpose: no picture is due, nothing has failed.
+            return Supervision(status: "off", reasons: [off] + stalls.filter { $0.contains("has not run") }, progressing: !hung,
+                               summary: hung ? (stallLines.first ?? "display \(off)") : "display \(off)")
+        }
         var reasons: [String] = []
         let failed = s.items.enumerated().filter { $0.element.state == .failed }
         if !s.items.isEmpty && failed.count == s.items.count {

@@ -91,8 +91,38 @@ final class ScheduleRunner {
         return overflow ? (steps > 0 ? .max : .min) : sum
     }
 
+    /// No vsyncs come (the display is in standby): the schedule follows the system clock, `wall`
+    /// now; a change due is made at once (no cut: nothing is shown).
+    func idle(wall: WallTime, playback: SchedulePlayback) {
+        last = nil
+        wasIdle = true
+        if next == nil {
+            let now = schedule.entry(at: wall)
+            if now != active {
+                next = (now, wall, 0)
+            } else if let change = schedule.nextChange(after: wall) {
+                next = (change.entry, change.time, 0)
+            }
+        }
+        guard let change = next, wall >= change.moment, playback.switchPlaylist(to: change.entry, cutAt: nil) else { return }
+        let made = Switch(from: active, to: change.entry, mode: schedule.switchMode(from: active, to: change.entry), vsync: nil,
+                          decidedOn: 0, moment: change.moment)
+        active = change.entry
+        next = nil
+        settledUntil = nil
+        onSwitch?(made)
+    }
+
+    private var wasIdle = false
+
     /// Vsync `n` is about to be presented; `wall` is its system-clock time.
     func vsync(_ n: Int64, wall: WallTime, playback: SchedulePlayback) {
+        if wasIdle {
+            // Planned without vsyncs: plan again with them.
+            wasIdle = false
+            next = nil
+            recheckAt = nil
+        }
         if let last {
             let expected = last.wall + Int64(saturating: (Double(n - last.vsync) * intervalNs).rounded())
             let off = wall - expected

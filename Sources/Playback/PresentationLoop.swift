@@ -43,6 +43,8 @@ public final class PlayerPresenter<Output: OutputDriver> {
     /// Called on the presentation thread once per vsync, before its picture is asked for: the
     /// place for work that must run on the output's thread (screenshots) and for liveness pings.
     public var onVsync: ((Int64) throws -> Void)?
+    /// Called instead, each time round while the output is not ready (no display, or in standby).
+    public var onIdle: (() throws -> Void)?
     /// Called on the presentation thread before a new frame of `item` from player number `lane`
     /// is drawn (per-item settings).
     public var willPresent: ((_ lane: Int, PlayerItem) -> Void)?
@@ -92,6 +94,7 @@ public final class PlayerPresenter<Output: OutputDriver> {
                 // No display: wait for one. The players are not asked meanwhile, so decoding
                 // stays paused and the timeline resumes where it stopped.
                 _ = try output.waitForEvent(timeout: displayWaitSlice)
+                try onIdle?()
                 redraw = true
                 planner.reset()
                 continue

@@ -15,6 +15,7 @@ let usage = """
       set PROPERTY VALUE         sets a property (VALUE is JSON, e.g. set pause true)
       next | prev                the next or previous playlist item
       pause | resume
+      display on|off             puts the display into standby or wakes it (display-power)
       seek SECONDS [absolute]    seek in the current item (relative unless "absolute")
       volume N                   the sound's volume, 0 to 100
       mute on|off                mutes or unmutes the sound
@@ -74,7 +75,7 @@ let rest = Array(args.dropFirst())
 /// Each command's number of arguments: checked before connecting, so a usage error is one whether
 /// or not marquee runs.
 let arity: [String: ClosedRange<Int>] = ["status": 0...0, "health": 0...0, "get": 1...1, "set": 2...2, "next": 0...0, "prev": 0...0,
-                                         "pause": 0...0, "resume": 0...0, "seek": 1...2, "reload": 0...0, "screenshot": 1...3, "watch": 0...0,
+                                         "pause": 0...0, "resume": 0...0, "display": 1...1, "seek": 1...2, "reload": 0...0, "screenshot": 1...3, "watch": 0...0,
                                          "volume": 1...1, "mute": 1...1]
 guard let expected = arity[command] else { fail("unknown command \(command) (see --help)", status: ExitStatus.failed) }
 guard expected.contains(rest.count) else { fail("\(command): wrong number of arguments (see --help)", status: ExitStatus.failed) }
@@ -123,6 +124,7 @@ case "health":
     switch health["status"]?.stringValue {
     case "ok": exit(ExitStatus.ok)
     case "degraded": exit(ExitStatus.degraded)
+    case "off": exit(ExitStatus.ok)  // in standby on purpose (a schedule, or by command)
     default: exit(ExitStatus.failed)
     }
 case "get":
@@ -134,6 +136,9 @@ case "next": _ = request(["playlist-next"])
 case "prev": _ = request(["playlist-prev"])
 case "pause": _ = request(["set_property", "pause", true])
 case "resume": _ = request(["set_property", "pause", false])
+case "display":
+    guard rest[0] == "on" || rest[0] == "off" else { fail("display: \(rest[0]) is not on or off", status: ExitStatus.failed) }
+    _ = request(["set_property", "display-power", .string(rest[0])])
 case "reload": _ = request(["reload"])
 case "volume":
     guard let volume = Double(rest[0]), volume.isFinite, (0...100).contains(volume) else {

@@ -224,4 +224,38 @@ struct KMSVMTests {
             #expect(worst <= 4, "after the return, quadrant at \(x0),\(y0): worst error \(worst)/255 against \(colour)")
         }
     }
+
+    /// Issue 18: `marqueectl display off` puts the display into standby (the CRTC inactive in the
+    /// driver's state, the connector's DPMS off), and `display on` brings the picture back.
+    @Test("display power: off leaves the CRTC inactive; on shows the video again", arguments: ["atomic", "legacy"])
+    func displayPower(api: String) throws {
+        let clip = try TestMedia.quadrants()
+        let name = "kms-power-\(api)"
+        let files = ["off.png", "power-before.txt", "power-off.txt", "power-on.txt"].map { "\(TestMedia.folder)/\(name)-\($0)" }
+        for file in files { try? FileManager.default.removeItem(atPath: file) }
+        let run = try KMSVM.run(config: """
+            {"playlist": [{"uri": "\(clip)"}], "loop": true,
+             "display": {"output": "kms", "mode": "preferred", "gravity": "resize", "kmsApi": "\(api)"}}
+            """, name: name, seconds: 4, environment: ["KMS_RUN_POWER": "cycle"])
+        #expect(run.status == 0, "marquee exited with \(run.status): \(run.output)")
+        #expect(run.output.contains("kms-run: display off: 0") && run.output.contains("kms-run: display on: 0"), "\(run.output)")
+        #expect(run.output.contains("\"status\":\"off\""), "health while off: \(run.output)")
+        let before = try String(contentsOfFile: files[1], encoding: .utf8)
+        let off = try String(contentsOfFile: files[2], encoding: .utf8)
+        let on = try String(contentsOfFile: files[3], encoding: .utf8)
+        // The driver's own view: the CRTC driving Virtual-1 active, then not, then again.
+        #expect(before.contains("dpms: On") && before.contains("\tactive=1"), "\(before)")
+        #expect(off.contains("dpms: Off") && off.contains("\tactive=0") && !off.contains("\tactive=1"), "\(off)")
+        #expect(on.contains("dpms: On") && on.contains("\tactive=1"), "\(on)")
+        if let dark = try KMSVM.readPNG(files[0]) {
+            let red = dark.worstError(x0: 0, y0: 0, w: dark.width / 2, h: dark.height / 2, margin: dark.width / 40, expected: [255, 0, 0])
+            #expect(red > 100, "in standby the video stayed on screen (worst error \(red)/255 against red)")
+        }
+        let image = try #require(run.image, "no capture after display on: \(run.output)")
+        let (w, h) = (image.width / 2, image.height / 2)
+        for (x0, y0, colour) in [(0, 0, [255, 0, 0]), (w, 0, [0, 255, 0]), (0, h, [0, 0, 255]), (w, h, [255, 255, 255])] {
+            let worst = image.worstError(x0: x0, y0: y0, w: w, h: h, margin: image.width / 40, expected: colour)
+            #expect(worst <= 4, "after display on, quadrant at \(x0),\(y0): worst error \(worst)/255 against \(colour)")
+        }
+    }
 }
