@@ -95,10 +95,15 @@ class CodecSession {
     /// decoder asked for DRM PRIME give them directly).
     var offersDRMPrime: Bool { kind == .vaapi || hardwareFormat == AV_PIX_FMT_DRM_PRIME }
 
+    /// Decoder threads when none are asked for: one per core the process may use, at most 16.
+    /// FFmpeg's own choice is one more than that; with frame threads each holds its own picture
+    /// in flight (3 MB at 1080p), and decoding is not what limits Marquee's rate (drawing is).
+    static let automaticThreads = Int32(clamping: max(1, min(ProcessInfo.processInfo.activeProcessorCount, 16)))
+
     /// Opens `decoder` for `stream` in software.
     init(software decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, threads: Int, uri: String) throws {
         context = try Self.allocate(decoder, stream: stream, uri: uri)
-        context!.pointee.thread_count = Int32(clamping: max(0, min(threads, 64)))  // 0: FFmpeg sizes them
+        context!.pointee.thread_count = threads > 0 ? Int32(clamping: min(threads, 64)) : Self.automaticThreads
         context!.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
         hardwareFormat = nil
         path = .software
@@ -162,6 +167,7 @@ class CodecSession {
     deinit {
         avcodec_free_context(&context)
         av_buffer_unref(&device)
+        releaseFreedMemory()  // the frame threads' contexts and tables leave free pages behind
     }
 
     /// The next decoded frame into `frame` (`avcodec_receive_frame`): 0, or FFmpeg's error.
