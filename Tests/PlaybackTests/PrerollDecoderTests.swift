@@ -32,16 +32,18 @@ import Testing
     }
 
     @Test func theNextItemsReaderOpensOnlyOnceThePlayingItemsHasGone() throws {
-        let player = QueuePlayer(items: (0..<3).map { item("\($0).mp4", frames: 12, index: $0) }, logger: quiet)
+        // Long enough that each item's preroll starts well before the item before it has decoded
+        // its last frame.
+        let player = QueuePlayer(items: (0..<3).map { item("\($0).mp4", frames: 60, index: $0) }, logger: quiet)
         let display = try VirtualDisplay(player)
         player.play()
-        display.step(36 * 2 + 4)
+        display.step(180 * 2 + 4)
         // Every frame of every item, once, in order, two vsyncs apart: the change is gapless and the
         // reopened readers skip exactly the frames their prerolls gave.
         let shown = display.shown.filter { $0.frame != nil }
-        #expect(shown.map { $0.frame! } == Array(0..<12) + Array(0..<12) + Array(0..<12))
-        #expect(shown.map { $0.item! } == Array(repeating: 0, count: 12) + Array(repeating: 1, count: 12) + Array(repeating: 2, count: 12))
-        #expect(display.frameVsyncs == (0..<36).map { Int64($0 * 2) })
+        #expect(shown.map { $0.frame! } == Array(0..<60) + Array(0..<60) + Array(0..<60))
+        #expect(shown.map { $0.item! } == Array(repeating: 0, count: 60) + Array(repeating: 1, count: 60) + Array(repeating: 2, count: 60))
+        #expect(display.frameVsyncs == (0..<180).map { Int64($0 * 2) })
         // Items 1 and 2 were prerolled by a preroll reader each, and never had their own reader while
         // the item before them still had one.
         #expect(backend.readersOpened.preroll == 2)
