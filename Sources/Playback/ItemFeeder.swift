@@ -106,14 +106,16 @@ final class ItemFeeder: @unchecked Sendable {
         if now { next.resume() }
     }
 
-    /// This feeder's decoder is gone: the feeders waiting for it are resumed.
+    /// This feeder's decoder is gone: the feeders waiting for it are resumed, unless it was
+    /// stopped (a seek's feeder or the next item takes over: the player hands them on, or they
+    /// resume when their item plays).
     private func releaseDecoder() {
         let waiting = handOver.withLock { state -> [ItemFeeder] in
             state.released = true
             defer { state.next = [] }
             return state.next
         }
-        for feeder in waiting { feeder.resume() }
+        if !isStopped { for feeder in waiting { feeder.resume() } }
     }
 
     /// A preroll that parks and has not been resumed: its first frames come from a preroll reader.

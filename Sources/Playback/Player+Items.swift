@@ -129,6 +129,7 @@ extension Player {
         // Back to the start: the frames decoded there near the end (a seamless loop).
         let feeder = takePrimerLocked(item, target: target)
             ?? makeFeeder(item, start: target, toleranceBefore: request.toleranceBefore)
+        if queue.count > 1, let next = queue[1].preroll { feeder.handDecoder(to: next) }  // from the stopped feeder
         let newRun = Run(item: item, feeder: feeder, start: position)
         newRun.seek = SeekRequest(target: target, toleranceBefore: request.toleranceBefore,
                                   toleranceAfter: request.toleranceAfter, completion: request.completion)
