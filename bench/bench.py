@@ -664,12 +664,12 @@ def write_markdown(results, path):
         "",
     ]
     runs = results.get("section_runs") or {}
-    dates = {(r.get("date"), r.get("marquee")) for r in runs.values()}
+    dates = {(run.get("date"), run.get("marquee")) for run in runs.values()}
     if len(dates) > 1:
         lines += ["Not every section comes from this run (`bench.py --only`); each section's run:", ""]
-        for section, r in runs.items():
-            load = r.get("load_average_at_start")
-            lines.append(f"- {section}: {r.get('date')}, Marquee {r.get('marquee')}"
+        for section, run in runs.items():
+            load = run.get("load_average_at_start")
+            lines.append(f"- {section}: {run.get('date')}, Marquee {run.get('marquee')}"
                          + (f", load average at start {load[0]:.2f}" if load else ""))
         lines.append("")
     busy = m["load_average_at_start"][0]

@@ -84,7 +84,16 @@ final class ItemFeeder: @unchecked Sendable {
     /// the share of recent frames it dropped for lateness (0...1).
     func report(clock: MediaTime?, lateDropRate: Double) {
         presentation.withLock { $0 = (clock, lateDropRate) }
+        if clock != nil, !playing.exchange(true, ordering: .relaxed) {
+            ahead.withLock { applyAhead(&$0) }  // started: the start's floor goes
+        }
     }
+
+    /// Frames a run's reader may hand out before its item plays, whatever their size: what a
+    /// player may wait for before it starts (a kiosk's first frames), with the ready event.
+    static let startFrames = 3
+    /// True once the player's clock has run in this feeder's item.
+    private let playing = Atomic(false)
 
     /// Lets decoding run up to `frames` frames ahead (fewer for big frames: `aheadBytes`). A parked
     /// preroll is resumed: its item plays.
@@ -134,7 +143,9 @@ final class ItemFeeder: @unchecked Sendable {
         state.frameBytes = frameBytes ?? state.frameBytes
         // A parked preroll keeps the count it was made with (its item's first frames).
         let parked = parking.withLock { $0.parks && !$0.resumed }
-        let bound = state.frameBytes > 0 && !parked ? max(1, Self.aheadBytes / state.frameBytes) : state.frames
+        // Until its item plays, a run that is not a preroll may queue its first frames.
+        let floor = parking.withLock({ $0.parks }) || playing.load(ordering: .relaxed) ? 1 : Self.startFrames + 1
+        let bound = state.frameBytes > 0 && !parked ? max(floor, Self.aheadBytes / state.frameBytes) : state.frames
         let capacity = min(state.frames, bound)
         if capacity != queue.capacity { queue.setCapacity(capacity) }
     }

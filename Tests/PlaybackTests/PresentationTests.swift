@@ -75,11 +75,12 @@ import Testing
         let display = try VirtualDisplay(player)
         display.step()
         // The frame shown, perhaps the next one (taken to see when it is due), and the queue: the
-        // decode thread decodes a frame only when the queue has room for it.
+        // decode thread decodes a frame only when the queue has room for it. Before the item
+        // played, its first 3 frames (`ItemFeeder.startFrames`) could be queued whatever their size.
         let deadline = Date(timeIntervalSinceNow: 5)
         while backend.decodedCount < 1 + ahead && Date() < deadline { usleep(1000) }
         usleep(100_000)
-        #expect((1 + ahead...1 + 1 + ahead).contains(backend.decodedCount), "\(backend.decodedCount) frames decoded")
+        #expect((1 + ahead...max(1 + 1 + ahead, 3 + 1)).contains(backend.decodedCount), "\(backend.decodedCount) frames decoded")
     }
 
     /// A preroll's queue grows when its item starts playing; the frames it holds keep their order.
