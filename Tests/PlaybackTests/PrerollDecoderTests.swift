@@ -44,9 +44,10 @@ import Testing
         #expect(shown.map { $0.frame! } == Array(0..<60) + Array(0..<60) + Array(0..<60))
         #expect(shown.map { $0.item! } == Array(repeating: 0, count: 60) + Array(repeating: 1, count: 60) + Array(repeating: 2, count: 60))
         #expect(display.frameVsyncs == (0..<180).map { Int64($0 * 2) })
-        // Items 1 and 2 were prerolled by a preroll reader each, and never had their own reader while
-        // the item before them still had one.
-        #expect(backend.readersOpened.preroll == 2)
+        // Items 1 and 2 were prerolled by a preroll reader (unless the item before had already let
+        // its reader go when the preroll thread came to open one: then the item's own opens at
+        // once), and never had their own reader while the item before them still had one.
+        #expect((1...2).contains(backend.readersOpened.preroll))
         #expect(backend.readersOpened.playback == 3)
         #expect(backend.mostReadersAlive.playback == 1)
     }
