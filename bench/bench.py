@@ -663,6 +663,15 @@ def write_markdown(results, path):
         f"{v['mpv']}, {v['ffmpeg']}. Every figure is in `results.json`.",
         "",
     ]
+    runs = results.get("section_runs") or {}
+    dates = {(run.get("date"), run.get("marquee")) for run in runs.values()}
+    if len(dates) > 1:
+        lines += ["Not every section comes from this run (`bench.py --only`); each section's run:", ""]
+        for section, run in runs.items():
+            load = run.get("load_average_at_start")
+            lines.append(f"- {section}: {run.get('date')}, Marquee {run.get('marquee')}"
+                         + (f", load average at start {load[0]:.2f}" if load else ""))
+        lines.append("")
     busy = m["load_average_at_start"][0]
     if busy > 1.0:
         lines += [f"**The machine was busy** (load average {busy:.1f} at start on {m['nproc']} CPUs, "
@@ -835,12 +844,23 @@ def plot(results, path):
     fig.savefig(path, dpi=90)
 
 
+# The sections in the order they run, and the keys of results.json each one writes.
+SECTIONS = ["throughput", "realtime", "first_frame", "loop_memory", "pacing", "layer"]
+SECTION_KEYS = {"throughput": ["throughput", "renderer_ceiling"], "realtime": ["realtime"],
+                "first_frame": ["first_frame"], "loop_memory": ["loop_memory"],
+                "pacing": ["pacing", "pacing_total_errors"], "layer": ["layer"]}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--marquee", help="the marquee binary (release build)")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of the throughput and first-frame runs")
     parser.add_argument("--report-only", action="store_true",
                         help="rewrite RESULTS.md and the plot from results.json and the cached traces")
+    parser.add_argument("--only", metavar="SECTIONS",
+                        help="run only these sections (comma-separated: " + ", ".join(SECTIONS) + "); the "
+                             "figures of the others are kept from results.json, and RESULTS.md says which run "
+                             "each section comes from")
     args = parser.parse_args()
     if args.report_only:
         report(json.loads((HERE / "results.json").read_text()))
@@ -850,6 +870,16 @@ def main():
     binary = Path(args.marquee).resolve()
     if not os.access(binary, os.X_OK):
         sys.exit(f"bench: {binary} is not an executable marquee binary (build with swift build -c release)")
+    only = SECTIONS if not args.only else [x.strip() for x in args.only.split(",") if x.strip()]
+    unknown = [x for x in only if x not in SECTIONS]
+    if unknown:
+        parser.error(f"--only: no section {', '.join(unknown)} (sections: {', '.join(SECTIONS)})")
+    kept = {}
+    if args.only:
+        try:
+            kept = json.loads((HERE / "results.json").read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            sys.exit(f"bench: --only keeps the other sections' figures from results.json, which cannot be read: {error}")
     begun = time.monotonic()
     RUNS.mkdir(parents=True, exist_ok=True)
     log("bench: media")
@@ -861,19 +891,34 @@ def main():
         results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "reps": args.reps, "machine": machine(),
                    "versions": {"marquee": marquee.version(), "mpv": mpv.version(), "ffmpeg": ffmpeg_version()},
                    "renderer": mpv.renderer(make_media("h264-1080p30"))}
-        log("bench: 1. throughput")
-        renderer_ceiling(results)
-        bench_throughput(marquee, mpv, args.reps, results)
-        log("bench: 2. CPU per frame at real time, peak memory")
-        bench_realtime(marquee, mpv, results)
-        log("bench: 3. time to first frame")
-        bench_first_frame(marquee, mpv, max(args.reps, 5), results)
-        log("bench: 4. memory over loops")
-        bench_loop_memory(marquee, results)
-        log("bench: 5. pacing")
-        bench_pacing(marquee, results)
-        log("bench: 6. player layer per format")
-        bench_layer(binary, results)
+        this_run = {"date": results["date"], "marquee": results["versions"]["marquee"]["commit"],
+                    "load_average_at_start": results["machine"]["load_average_at_start"]}
+        for section in SECTIONS:
+            if section not in only:
+                continue
+            log(f"bench: {SECTIONS.index(section) + 1}. {section}")
+            if section == "throughput":
+                renderer_ceiling(results)
+                bench_throughput(marquee, mpv, args.reps, results)
+            elif section == "realtime":
+                bench_realtime(marquee, mpv, results)
+            elif section == "first_frame":
+                bench_first_frame(marquee, mpv, max(args.reps, 5), results)
+            elif section == "loop_memory":
+                bench_loop_memory(marquee, results)
+            elif section == "pacing":
+                bench_pacing(marquee, results)
+            elif section == "layer":
+                bench_layer(binary, results)
+        # Which run each section's figures come from.
+        results["section_runs"] = {section: (this_run if section in only else kept.get("section_runs", {}).get(
+            section, {"date": kept.get("date"), "marquee": kept.get("versions", {}).get("marquee", {}).get("commit")}))
+            for section in SECTIONS}
+        for section in SECTIONS:
+            if section not in only:
+                for key in SECTION_KEYS[section]:
+                    if key in kept:
+                        results[key] = kept[key]
     finally:
         xvfb.stop()
     results["bench_wall_s"] = time.monotonic() - begun
@@ -885,7 +930,13 @@ def main():
 
 
 def report(results):
-    plot(results, HERE / "frame-intervals.png")
+    traces = [HERE / v["trace"] for v in results.get("pacing", {}).values()] + [HERE / results["realtime"]["trace"]]
+    missing = [t for t in traces if not t.exists()]
+    if missing:
+        log(f"bench: frame-intervals.png kept as it is: {len(missing)} of its traces are not in the cache "
+            f"(e.g. {missing[0].relative_to(HERE)}); a full run draws it again")
+    else:
+        plot(results, HERE / "frame-intervals.png")
     write_markdown(results, HERE / "RESULTS.md")
     print((HERE / "RESULTS.md").read_text().split("## 1.")[0])
 

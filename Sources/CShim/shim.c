@@ -36,6 +36,10 @@ double mq_stream_display_rotation(const struct AVStream *stream) {
 
 int mq_limit_malloc_arenas(int count) { return mallopt(M_ARENA_MAX, count); }
 
+int mq_malloc_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
+
+int mq_malloc_trim(void) { return malloc_trim(0); }
+
 /* FFmpeg's log, routed to a sink. The sink is one atomic pointer; each thread joins the pieces of
  * its own lines (FFmpeg may log one line in several calls) in a buffer of its own. */
 static _Atomic(mq_log_sink) mq_current_sink = NULL;

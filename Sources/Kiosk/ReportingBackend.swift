@@ -19,6 +19,11 @@ struct ReportingBackend: MediaBackend {
                            onFramesReady: onFramesReady)
     }
 
+    func openPrerollReader(_ url: URL) throws -> any FrameReader {
+        TimedReader(inner: try reporting(url, "open") { try inner.openPrerollReader(url) }, url: url, slowLimit: slowLimit,
+                    onSlow: onSlow, onFramesReady: onFramesReady)
+    }
+
     func checkFirstFrame(_ url: URL) throws { try reporting(url, "first frame") { try inner.checkFirstFrame(url) } }
 
     /// Sound that cannot be decoded is not the item's failure (it plays in silence): not reported.

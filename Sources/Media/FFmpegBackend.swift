@@ -6,7 +6,7 @@ import Playback
 /// there with FFmpeg's reason; a stream that cannot be decoded fails at its reader's first frame),
 /// and readers are decoders.
 public struct FFmpegBackend: MediaBackend {
-    /// Decoder threads per reader; 0 lets FFmpeg choose.
+    /// Decoder threads per reader; 0: one per core (`CodecSession.automaticThreads`).
     public var threads: Int
     /// The hardware path readers try first (`decode.hwdec`).
     public var hardware: HardwareDecoding
@@ -70,6 +70,18 @@ public struct FFmpegBackend: MediaBackend {
     }
 
     public func openReader(_ url: URL) throws -> any FrameReader {
+        try openReader(url, threads: threads)
+    }
+
+    /// In software, one decoding thread: a preroll's first frames then cost one decoder's reference
+    /// frames, not those of every frame thread, while the playing item's decoder runs too (its
+    /// item's own reader opens when that item is next). A hardware path opens as for playback, so
+    /// that an item's frames all come the same way.
+    public func openPrerollReader(_ url: URL) throws -> any FrameReader {
+        try openReader(url, threads: hardware == .none ? 1 : threads)
+    }
+
+    private func openReader(_ url: URL, threads: Int) throws -> any FrameReader {
         let decoder = try VideoDecoder(path: url.path, threads: threads, hardware: hardware, interop: interop)
         if decoder.info.isStillImage { decoder.stillDuration = still(url.path) }
         onOpen?(url.path, decoder.info, decoder.decodingPath)

@@ -89,7 +89,7 @@ public final class VideoDecoder {
 
     /// Opens `path` and its decoder. Throws a `MediaError` naming the file and FFmpeg's reason.
     /// - Parameters:
-    ///   - threads: decoder threads; 0 lets FFmpeg size them for the machine (cores + 1, capped).
+    ///   - threads: decoder threads; 0: one per core the process may use, at most 16.
     ///   - hardware: the hardware path to try first; when it cannot start, software decodes and
     ///     `decodingPath` says why.
     ///   - interop: the output's DMA-BUF decision, known before the decoder opens (the output

@@ -70,6 +70,13 @@ public final class FrameQueue<Element: Sendable>: Sendable {
         monitor.wait(until: { $0.closed || !$0.isEmpty }, timeout: timeout)
     }
 
+    /// Waits up to `timeout` seconds until the queue has room for an element or is closed, without
+    /// adding anything; true when there is room (or the close). A producer that waits here before
+    /// making its next element holds no element of its own while the queue is full.
+    public func waitForRoom(timeout: Double) -> Bool {
+        monitor.wait(until: { $0.closed || !$0.isFull }, timeout: timeout)
+    }
+
     public var count: Int { monitor.withLock { $0.stored } }
 
     /// Wakes every waiter; later pushes fail and pops drain what is left, then report `.closed`.

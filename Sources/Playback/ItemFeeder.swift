@@ -45,17 +45,30 @@ final class ItemFeeder: @unchecked Sendable {
     private let threads: ThreadCount?
 
     /// At most this much memory of frames waits in the queue: big frames (4K, or RGBA from the
-    /// decode thread's conversion) run fewer frames ahead than the player asks, but at least 2
-    /// (or the player's count, when it asks for fewer).
-    static let aheadBytes = 32 << 20
+    /// decode thread's conversion) run fewer frames ahead than the player asks, but at least 1.
+    /// 1080p RGBA (8 MB a frame) runs 1 ahead, 1080p 4:2:0 (3 MB) 5. The player holds two more
+    /// (the next frame, taken from the queue a vsync or more before it is due, and the one shown),
+    /// so the decode thread still has a frame's time to make its next one while two wait.
+    static let aheadBytes = 16 << 20
+
+    /// A preroll's decoder, closed once its first frames are queued (`parks`), waits here until the
+    /// feeder before it lets its decoder go (`handDecoder(to:)`) or the item plays (`setAhead`).
+    private let parking: Monitor<(parks: Bool, resumed: Bool)>
+    /// Whether this feeder's decoder is gone (the end reached, stopped, failed), and the parked
+    /// feeders to resume then.
+    private let handOver = Mutex<(released: Bool, next: [ItemFeeder])>((false, []))
 
     /// - Parameters:
     ///   - start: the time to seek to first (zero: the start of the file).
     ///   - toleranceBefore: frames ending before `start - toleranceBefore` are skipped.
     ///   - end: frames at or after it are not delivered (invalid: the end of the file).
     ///   - drops: where the frames the decoder skips are counted.
+    ///   - parks: a preroll: its decoder closes once its first `capacity` frames are queued, and
+    ///     opens again (skipping the frames already queued) when it is resumed: only one decoder's
+    ///     buffers and frame threads live at a time, not the playing item's and the next one's.
     init(asset: Asset, start: MediaTime, toleranceBefore: MediaTime, end: MediaTime, capacity: Int, name: String,
-         drops: DropCounter = DropCounter(), threads: ThreadCount? = nil) {
+         drops: DropCounter = DropCounter(), threads: ThreadCount? = nil, parks: Bool = false) {
+        parking = Monitor((parks, false))
         self.drops = drops
         self.threads = threads
         self.asset = asset
@@ -71,15 +84,68 @@ final class ItemFeeder: @unchecked Sendable {
     /// the share of recent frames it dropped for lateness (0...1).
     func report(clock: MediaTime?, lateDropRate: Double) {
         presentation.withLock { $0 = (clock, lateDropRate) }
+        if clock != nil, !playing.exchange(true, ordering: .relaxed) {
+            ahead.withLock { applyAhead(&$0) }  // started: the start's floor goes
+        }
     }
 
-    /// Lets decoding run up to `frames` frames ahead (fewer for big frames: `aheadBytes`).
-    func setAhead(_ frames: Int) { ahead.withLock { applyAhead(&$0, frames: frames) } }
+    /// Frames a run's reader may hand out before its item plays, whatever their size: what a
+    /// player may wait for before it starts (a kiosk's first frames), with the ready event.
+    static let startFrames = 3
+    /// True once the player's clock has run in this feeder's item.
+    private let playing = Atomic(false)
+
+    /// Lets decoding run up to `frames` frames ahead (fewer for big frames: `aheadBytes`). A parked
+    /// preroll is resumed: its item plays.
+    func setAhead(_ frames: Int) {
+        resume()
+        ahead.withLock { applyAhead(&$0, frames: frames) }
+    }
+
+    /// A parked preroll opens its decoder again (see `parks`); nothing otherwise.
+    func resume() { parking.update { $0.resumed = true } }
+
+    /// Resumes `next` (a parked preroll) once this feeder's decoder is gone, or now when it already
+    /// is: the next item's decoder then opens while this item's last queued frames are shown.
+    func handDecoder(to next: ItemFeeder) {
+        let now = handOver.withLock { state -> Bool in
+            if !state.released { state.next.append(next) }
+            return state.released
+        }
+        if now { next.resume() }
+    }
+
+    /// This feeder's decoder is gone: the feeders waiting for it are resumed, unless it was
+    /// stopped (a seek's feeder or the next item takes over: the player hands them on, or they
+    /// resume when their item plays).
+    private func releaseDecoder() {
+        let waiting = handOver.withLock { state -> [ItemFeeder] in
+            state.released = true
+            defer { state.next = [] }
+            return state.next
+        }
+        if !isStopped { for feeder in waiting { feeder.resume() } }
+    }
+
+    /// A preroll that parks and has not been resumed: its first frames come from a preroll reader.
+    private var isParking: Bool { parking.withLock { $0.parks && !$0.resumed } }
+
+    /// Waits for `resume()`; false once stopped.
+    private func waitForResume() -> Bool {
+        while !isStopped {
+            if parking.wait(until: { $0.resumed }, timeout: 0.5) { return !isStopped }
+        }
+        return false
+    }
 
     private func applyAhead(_ state: inout (frames: Int, frameBytes: Int), frames: Int? = nil, frameBytes: Int? = nil) {
         state.frames = frames ?? state.frames
         state.frameBytes = frameBytes ?? state.frameBytes
-        let bound = state.frameBytes > 0 ? max(2, Self.aheadBytes / state.frameBytes) : state.frames
+        // A parked preroll keeps the count it was made with (its item's first frames).
+        let parked = parking.withLock { $0.parks && !$0.resumed }
+        // Until its item plays, a run that is not a preroll may queue its first frames.
+        let floor = parking.withLock({ $0.parks }) || playing.load(ordering: .relaxed) ? 1 : Self.startFrames + 1
+        let bound = state.frameBytes > 0 && !parked ? max(floor, Self.aheadBytes / state.frameBytes) : state.frames
         let capacity = min(state.frames, bound)
         if capacity != queue.capacity { queue.setCapacity(capacity) }
     }
@@ -94,6 +160,7 @@ final class ItemFeeder: @unchecked Sendable {
                 Self.running.leave()
             }
             run(logger: logger)
+            releaseDecoder()
         }
     }
 
@@ -125,6 +192,7 @@ final class ItemFeeder: @unchecked Sendable {
         stopped.store(true, ordering: .relaxed)
         queue.close()
         cancelReader.withLock { $0 }?()
+        parking.update { _ in }  // wakes a parked preroll, which sees the stop
     }
 
     var isStopped: Bool { stopped.load(ordering: .relaxed) }
@@ -132,6 +200,15 @@ final class ItemFeeder: @unchecked Sendable {
     /// True once decoding has failed: the player prerolls past such an item, so that the item after
     /// it is ready in time.
     var hasFailed: Bool { failed.load(ordering: .relaxed) }
+
+    /// Waits until the queue has room (or is closed): the next frame is decoded only then, so no
+    /// decoded frame waits in hand while the queue is full. False once stopped.
+    private func waitForRoom() -> Bool {
+        while !isStopped {
+            if queue.waitForRoom(timeout: 0.5) { return !isStopped }
+        }
+        return false
+    }
 
     private func send(_ event: FeedEvent) -> Bool {
         while !isStopped {
@@ -175,34 +252,56 @@ final class ItemFeeder: @unchecked Sendable {
                 throw AssetError(url: asset.url, reason: "no video track")
             }
             guard send(.ready(description)) else { return }
-            var reader: (any FrameReader)? = try asset.backend.openReader(asset.url)
-            if let cancel = reader?.canceller {
-                cancelReader.withLock { $0 = cancel }
-                if isStopped { cancel() }  // stopped while it opened
-            }
-            if start.isNumeric && start > .zero { try reader?.seek(to: start) }
+            // A preroll's first frames come from a light reader (`MediaBackend.openPrerollReader`),
+            // closed once they are queued; its item's own reader opens when it is resumed.
+            var prerolling = isParking
+            var reader: (any FrameReader)? = try openReader(preroll: prerolling)
             let skipBefore = start - toleranceBefore
             var sizedFor = 0
             var policy = FrameDropPolicy()
             var expected: MediaTime?
-            while !isStopped, let open = reader {
-                let frame = try open.nextFrame()
-                if let frame, !(end.isNumeric && frame.pts >= end) {
-                    if start > .zero && frame.pts + frame.duration <= skipBefore { continue }
-                    adjustFrameDrop(after: frame, expected: &expected, policy: &policy, reader: open, logger: logger)
-                    let bytes = frame.byteCount
-                    if bytes > 0 && bytes != sizedFor {
-                        sizedFor = bytes
-                        ahead.withLock { applyAhead(&$0, frameBytes: bytes) }
-                    }
-                    guard send(.frame(frame)) else { return }
+            // Frames handed over, and how many of them a reopened decoder has yet to pass again.
+            var handed = 0
+            var repeating = 0
+            while !isStopped, reader != nil {
+                if prerolling && (!isParking || !queue.waitForRoom(timeout: 0)) {
+                    // Resumed, or the first frames are queued: the preroll's decoder goes; once
+                    // the item before has let its own go (or this one plays), the item's own
+                    // decoder opens and skips the frames already given.
+                    reader = nil
+                    cancelReader.withLock { $0 = nil }
+                    guard waitForResume() else { return }
+                    logger.debug("decoder opens after its preroll", ["uri": asset.url.path, "skip": "\(handed)"])
+                    prerolling = false
+                    reader = try openReader(preroll: false)
+                    repeating = handed
+                }
+                // Frames decoded again after a reopen are not queued: they need no room.
+                guard repeating > 0 || waitForRoom() else { return }
+                guard let frame = try reader?.nextFrame(), !(end.isNumeric && frame.pts >= end) else {
+                    // The end: the decoder (and its reference frames) goes now, while the frames
+                    // already queued are still being shown; the next item's may open.
+                    reader = nil
+                    cancelReader.withLock { $0 = nil }
+                    releaseDecoder()
+                    _ = send(.end(skippedTo: policy.level > .none ? description.duration : nil))
+                    break
+                }
+                if start > .zero && frame.pts + frame.duration <= skipBefore { continue }
+                if repeating > 0 {
+                    repeating -= 1
                     continue
                 }
-                // The end: the decoder (and its reference frames) goes now, while the frames
-                // already queued are still being shown.
-                reader = nil
-                cancelReader.withLock { $0 = nil }
-                _ = send(.end(skippedTo: policy.level > .none ? description.duration : nil))
+                handed += 1
+                if let open = reader {
+                    adjustFrameDrop(after: frame, expected: &expected, policy: &policy, reader: open, logger: logger)
+                }
+                let bytes = frame.byteCount
+                if bytes > 0 && bytes != sizedFor {
+                    sizedFor = bytes
+                    ahead.withLock { applyAhead(&$0, frameBytes: bytes) }
+                }
+                guard send(.frame(frame)) else { return }
             }
         } catch {
             if isStopped { return }  // a cancelled read: the item was skipped, nothing failed
@@ -210,6 +309,19 @@ final class ItemFeeder: @unchecked Sendable {
             failed.store(true, ordering: .relaxed)
             _ = send(.failed(error))
         }
+    }
+}
+
+extension ItemFeeder {
+    /// The item's reader, opened and positioned at `start`; stopping the feeder cancels its waits.
+    fileprivate func openReader(preroll: Bool) throws -> any FrameReader {
+        let reader = try preroll ? asset.backend.openPrerollReader(asset.url) : asset.backend.openReader(asset.url)
+        if let cancel = reader.canceller {
+            cancelReader.withLock { $0 = cancel }
+            if isStopped { cancel() }  // stopped while it opened
+        }
+        if start.isNumeric && start > .zero { try reader.seek(to: start) }
+        return reader
     }
 }
 

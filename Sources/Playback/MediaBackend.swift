@@ -138,6 +138,10 @@ public protocol MediaBackend: Sendable {
     func probe(_ url: URL) throws -> AssetDescription
     /// Opens a reader positioned at the start.
     func openReader(_ url: URL) throws -> any FrameReader
+    /// Opens a reader for an item's first frames only, decoded while another item plays (a
+    /// preroll; its item's own reader opens later): it may spend fewer threads and less memory than
+    /// `openReader`'s. By default the same as `openReader`.
+    func openPrerollReader(_ url: URL) throws -> any FrameReader
     /// Throws unless `url`'s first frame decodes: a stricter and costlier check than `probe`, for
     /// where an item that fails only when it plays is not good enough (a wall's shared timeline).
     func checkFirstFrame(_ url: URL) throws
@@ -149,6 +153,7 @@ public protocol MediaBackend: Sendable {
 extension MediaBackend {
     public func checkFirstFrame(_ url: URL) throws {}
     public func openAudioReader(_ url: URL) throws -> (any AudioReader)? { nil }
+    public func openPrerollReader(_ url: URL) throws -> any FrameReader { try openReader(url) }
 }
 
 /// Why an asset cannot be used, when the backend's own error does not say.

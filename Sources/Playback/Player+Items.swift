@@ -129,6 +129,7 @@ extension Player {
         // Back to the start: the frames decoded there near the end (a seamless loop).
         let feeder = takePrimerLocked(item, target: target)
             ?? makeFeeder(item, start: target, toleranceBefore: request.toleranceBefore)
+        if queue.count > 1, let next = queue[1].preroll { feeder.handDecoder(to: next) }  // from the stopped feeder
         let newRun = Run(item: item, feeder: feeder, start: position)
         newRun.seek = SeekRequest(target: target, toleranceBefore: request.toleranceBefore,
                                   toleranceAfter: request.toleranceAfter, completion: request.completion)
@@ -145,13 +146,15 @@ extension Player {
     /// shown (when nothing newer is ready, a frame a little late is better than none).
     static let lateLimit = 0.25
 
-    /// How many frames the next item's decode thread decodes before the item plays.
-    static let prerollAhead = 2
+    /// How many frames the next item's decode thread decodes before the item plays: its first
+    /// picture is ready when due, and the playing item's last frames (the one shown, the next,
+    /// the queue's) leave its own decoder time to open and catch up (`ItemFeeder.handDecoder(to:)`).
+    static let prerollAhead = 1
 
-    func makeFeeder(_ item: PlayerItem, start: MediaTime, toleranceBefore: MediaTime, capacity: Int? = nil) -> ItemFeeder {
+    func makeFeeder(_ item: PlayerItem, start: MediaTime, toleranceBefore: MediaTime, capacity: Int? = nil, parks: Bool = false) -> ItemFeeder {
         let feeder = ItemFeeder(asset: item.asset, start: start, toleranceBefore: toleranceBefore,
                                 end: item.forwardPlaybackEndTime, capacity: capacity ?? decodeAhead, name: item.asset.url.lastPathComponent,
-                                drops: decoderDrops, threads: decodeThreads)
+                                drops: decoderDrops, threads: decodeThreads, parks: parks)
         feeder.start(logger: logger)
         return feeder
     }
@@ -246,11 +249,15 @@ extension Player {
         while index < queue.count && index <= 3 {
             let item = queue[index]
             if item.preroll == nil {
-                // Only its first frames until it plays: enough to start without a gap, and the
-                // memory of one queue, not two.
-                item.preroll = makeFeeder(item, start: item.pendingStart?.time ?? .zero,
-                                          toleranceBefore: item.pendingStart?.toleranceBefore ?? .zero,
-                                          capacity: min(decodeAhead, Self.prerollAhead))
+                // Only its first frames until it plays (the queue holds its ready event too):
+                // enough to start without a gap, and the memory of one queue, not two. The next
+                // item's decoder then closes until the current item's has gone (`parks`).
+                let parks = index == 1 && run != nil
+                let preroll = makeFeeder(item, start: item.pendingStart?.time ?? .zero,
+                                         toleranceBefore: item.pendingStart?.toleranceBefore ?? .zero,
+                                         capacity: min(decodeAhead, Self.prerollAhead) + 1, parks: parks)
+                if parks { run?.feeder.handDecoder(to: preroll) }
+                item.preroll = preroll
             }
             guard item.status == .failed || item.preroll?.hasFailed == true else { break }
             index += 1

@@ -41,7 +41,10 @@ extension Player {
     /// `.advance` it leaves the queue at its end, and the next item is prerolled instead).
     var mayLoopLocked: Bool { _actionAtItemEnd != .advance }
 
-    /// Near the end of the current run, starts decoding the item's start (`prerollAhead` frames,
+    /// Frames of the item's start the primer decodes (it does not park: the item keeps playing).
+    static let primerAhead = 2
+
+    /// Near the end of the current run, starts decoding the item's start (`primerAhead` frames,
     /// never parked: they must be ready at the end), kept as the item's `preroll` for a seek back
     /// to zero.
     func primeStartLocked() {
@@ -53,7 +56,7 @@ extension Player {
         let end = fpet.isNumeric ? fpet : item.duration
         guard end.isNumeric, (end - now).seconds <= Self.primeLead else { return }
         // Room for the probe's `ready` event as well as the frames: all of them wait decoded.
-        item.preroll = makeFeeder(item, start: .zero, toleranceBefore: .zero, capacity: min(decodeAhead, Self.prerollAhead) + 1)
+        item.preroll = makeFeeder(item, start: .zero, toleranceBefore: .zero, capacity: min(decodeAhead, Self.primerAhead) + 1)
         primerExpiry = nil
     }
 

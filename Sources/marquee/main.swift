@@ -10,6 +10,8 @@ let signals = ProcessSignals.install()
 // Two malloc arenas: with one per decoder thread, resident memory creeps up by MB over thousands
 // of items without a leak (make soak measures it).
 limitMallocArenas(to: 2)
+// Picture buffers mapped on their own: memory freed with an item's decoder leaves the process.
+mapLargeBlocks()
 
 let usage = """
     Usage: marquee [options]

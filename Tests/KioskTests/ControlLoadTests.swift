@@ -132,7 +132,7 @@ private struct PictureSource: ScreenshotSource {
                 #expect(client.request(["playlist-next"], id: i)?["error"]?.stringValue == "success")
             }
         }
-        print("decoders opened: \(seekOpens) for 200 seeks, \(stepOpens) for 200 playlist-next")
+        print("decoders opened: \(seekOpens) for 200 seeks, \(stepOpens) for 200 playlist-next; preroll readers: \(decoderOpens.prerolls.load(ordering: .relaxed)) in all")
         #expect(seekOpens <= 3, "200 seeks opened \(seekOpens) decoders")
         #expect(stepOpens >= 1 && stepOpens <= 4, "200 playlist-next opened \(stepOpens) decoders")
         // And they land where 200 steps land: 200 = 50 passes of 4 items, back on the item it was on.
@@ -176,9 +176,17 @@ struct CountingBackend: MediaBackend {
         return try inner.openReader(url)
     }
 
+    /// Counted apart: a preroll's reader decodes an item's first frame while another plays; the
+    /// item's own reader opens later (and is counted above).
+    func openPrerollReader(_ url: URL) throws -> any FrameReader {
+        opens.prerolls.add(1, ordering: .relaxed)
+        return try inner.openPrerollReader(url)
+    }
+
     func checkFirstFrame(_ url: URL) throws { try inner.checkFirstFrame(url) }
 }
 
 final class OpenCounter: Sendable {
     let count = Atomic(0)
+    let prerolls = Atomic(0)
 }

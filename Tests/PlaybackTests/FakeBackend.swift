@@ -55,6 +55,10 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
     private var finished = false
     private var skippedFrames = 0
     private var levels: [DecoderFrameDrop] = []
+    /// Readers alive now and at most at once, for playback and for prerolls; readers opened.
+    private var live = (playback: 0, preroll: 0)
+    private var mostLive = (playback: 0, preroll: 0)
+    private var opened = (playback: 0, preroll: 0)
 
     /// Frames handed out by every reader so far.
     var decodedCount: Int { lock.withLock { decodedFrames } }
@@ -62,6 +66,30 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
     var skippedCount: Int { lock.withLock { skippedFrames } }
     /// Every frame drop level readers were told, in order.
     var frameDropLevels: [DecoderFrameDrop] { lock.withLock { levels } }
+    /// The most readers alive at once (`openReader`'s, `openPrerollReader`'s).
+    var mostReadersAlive: (playback: Int, preroll: Int) { lock.withLock { mostLive } }
+    /// Readers opened so far (`openReader`'s, `openPrerollReader`'s).
+    var readersOpened: (playback: Int, preroll: Int) { lock.withLock { opened } }
+    /// Readers alive now.
+    var readersAlive: (playback: Int, preroll: Int) { lock.withLock { live } }
+
+    fileprivate func readerCame(preroll: Bool) {
+        lock.withLock {
+            if preroll {
+                live.preroll += 1
+                opened.preroll += 1
+                mostLive.preroll = max(mostLive.preroll, live.preroll)
+            } else {
+                live.playback += 1
+                opened.playback += 1
+                mostLive.playback = max(mostLive.playback, live.playback)
+            }
+        }
+    }
+
+    fileprivate func readerWent(preroll: Bool) {
+        lock.withLock { if preroll { live.preroll -= 1 } else { live.playback -= 1 } }
+    }
 
     /// Lets readers decode `frames` frames in all (skipped frames cost nothing), then waits up to
     /// 5 s until the reader has handed over every frame it may decode and waits for more (or has
@@ -149,6 +177,11 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
         return Reader(clip: clip, path: url.path, backend: self)
     }
 
+    func openPrerollReader(_ url: URL) throws -> any FrameReader {
+        guard let clip = lock.withLock({ clips[url.path] }) else { throw Missing(path: url.path) }
+        return Reader(clip: clip, path: url.path, backend: self, preroll: true)
+    }
+
     func waitWhileHeld() {
         lock.withLock {
             let deadline = Date(timeIntervalSinceNow: 10)
@@ -163,11 +196,15 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
         var next = 0
         var drop = DecoderFrameDrop.none
         private var told = DecoderFrameDrop.none
-        init(clip: Clip, path: String, backend: FakeBackend) {
+        let preroll: Bool
+        init(clip: Clip, path: String, backend: FakeBackend, preroll: Bool = false) {
             self.clip = clip
             self.path = path
             self.backend = backend
+            self.preroll = preroll
+            backend.readerCame(preroll: preroll)
         }
+        deinit { backend.readerWent(preroll: preroll) }
         func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?) {
             guard drop != told else { return }
             told = drop

@@ -25,6 +25,15 @@ double mq_stream_display_rotation(const struct AVStream *stream);
 /// in Swift's Glibc module). Returns 1 on success, 0 when refused.
 int mq_limit_malloc_arenas(int count);
 
+/// mallopt(M_MMAP_THRESHOLD, bytes): blocks of at least `bytes` are mapped on their own and given
+/// back to the system when freed; setting it turns off glibc's raising of the threshold as such
+/// blocks are freed. Returns 1 on success, 0 when refused.
+int mq_malloc_mmap_threshold(int bytes);
+
+/// malloc_trim(0): gives the free memory at the top of the heap and in free pages of every arena
+/// back to the system. Returns 1 when some was released.
+int mq_malloc_trim(void);
+
 /// Receives FFmpeg's log messages: the AV_LOG_* level, the component that logged (its AVClass's
 /// item name, e.g. "h264"; NULL when none) and one whole line without its newline.
 typedef void (*mq_log_sink)(int level, const char *component, const char *line);
