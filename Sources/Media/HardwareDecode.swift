@@ -96,29 +96,14 @@ class CodecSession {
     var offersDRMPrime: Bool { kind == .vaapi || hardwareFormat == AV_PIX_FMT_DRM_PRIME }
 
     /// Decoder threads when none are asked for: one per core the process may use, at most 16.
-    /// FFmpeg's own choice is one more than that; with frame threads each holds its own pictures
-    /// in flight (3 MB each at 1080p), and decoding is not what limits Marquee's rate (drawing is).
-    static let threadsPerCore = Int32(clamping: max(1, min(ProcessInfo.processInfo.activeProcessorCount, 16)))
-
-    /// The most picture a single decoding thread is given: 1080p at 30 frames per second. One
-    /// core decodes such H.264 several times faster than real time (5 ms a 1080p frame here)
-    /// and faster than a software renderer draws it, and one thread holds the fewest pictures.
-    static let oneThreadPixelRate = 1920.0 * 1088 * 30.5
-
-    /// Decoder threads for `stream` when none are asked for: sized to the stream, one up to
-    /// `oneThreadPixelRate` (a stream whose rate the container does not state counts as over it),
-    /// else `threadsPerCore`.
-    static func automaticThreads(for stream: UnsafeMutablePointer<AVStream>) -> Int32 {
-        let parameters = stream.pointee.codecpar.pointee
-        guard let fps = ContainerValue.framesPerSecond(stream.pointee.avg_frame_rate) ?? ContainerValue.framesPerSecond(stream.pointee.r_frame_rate),
-              parameters.width > 0, parameters.height > 0 else { return threadsPerCore }
-        return Double(parameters.width) * Double(parameters.height) * fps <= oneThreadPixelRate ? 1 : threadsPerCore
-    }
+    /// FFmpeg's own choice is one more than that; with frame threads each holds its own picture
+    /// in flight (3 MB at 1080p), and decoding is not what limits Marquee's rate (drawing is).
+    static let automaticThreads = Int32(clamping: max(1, min(ProcessInfo.processInfo.activeProcessorCount, 16)))
 
     /// Opens `decoder` for `stream` in software.
     init(software decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, threads: Int, uri: String) throws {
         context = try Self.allocate(decoder, stream: stream, uri: uri)
-        context!.pointee.thread_count = threads > 0 ? Int32(clamping: min(threads, 64)) : Self.automaticThreads(for: stream)
+        context!.pointee.thread_count = threads > 0 ? Int32(clamping: min(threads, 64)) : Self.automaticThreads
         context!.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
         hardwareFormat = nil
         path = .software
