@@ -84,8 +84,7 @@ private func weekSchedule() throws -> KioskConfig {
     }
 
     @Test func schemaAndCheckConfigAgree() throws {
-        let folder = TestMedia.folder + "/schedule-night"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        _ = try weekSchedule()  // its night folder holds a file: --check-config refuses an empty one
         try TestConfig.write(weekConfig, named: "schedule-week.json")
         try TestConfig.write(#"{"playlist": [{"uri": "a.mp4"}], "schedule": [{"days": ["sun"], "display": "off"}], "timezone": "UTC"}"#,
                              named: "schedule-off.json")
