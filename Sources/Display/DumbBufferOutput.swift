@@ -185,48 +185,13 @@ final class PlanesDisplay: HotplugDisplay {
     }
 
     func connect() throws -> PlanesHead? {
-        if let why = device.vt?.claim(device) {
-            absence = why
-            return nil
+        try device.connectHead(settings: settings, api: api, absence: &absence) { connector, mode, pipe, committer in
+            try PlanesHead(display: self, connector: connector, mode: mode, pipe: pipe, committer: committer)
         }
-        let resources = try device.resources()
-        var names: [String] = []
-        for id in resources.connectors {
-            guard let (connector, raw, encoders, current) = try? device.connector(id) else { continue }
-            names.append(connector.name + (connector.connected ? " (connected)" : ""))
-            guard connector.connected, !connector.modes.isEmpty, settings.connector.map({ $0 == connector.name }) ?? true else { continue }
-            guard let chosen = chooseMode(settings.mode, from: connector.modes) else {
-                throw OutputUnavailable(description: "connector \(connector.name) on \(device.path) has no mode \(settings.mode)"
-                    + " (it offers \(connector.modes.map(\.displayMode.description).joined(separator: ", ")))")
-            }
-            let crtc = try device.chooseCRTC(encoders: encoders, currentEncoder: current, crtcs: resources.crtcs)
-            do {
-                let plane = try device.primaryPlane(crtcIndex: crtc.index)
-                let pipe = KMSPipe(connector: connector.id, crtc: crtc.id, plane: plane, mode: raw[chosen.index])
-                let committer: any KMSCommitter = api == .atomic ? try AtomicCommitter(device: device, pipe: pipe)
-                                                                 : LegacyCommitter(device: device, pipe: pipe)
-                return try PlanesHead(display: self, connector: connector.name, mode: chosen, pipe: pipe, committer: committer)
-            } catch {
-                device.releaseCRTC(crtc.id)
-                throw error
-            }
-        }
-        let which = settings.connector.map { "connector \($0) is not connected" } ?? "no connected connector"
-        absence = "\(which) on \(device.path) (connectors: \(names.joined(separator: ", ")))"
-        return nil
     }
 
     func recheck(_ head: PlanesHead) -> String? {
-        if let why = device.vt?.releaseRequested() { return why }
-        guard let (connector, _, _, _) = try? device.connector(head.pipe.connector) else {
-            return "connector \(head.connector) can no longer be read"
-        }
-        guard connector.connected else { return "connector \(head.connector) was disconnected" }
-        let wanted = chooseMode(settings.mode, from: connector.modes)
-        if wanted?.displayMode != head.mode {
-            return "connector \(head.connector) now offers \(wanted.map(\.displayMode.description) ?? "no mode \(settings.mode)") instead of \(head.mode)"
-        }
-        return nil
+        device.recheckHead(connector: head.connector, id: head.pipe.connector, mode: head.mode, settings: settings)
     }
 }
 

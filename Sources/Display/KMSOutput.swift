@@ -265,46 +265,64 @@ final class KMSDisplay: HotplugDisplay {
     }
 
     func connect() throws -> KMSHead? {
-        if let why = device.vt?.claim(device) {
+        try device.connectHead(settings: settings, api: api, absence: &absence) { connector, mode, pipe, committer in
+            try KMSHead(display: self, connector: connector, mode: mode, pipe: pipe, committer: committer)
+        }
+    }
+
+    func recheck(_ head: KMSHead) -> String? {
+        device.recheckHead(connector: head.connector, id: head.pipe.connector, mode: head.mode, settings: settings)
+    }
+}
+
+extension DRMDevice {
+    /// The first connected connector that `settings` allow, in the mode they ask for, with a CRTC
+    /// and its primary plane, made into a head by `makeHead` (the GL and the planes heads); the
+    /// CRTC is released again when that throws. nil when none is connected: `absence` says why.
+    func connectHead<Head>(settings: KMSSettings, api: KMSAPI, absence: inout String,
+                           makeHead: (String, KMSMode, KMSPipe, any KMSCommitter) throws -> Head) throws -> Head? {
+        if let why = vt?.claim(self) {
             absence = why
             return nil
         }
-        let resources = try device.resources()
+        let resources = try resources()
         var names: [String] = []
         for id in resources.connectors {
-            guard let (connector, raw, encoders, current) = try? device.connector(id) else { continue }
+            guard let (connector, raw, encoders, current) = try? connector(id) else { continue }
             names.append(connector.name + (connector.connected ? " (connected)" : ""))
             guard connector.connected, !connector.modes.isEmpty, settings.connector.map({ $0 == connector.name }) ?? true else { continue }
             guard let chosen = chooseMode(settings.mode, from: connector.modes) else {
-                throw OutputUnavailable(description: "connector \(connector.name) on \(device.path) has no mode \(settings.mode)"
+                throw OutputUnavailable(description: "connector \(connector.name) on \(path) has no mode \(settings.mode)"
                     + " (it offers \(connector.modes.map(\.displayMode.description).joined(separator: ", ")))")
             }
-            let crtc = try device.chooseCRTC(encoders: encoders, currentEncoder: current, crtcs: resources.crtcs)
+            let crtc = try chooseCRTC(encoders: encoders, currentEncoder: current, crtcs: resources.crtcs)
             do {
-                let plane = try device.primaryPlane(crtcIndex: crtc.index)
+                let plane = try primaryPlane(crtcIndex: crtc.index)
                 let pipe = KMSPipe(connector: connector.id, crtc: crtc.id, plane: plane, mode: raw[chosen.index])
-                let committer: any KMSCommitter = api == .atomic ? try AtomicCommitter(device: device, pipe: pipe)
-                                                                 : LegacyCommitter(device: device, pipe: pipe)
-                return try KMSHead(display: self, connector: connector.name, mode: chosen, pipe: pipe, committer: committer)
+                let committer: any KMSCommitter = api == .atomic ? try AtomicCommitter(device: self, pipe: pipe)
+                                                                 : LegacyCommitter(device: self, pipe: pipe)
+                return try makeHead(connector.name, chosen, pipe, committer)
             } catch {
-                device.releaseCRTC(crtc.id)
+                releaseCRTC(crtc.id)
                 throw error
             }
         }
         let which = settings.connector.map { "connector \($0) is not connected" } ?? "no connected connector"
-        absence = "\(which) on \(device.path) (connectors: \(names.joined(separator: ", ")))"
+        absence = "\(which) on \(path) (connectors: \(names.joined(separator: ", ")))"
         return nil
     }
 
-    func recheck(_ head: KMSHead) -> String? {
-        if let why = device.vt?.releaseRequested() { return why }
-        guard let (connector, _, _, _) = try? device.connector(head.pipe.connector) else {
-            return "connector \(head.connector) can no longer be read"
+    /// Asked after a hotplug notice about the head on connector `name` (`id`) showing `mode`: nil
+    /// while it may go on, else why it must be redone.
+    func recheckHead(connector name: String, id: UInt32, mode: DisplayMode, settings: KMSSettings) -> String? {
+        if let why = vt?.releaseRequested() { return why }
+        guard let (connector, _, _, _) = try? connector(id) else {
+            return "connector \(name) can no longer be read"
         }
-        guard connector.connected else { return "connector \(head.connector) was disconnected" }
+        guard connector.connected else { return "connector \(name) was disconnected" }
         let wanted = chooseMode(settings.mode, from: connector.modes)
-        if wanted?.displayMode != head.mode {
-            return "connector \(head.connector) now offers \(wanted.map(\.displayMode.description) ?? "no mode \(settings.mode)") instead of \(head.mode)"
+        if wanted?.displayMode != mode {
+            return "connector \(name) now offers \(wanted.map(\.displayMode.description) ?? "no mode \(settings.mode)") instead of \(mode)"
         }
         return nil
     }
