@@ -387,8 +387,9 @@ extension ScheduleRunTests {
     @Test func twoClockSyncedNodesSwitchOnTheSameVsyncWithoutAGap() throws {
         let a = try TestMedia.clip(seconds: 2, fps: 30)
         let b = try TestMedia.clip(seconds: 1, fps: 30, width: 320, height: 240)
-        // The moment: a whole second 9 s from now, in UTC.
-        let moment = (Date().timeIntervalSince1970 + 9).rounded(.up)
+        // The moment: a whole second 15 s from now, in UTC (writing the config runs --check-config,
+        // and a busy machine may take seconds to start both processes).
+        let moment = (Date().timeIntervalSince1970 + 15).rounded(.up)
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSince1970: moment))
@@ -404,9 +405,9 @@ extension ScheduleRunTests {
                       "outputs": [{"name": "screen", "x": 0, "y": 0, "width": 320, "height": 180}],
                       "sync": {"mode": "clock", "epoch": "2026-01-01T00:00:00Z"}}}
             """#, to: config)
-        let first = try MarqueeProcessTests.Running(config: config, clock: "real", exitAfter: 13)
+        let first = try MarqueeProcessTests.Running(config: config, clock: "real", exitAfter: 19)
         Thread.sleep(forTimeInterval: 1.3)
-        let second = try MarqueeProcessTests.Running(config: config, clock: "real", exitAfter: 12)
+        let second = try MarqueeProcessTests.Running(config: config, clock: "real", exitAfter: 18)
         #expect(first.wait() == 0)
         #expect(second.wait() == 0)
         var onsets: [Double] = []
