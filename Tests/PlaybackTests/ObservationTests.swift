@@ -86,8 +86,10 @@ import Testing
             var rates: [Float] = []
             for await change in stream {
                 if case .rate(let r) = change { rates.append(r) }
-                if rates.count > 1, rates.last == final, player.rate == final {
-                    // Caught up once the last value is the final one and nothing more is queued.
+                if rates.last == final, player.rate == final {
+                    // Caught up once the last value is the final one (the toggler has ended). A
+                    // stream made after the last toggle holds only its first value: waiting for a
+                    // second would wait for ever.
                     break
                 }
             }
