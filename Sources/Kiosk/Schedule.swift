@@ -41,48 +41,22 @@ public struct Schedule: Sendable, Equatable {
 
         public init?(year: Int, month: Int, day: Int) {
             guard (1970...9999).contains(year), (1...12).contains(month), day >= 1,
-                  day <= LocalDate.days(inMonth: month, year: year) else { return nil }
+                  day <= CivilCalendar.days(inMonth: month, year: year) else { return nil }
             self.year = year
             self.month = month
             self.day = day
         }
 
-        /// The date `dayNumber` days after 1970-01-01 (proleptic Gregorian; civil-from-days).
+        /// The date `dayNumber` days after 1970-01-01.
         init(dayNumber: Int) {
-            let z = dayNumber + 719_468
-            let era = (z >= 0 ? z : z - 146_096) / 146_097
-            let doe = z - era * 146_097
-            let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-            let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-            let mp = (5 * doy + 2) / 153
-            let d = doy - (153 * mp + 2) / 5 + 1
-            let m = mp < 10 ? mp + 3 : mp - 9
-            year = yoe + era * 400 + (m <= 2 ? 1 : 0)
-            month = m
-            day = d
+            (year, month, day) = CivilCalendar.date(dayNumber: dayNumber)
         }
 
-        /// Days since 1970-01-01 (days-from-civil).
-        var dayNumber: Int {
-            let y = month <= 2 ? year - 1 : year
-            let era = (y >= 0 ? y : y - 399) / 400
-            let yoe = y - era * 400
-            let mp = month > 2 ? month - 3 : month + 9
-            let doy = (153 * mp + 2) / 5 + day - 1
-            let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-            return era * 146_097 + doe - 719_468
-        }
+        /// Days since 1970-01-01.
+        var dayNumber: Int { CivilCalendar.dayNumber(year: year, month: month, day: day) }
 
         /// 0 for Monday ... 6 for Sunday (1970-01-01 was a Thursday).
         var weekday: Int { ((dayNumber % 7) + 7 + 3) % 7 }
-
-        static func days(inMonth month: Int, year: Int) -> Int {
-            switch month {
-            case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-            case 4, 6, 9, 11: return 30
-            default: return 31
-            }
-        }
 
         public static func < (a: LocalDate, b: LocalDate) -> Bool { a.dayNumber < b.dayNumber }
         public var description: String {

@@ -78,10 +78,10 @@ public struct WallTime: Sendable, Hashable, Comparable, CustomStringConvertible 
         } else {
             return nil  // no zone: the same text would mean different moments on different nodes
         }
-        guard i == b.count, (1...12).contains(month), day >= 1, day <= daysInMonth(year, month),
+        guard i == b.count, (1...12).contains(month), day >= 1, day <= CivilCalendar.days(inMonth: month, year: year),
               hour <= 23, minute <= 59, second <= 60 else { return nil }
         // Four-digit years keep the seconds far inside Int64; the nanoseconds may not fit.
-        let days = daysFromCivil(year, month, day)
+        let days = CivilCalendar.dayNumber(year: year, month: month, day: day)
         let seconds = Int64(days) * 86400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
         guard let total = Int64(exactly: Int128(seconds) * 1_000_000_000 + Int128(fraction)) else { return nil }
         nanoseconds = total
@@ -95,7 +95,7 @@ public struct WallTime: Sendable, Hashable, Comparable, CustomStringConvertible 
             seconds -= 1
             nanos += 1_000_000_000
         }
-        let (y, m, d) = civilFromDays(Int(seconds / 86400 - (seconds % 86400 < 0 ? 1 : 0)))
+        let (y, m, d) = CivilCalendar.date(dayNumber: Int(seconds / 86400 - (seconds % 86400 < 0 ? 1 : 0)))
         let s = ((seconds % 86400) + 86400) % 86400
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
         var text = "\(y)-\(two(Int64(m)))-\(two(Int64(d)))T\(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60))"
@@ -107,32 +107,6 @@ public struct WallTime: Sendable, Hashable, Comparable, CustomStringConvertible 
     }
 }
 
-private func isLeap(_ y: Int) -> Bool { y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) }
-private func daysInMonth(_ y: Int, _ m: Int) -> Int {
-    [31, isLeap(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1]
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-private func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
-    let y = month <= 2 ? year - 1 : year
-    let era = (y >= 0 ? y : y - 399) / 400
-    let yoe = y - era * 400
-    let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-    return era * 146097 + doe - 719468
-}
-
-private func civilFromDays(_ days: Int) -> (Int, Int, Int) {
-    let z = days + 719468
-    let era = (z >= 0 ? z : z - 146096) / 146097
-    let doe = z - era * 146097
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-    let mp = (5 * doy + 2) / 153
-    let d = doy - (153 * mp + 2) / 5 + 1
-    let m = mp < 10 ? mp + 3 : mp - 9
-    return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
-}
 
 /// Why a wall's timeline cannot be made.
 public struct WallSyncError: Error, CustomStringConvertible, Sendable {
