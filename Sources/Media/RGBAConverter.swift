@@ -29,23 +29,13 @@ public final class RGBAConverter {
         }
     }
 
-    private struct Setup: Equatable {
-        var width: Int32, height: Int32
-        var outWidth: Int32, outHeight: Int32
-        var format: PixelFormat
-        var matrix: ColorMatrix
-        var range: ColorRange
-    }
-
-    private var scaler: OpaquePointer?
-    private var setup: Setup?
+    private let scaler = RGBScaler()
     private var pool: OpaquePointer?
     private var poolBufferSize = 0
 
     public init() {}
 
     deinit {
-        sws_freeContext(scaler)
         // Buffers still held by frames keep the pool alive until they are freed.
         av_buffer_pool_uninit(&pool)
     }
@@ -64,25 +54,9 @@ public final class RGBAConverter {
               let ow = Int32(exactly: fitted.0), let oh = Int32(exactly: fitted.1) else {
             throw MediaError(uri: name, call: "sws_getCachedContext", reason: "size out of range")
         }
-        let wanted = Setup(width: w, height: h, outWidth: ow, outHeight: oh, format: frame.pixelFormat,
-                           matrix: frame.colorMatrix, range: frame.colorRange)
-        if setup != wanted {
-            setup = nil
-            let settings = Self.settings(for: frame.pixelFormat)
-            scaler = sws_getCachedContext(scaler, w, h, frame.pixelFormat.avPixelFormat, ow, oh, AV_PIX_FMT_RGBA,
-                                          resized ? Int32(SWS_AREA) : settings.flags, nil, nil, nil)
-            guard let scaler else {
-                throw MediaError(uri: name, call: "sws_getCachedContext", reason: "cannot convert \(frame.pixelFormat.rawValue) to rgba")
-            }
-            let table = sws_getCoefficients(frame.colorMatrix.swsColorspace)
-            let r = !frame.pixelFormat.isYCbCr ? 0 : sws_setColorspaceDetails(scaler, table, frame.colorRange == .full ? 1 : 0, table, 1,
-                                                                               settings.brightness, 1 << 16, 1 << 16)
-            guard r >= 0 else {
-                throw MediaError(uri: name, call: "sws_setColorspaceDetails", code: r,
-                                 reason: "swscale cannot convert \(frame.colorMatrix.rawValue) \(frame.colorRange.rawValue) to RGB")
-            }
-            setup = wanted
-        }
+        let settings = Self.settings(for: frame.pixelFormat)
+        let context = try scaler.context(for: frame, width: w, height: h, outWidth: ow, outHeight: oh, to: AV_PIX_FMT_RGBA,
+                                        flags: resized ? Int32(SWS_AREA) : settings.flags, brightness: settings.brightness, name: name)
 
         // Rows padded to 64 bytes (whole RGBA texels), and 64 bytes of slack for SIMD stores.
         let stride = (Int(ow) * 4 + 63) & ~63
@@ -105,7 +79,7 @@ public final class RGBAConverter {
         out.pointee.height = oh
         out.pointee.format = AV_PIX_FMT_RGBA.rawValue
 
-        let r = try frame.withAVFrame { swsScale(scaler, $0, into: out) }
+        let r = try frame.withAVFrame { swsScale(context, $0, into: out) }
         guard r == oh else {
             av_frame_free(&owned)
             throw MediaError(uri: name, call: "sws_scale", code: r, reason: r < 0 ? ffmpegErrorString(r) : "converted \(r) of \(oh) rows")
@@ -124,5 +98,49 @@ extension ColorMatrix {
         case .bt709: SWS_CS_ITU709
         case .bt2020: SWS_CS_BT2020
         }
+    }
+}
+
+/// One swscale context converting frames to an RGB format, made again only when the frame's size,
+/// format or colour, the output size or the conversion's settings change. Owns the context.
+final class RGBScaler {
+    private struct Setup: Equatable {
+        var width: Int32, height: Int32
+        var outWidth: Int32, outHeight: Int32
+        var format: PixelFormat
+        var matrix: ColorMatrix
+        var range: ColorRange
+        var target: Int32, flags: Int32, brightness: Int32
+    }
+
+    private var scaler: OpaquePointer?
+    private var setup: Setup?
+
+    deinit { sws_freeContext(scaler) }
+
+    /// The context converting `frame` (`width` x `height` of it) to `target` at `outWidth` x
+    /// `outHeight`, with its own matrix and range (Y'CbCr) and swscale's `flags` and `brightness`
+    /// (16.16). Throws a `MediaError` naming `name` when swscale refuses.
+    func context(for frame: VideoFrame, width: Int32, height: Int32, outWidth: Int32, outHeight: Int32, to target: AVPixelFormat,
+                 flags: Int32, brightness: Int32, name: String) throws -> OpaquePointer {
+        let wanted = Setup(width: width, height: height, outWidth: outWidth, outHeight: outHeight, format: frame.pixelFormat,
+                           matrix: frame.colorMatrix, range: frame.colorRange, target: target.rawValue, flags: flags, brightness: brightness)
+        if let scaler, setup == wanted { return scaler }
+        setup = nil
+        scaler = sws_getCachedContext(scaler, width, height, frame.pixelFormat.avPixelFormat, outWidth, outHeight, target, flags, nil, nil, nil)
+        guard let scaler else {
+            let targetName = av_get_pix_fmt_name(target).map { String(cString: $0) } ?? "RGB"
+            throw MediaError(uri: name, call: "sws_getCachedContext", reason: "cannot convert \(frame.pixelFormat.rawValue) to \(targetName)")
+        }
+        if frame.pixelFormat.isYCbCr {
+            let table = sws_getCoefficients(frame.colorMatrix.swsColorspace)
+            let r = sws_setColorspaceDetails(scaler, table, frame.colorRange == .full ? 1 : 0, table, 1, brightness, 1 << 16, 1 << 16)
+            guard r >= 0 else {
+                throw MediaError(uri: name, call: "sws_setColorspaceDetails", code: r,
+                                 reason: "swscale cannot convert \(frame.colorMatrix.rawValue) \(frame.colorRange.rawValue) to RGB")
+            }
+        }
+        setup = wanted
+        return scaler
     }
 }

@@ -54,21 +54,10 @@ public struct ScanoutPlacement: Sendable, Equatable {
 ///
 /// Used from one thread at a time (the presentation thread); owns its swscale context and scratch.
 public final class ScanoutConverter {
-    private struct Setup: Equatable {
-        var width: Int32, height: Int32
-        var outWidth: Int32, outHeight: Int32
-        var format: PixelFormat
-        var matrix: ColorMatrix
-        var range: ColorRange
-    }
-
-    private var scaler: OpaquePointer?
-    private var setup: Setup?
+    private let scaler = RGBScaler()
     private var scratch: [UInt32] = []
 
     public init() {}
-
-    deinit { sws_freeContext(scaler) }
 
     /// The crop made whole chroma samples: `crop` widened to the frame's chroma grid (the planes'
     /// pointers can only start on a whole sample), inside the frame.
@@ -96,45 +85,28 @@ public final class ScanoutConverter {
               let ow = Int32(exactly: outW), let oh = Int32(exactly: outH) else {
             throw MediaError(uri: name, call: "sws_getCachedContext", reason: "size out of range")
         }
-        let wanted = Setup(width: w, height: h, outWidth: ow, outHeight: oh, format: frame.pixelFormat,
-                           matrix: frame.colorMatrix, range: frame.colorRange)
-        if setup != wanted {
-            setup = nil
-            let settings = RGBAConverter.settings(for: frame.pixelFormat)
-            let scaled = (ow, oh) != (w, h)
-            scaler = sws_getCachedContext(scaler, w, h, frame.pixelFormat.avPixelFormat, ow, oh, AV_PIX_FMT_BGRA,
-                                          scaled ? Int32(SWS_BILINEAR) : settings.flags, nil, nil, nil)
-            guard let scaler else {
-                throw MediaError(uri: name, call: "sws_getCachedContext", reason: "cannot convert \(frame.pixelFormat.rawValue) to bgra")
-            }
-            if frame.pixelFormat.isYCbCr {
-                let table = sws_getCoefficients(frame.colorMatrix.swsColorspace)
-                let r = sws_setColorspaceDetails(scaler, table, frame.colorRange == .full ? 1 : 0, table, 1,
-                                                 scaled ? 0 : settings.brightness, 1 << 16, 1 << 16)
-                guard r >= 0 else {
-                    throw MediaError(uri: name, call: "sws_setColorspaceDetails", code: r,
-                                     reason: "swscale cannot convert \(frame.colorMatrix.rawValue) \(frame.colorRange.rawValue) to RGB")
-                }
-            }
-            setup = wanted
-        }
+        let settings = RGBAConverter.settings(for: frame.pixelFormat)
+        let scaled = (ow, oh) != (w, h)
+        let context = try scaler.context(for: frame, width: w, height: h, outWidth: ow, outHeight: oh, to: AV_PIX_FMT_BGRA,
+                                        flags: scaled ? Int32(SWS_BILINEAR) : settings.flags,
+                                        brightness: scaled ? 0 : settings.brightness, name: name)
         if turn == .none {
             let start = base + placement.y * placement.pitch + placement.x * 4
-            try scale(frame, crop: crop, into: start, pitch: placement.pitch, rows: oh, name: name)
+            try scale(frame, crop: crop, with: context, into: start, pitch: placement.pitch, rows: oh, name: name)
             return
         }
         let count = outW * outH
         if scratch.count < count { scratch = [UInt32](repeating: 0, count: count) }
         try scratch.withUnsafeMutableBytes { s in
-            try scale(frame, crop: crop, into: s.baseAddress!, pitch: outW * 4, rows: oh, name: name)
+            try scale(frame, crop: crop, with: context, into: s.baseAddress!, pitch: outW * 4, rows: oh, name: name)
         }
         scratch.withUnsafeBufferPointer { s in
             Self.copyTurned(s, width: outW, height: outH, turn: turn, into: base, placement: placement)
         }
     }
 
-    private func scale(_ frame: VideoFrame, crop: FrameCrop, into start: UnsafeMutableRawPointer, pitch: Int, rows: Int32,
-                       name: String) throws {
+    private func scale(_ frame: VideoFrame, crop: FrameCrop, with scaler: OpaquePointer, into start: UnsafeMutableRawPointer,
+                       pitch: Int, rows: Int32, name: String) throws {
         let format = frame.pixelFormat
         let r: Int32 = try frame.withAVFrame { f in
             let (sx, sy) = format.isYCbCr ? format.chromaShift : (0, 0)
