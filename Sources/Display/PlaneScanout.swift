@@ -102,8 +102,11 @@ public func scanoutPiece(frameWidth: Int, frameHeight: Int, displayWidth: Int, f
     guard let piece = wallPiece(placement, bounds: bounds, displayRotation: displayRotation, contentWidth: displayWidth,
                                 contentHeight: frameHeight, gravity: gravity, contentRotation: frameRotation) else { return nil }
     let s = piece.source
-    let x0 = Int((s.x0 * Double(frameWidth)).rounded()), x1 = Int((s.x1 * Double(frameWidth)).rounded())
-    let y0 = Int((s.y0 * Double(frameHeight)).rounded()), y1 = Int((s.y1 * Double(frameHeight)).rounded())
+    // The source rectangle is in 0...1 of the frame; clamped before the conversion, as the
+    // frame's sizes and aspect come from the file.
+    func pixel(_ v: Double, of size: Int) -> Int { v.isFinite ? Int((min(max(v, 0), 1) * Double(size)).rounded()) : 0 }
+    let x0 = pixel(s.x0, of: frameWidth), x1 = pixel(s.x1, of: frameWidth)
+    let y0 = pixel(s.y0, of: frameHeight), y1 = pixel(s.y1, of: frameHeight)
     let cx0 = max(0, min(frameWidth - 1, x0)), cy0 = max(0, min(frameHeight - 1, y0))
     let crop = FrameCrop(x: cx0, y: cy0, width: max(1, min(frameWidth, x1) - cx0), height: max(1, min(frameHeight, y1) - cy0))
     return ScanoutPiece(crop: crop, destination: piece.destination, turn: piece.turn)

@@ -78,8 +78,7 @@ final class AudioFeeder: @unchecked Sendable {
             while !isStopped, var buffer = try reader.nextBuffer() {
                 if end.isNumeric, buffer.end > end {
                     // The item ends at its forward end time: its sound too.
-                    let keep = (end - buffer.pts).seconds * Double(buffer.format.sampleRate)
-                    let frames = keep.isFinite ? min(buffer.frames, max(0, Int(keep.rounded()))) : 0
+                    let frames = wholeFrames((end - buffer.pts).seconds, rate: buffer.format.sampleRate, atMost: buffer.frames)
                     if frames == 0 { break }
                     buffer = buffer.prefix(frames)
                     guard send(.samples(buffer)) else { return }
@@ -95,6 +94,14 @@ final class AudioFeeder: @unchecked Sendable {
             _ = send(.end(failure: "\(error)", corruptPackets: reader.corruptPackets))
         }
     }
+}
+
+/// `seconds` of sound at `rate` frames a second as whole frames, from 0 to `cap`: the times these
+/// come from are a file's, and may be anything (a timestamp a century away would trap `Int(_:)`).
+func wholeFrames(_ seconds: Double, rate: Int, atMost cap: Int) -> Int {
+    let frames = seconds * Double(rate)
+    guard frames > 0 else { return 0 }  // NaN too
+    return frames >= Double(cap) ? cap : Int(frames.rounded())
 }
 
 extension PCMBuffer {

@@ -290,16 +290,16 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         if !aligned {
             // Put the sound in place to the sample: drop what is late, or wait with silence.
             let error = now + delay - sampleTime
-            let rate = Double(block.format.sampleRate)
+            let rate = block.format.sampleRate
             if error > 0 {
-                let late = Int((error * rate).rounded())
+                let late = wholeFrames(error, rate: rate, atMost: block.frames)
                 if late >= block.frames {
                     seg.next = block.end
                     return true
                 }
                 block = block.dropping(late)
             } else if error < 0 {
-                let early = Int((-error * rate).rounded())
+                let early = wholeFrames(-error, rate: rate, atMost: rate * 3600)
                 let chunk = min(early, block.format.sampleRate / 20)
                 if chunk > 0 {
                     try write(PCMBuffer.silence(block.format, frames: chunk, pts: .zero), gainFor: seg.item)
@@ -422,12 +422,12 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         let rate = silenceFormat.sampleRate
         var frames = rate / 100
         if let end {
-            let left = (end - seg.next).seconds * Double(rate)
-            guard left.isFinite, left >= 1 else { return nil }
+            let left = (end - seg.next).seconds
+            guard left.isFinite, left * Double(rate) >= 1 else { return nil }
             // Sound that ends within a few ms of its pictures is followed at once by the next
             // item's (a loop authored to be seamless stays sample-continuous).
-            if seg.hadSound && left < Self.paddingTolerance * Double(rate) { return nil }
-            frames = min(frames, Int(left.rounded()))
+            if seg.hadSound && left < Self.paddingTolerance { return nil }
+            frames = wholeFrames(left, rate: rate, atMost: frames)
         }
         shared.withLock { $0.silentFrames += frames }
         return PCMBuffer.silence(silenceFormat, frames: frames, pts: seg.next)
