@@ -44,6 +44,11 @@ extension Player {
         var nextStart = MediaTime.zero
         var lastVsync: Int64?
         var position = MediaTime.zero
+        /// The current item's start is primed for a seek back to zero (the guide's loop): its
+        /// end stays current and waits for the end's handlers (`Player+Seams`).
+        var startPrimed = false
+        /// The end's vsync waits for the end's handlers (a seek back may come).
+        var seamOpen = false
     }
 
     func audioView() -> AudioView {
@@ -61,7 +66,12 @@ extension Player {
                 view.runOrigin = run.origin ?? run.seek?.target ?? .zero
                 view.playing = _rate != 0 && anchor != nil && !holdingStart && !stalled && !run.ended && lastVsync != nil
                     && hostStartVsync == nil && hostStartTime == nil
+                // As `openSeamLocked`: the end waits for handlers only when something listens.
+                let listened = eventBroadcast.subscriberCount > 0 || run.item.hasEventSubscribers || !observers.isEmpty
+                view.startPrimed = listened && mayLoopLocked && run.item === queue.first && view.next == nil
+                    && run.item.preroll.map { $0.start == .zero && !$0.isStopped } == true
             }
+            view.seamOpen = seam != nil
             return view
         }
     }

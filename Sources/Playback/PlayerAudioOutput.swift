@@ -75,8 +75,12 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         var hadSound = false
         /// True once a block of this segment's sound was taken before the current one.
         var hadSoundBefore = false
-        init(item: PlayerItem, from: MediaTime, timelineStart: MediaTime, itemStart: MediaTime, logger: Logger) {
+        /// The item's start after its own end: a seek back to zero at the end (the guide's loop)
+        /// is foreseen, as the player primes the start's pictures for it.
+        let loopsBack: Bool
+        init(item: PlayerItem, from: MediaTime, timelineStart: MediaTime, itemStart: MediaTime, loopsBack: Bool = false, logger: Logger) {
             self.item = item
+            self.loopsBack = loopsBack
             feeder = AudioFeeder(item: item, from: from)
             self.timelineStart = timelineStart
             self.itemStart = itemStart
@@ -196,7 +200,11 @@ public final class PlayerAudioOutput: @unchecked Sendable {
 
     private func step(decodeWait: Double?) throws -> Bool {
         let view = player.audioView()
-        guard view.playing, let item = view.item, let vsync = view.lastVsync else {
+        // At an end that waits for its handlers (a seek back to zero may come), sound already in
+        // place plays on: the item's start follows its end as its pictures will (a loop), and the
+        // device is dropped only once the end turns out to stay (the seam closes without a seek).
+        let coasting = !view.playing && view.seamOpen && active && aligned && current != nil
+        guard view.playing || coasting, let item = view.item, let vsync = view.lastVsync else {
             if active || current != nil { reset(dropDevice: true) }
             return false
         }
@@ -205,11 +213,16 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         let untilVsync = clock.timeUntilVsync(vsync)?.seconds ?? 0
         let now = view.position.seconds - untilVsync * view.rate
 
-        if view.run != matchedRun {
-            if let seg = current, !seg.confirmed, seg.item === item {
+        if !coasting && view.run != matchedRun {
+            if let seg = current, !seg.confirmed, seg.item === item, !seg.loopsBack || isLoop(view, to: seg) {
                 confirm(seg, view)
             } else if let seg = upcoming, seg.item === item, current?.item !== item {
                 confirm(seg, view)
+            } else if let seg = upcoming, seg.loopsBack, seg.item === item, isLoop(view, to: seg) {
+                // The seek back came before the end's sound was all taken (sound longer than
+                // its pictures): the start follows at once.
+                confirm(seg, view)
+                advance()
             } else {
                 restart(item, view, now: now)
             }
@@ -287,6 +300,12 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         let shift = extraDelay.withLock { $0 }
         let sampleTime = seg.timeline(block.pts).seconds + shift
         let delay = try sink.delay()
+        if coasting {
+            // The timeline stands at the end while the handlers decide: no measure to follow.
+            try write(block, gainFor: seg.item)
+            seg.next = block.end
+            return true
+        }
         if !aligned {
             // Put the sound in place to the sample: drop what is late, or wait with silence.
             let error = now + delay - sampleTime
@@ -382,12 +401,43 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         active = false
     }
 
+    /// A new run of `seg`'s item is the loop `seg` foresaw: it starts at zero, where the
+    /// previous sound ends (within `loopTolerance` on the timeline; a seek to zero made earlier
+    /// in the item is not a loop).
+    private func isLoop(_ view: Player.AudioView, to seg: Segment) -> Bool {
+        guard view.runOrigin == .zero, let previous = current, previous !== seg || !seg.confirmed else { return false }
+        let end: Double
+        if previous === seg {
+            end = seg.timelineStart.seconds  // it follows on from where the last sound ended
+        } else {
+            let fpet = previous.item.forwardPlaybackEndTime
+            let length = fpet.isNumeric ? fpet : previous.item.duration
+            guard length.isNumeric else { return false }
+            end = previous.timeline(length).seconds
+        }
+        let gap = view.runStart.seconds - end
+        return gap.isFinite && abs(gap) < Self.loopTolerance
+    }
+
+    /// How far (seconds) a seek back to zero may start from where the item's sound ended and
+    /// still be taken for the loop the path foresaw (a 24 fps frame, and some).
+    static let loopTolerance = 0.05
+
     /// The item after `seg`'s on the player's queue gets its feeder now, so that its sound is
-    /// decoded before it is due.
+    /// decoded before it is due; the item's own start when the player primed it for a seek back
+    /// to zero at the end (the guide's loop).
     private func primeUpcoming(after seg: Segment, _ view: Player.AudioView) {
         let next: PlayerItem?
         if seg.item === view.item {
             next = view.next
+            if next == nil, view.startPrimed, seg.confirmed {
+                if let up = upcoming, up.item === seg.item, up.loopsBack { return }
+                upcoming?.feeder.stop()
+                upcoming = Segment(item: seg.item, from: .zero, timelineStart: .zero, itemStart: .zero, loopsBack: true, logger: logger)
+                return
+            }
+            // At the seam the seek back takes the primed pictures: the primed sound stays for it.
+            if next == nil, let up = upcoming, up.loopsBack, !view.playing { return }
         } else {
             next = nil  // the sound is ahead in the next item already: primed when it is current
         }

@@ -2,6 +2,7 @@ import Audio
 import Foundation
 import Media
 import Playback
+import Synchronization
 import Testing
 import TestSupport
 
@@ -163,6 +164,39 @@ func clickOffsets(_ step: Lockstep, flashes: [MediaTime], speed: Double = 1) thr
         #expect(stats.realignments == 0, "\(stats)")
         #expect(stats.underruns == 0 && step.sink.underruns == 0, "\(stats)")
         #expect(stats.silentFrames == 0, "\(stats)")
+        #expect(abs(stats.offset ?? 1) < 0.010, "\(stats)")
+    }
+
+    /// The guide's loop on a single player (did-play-to-end -> `seek(to: .zero)` -> `play()`, and
+    /// `actionAtItemEnd = .none` with the seek alone), ten passes of a 1 s tone: the sound follows
+    /// the pictures across each seam sample for sample (the item's start is primed with its
+    /// pictures' primer), with no realignment, no silence and the offset kept.
+    @Test(arguments: [(false, false), (true, false), (false, true)])
+    func aSeekToZeroLoopIsSampleContinuous(aac: Bool, actionNone: Bool) throws {
+        let clip = try AVClips.tone(aac: aac)
+        let player = try Player(item: item(clip))
+        if actionNone { try player.setActionAtItemEnd(.none) }
+        let ends = Atomic(0)
+        player.consumeEvents(onThread: "test-end-handler") { event in
+            guard case .didPlayToEndTime = event.event else { return }
+            ends.add(1, ordering: .relaxed)
+            player.seek(to: .zero) { _ in }
+            if !actionNone { player.play() }
+        }
+        var step = try Lockstep(player: player)
+        player.play()
+        try step.run(vsyncs: 0...(10 * 60 + 30))
+        let left = step.left
+        let stats = step.audio.stats
+        let worst = sineBreak(left, frequency: 1000, rate: 48_000, from: 4800, to: 10 * 48_000)
+        print("seek-to-zero loop (\(aac ? "AAC" : "FLAC"), \(actionNone ? ".none" : ".pause")): \(ends.load(ordering: .relaxed)) ends, "
+              + "\(left.count) frames, worst break \(worst.value) at \(worst.at); \(stats)")
+        #expect(ends.load(ordering: .relaxed) >= 10)
+        #expect(left.count >= 10 * 48_000)
+        #expect(worst.value < (aac ? breakLimit : 0.002), "break of \(worst.value) at frame \(worst.at)")
+        #expect(stats.realignments == 0, "\(stats)")
+        #expect(stats.silentFrames == 0, "\(stats)")
+        #expect(stats.underruns == 0 && step.sink.underruns == 0, "\(stats)")
         #expect(abs(stats.offset ?? 1) < 0.010, "\(stats)")
     }
 
