@@ -20,6 +20,9 @@ public final class SessionAudio: Sendable {
         /// another wall output plays it).
         var off: String?
         var delay = 0.0
+        /// The output's clock, kept from `startAudio` for a reload that turns the sound on or
+        /// moves it; nil once the session's presentation ended.
+        var clock: (any VsyncClock)?
     }
     let state = Mutex(State())
     init() {}
@@ -77,6 +80,22 @@ public final class SessionAudio: Sendable {
             let o = s.output
             s.output = nil
             s.make = nil
+            s.clock = nil
+            return o
+        }
+        output?.stop()
+    }
+
+    /// Stops the sound for good or until the next `startAudio` (a reload that turns it off or
+    /// moves it); the clock is kept.
+    func pause(reason: String) {
+        let output = state.withLock { s in
+            let o = s.output
+            s.output = nil
+            s.sink = nil
+            s.device = nil
+            s.make = nil
+            s.off = reason
             return o
         }
         output?.stop()
@@ -94,6 +113,10 @@ extension KioskSession {
         player.volume = Float(settings.volume / 100)
         player.isMuted = settings.mute
         audio.setDelay(settings.delay)
+        audio.state.withLock {
+            $0.clock = clock
+            $0.off = nil
+        }
         func off(_ why: String) {
             audio.state.withLock { $0.off = why }
             logger.info("audio off", ["reason": why])
@@ -109,6 +132,7 @@ extension KioskSession {
         guard clock.timeUntilVsync(0) != nil else { return off("a virtual clock has no real time to play sound in") }
         let log = logger
         let player = self.player
+        let connector = state.withLock { $0.outputName }.flatMap(connectorName(ofOutput:))
         let volumes: @Sendable (PlayerItem) -> Float = { [weak self] item in
             guard let self, let index = item.playlistIndex else { return 1 }
             let playlist = state.withLock { $0.config.playlist }
@@ -116,7 +140,7 @@ extension KioskSession {
             return Float(volume / 100)
         }
         let make: @Sendable (String) -> (PlayerAudioOutput, ALSASink)? = { requested in
-            guard let device = resolveAudioDevice(requested) else {
+            guard let device = resolveAudioDevice(requested, connector: connector, logger: log) else {
                 log.info("audio off", ["reason": "no sound card (audio.device auto)"])
                 return nil
             }
@@ -133,6 +157,47 @@ extension KioskSession {
 }
 
 extension KioskSession {
+    /// A reloaded config's `audio`: the settings that changed from `old`'s take effect now.
+    /// Volume, mute and delay are set on the playing path; `enabled`, `device` or `output`
+    /// changed stop the sound and start it again as at the start (or leave it off, saying why).
+    /// Values set over the socket since stay unless the reload changes that setting.
+    func reapplyAudio(old: AudioSettings, new: AudioSettings) {
+        guard old != new else { return }
+        var changed: [String] = []
+        if old.volume != new.volume {
+            player.volume = Float(new.volume / 100)
+            changed.append("volume")
+        }
+        if old.mute != new.mute {
+            player.isMuted = new.mute
+            changed.append("mute")
+        }
+        if old.delay != new.delay {
+            audio.setDelay(new.delay)
+            changed.append("delay")
+        }
+        if old.enabled != new.enabled || old.device != new.device || old.output != new.output {
+            changed.append(contentsOf: ["enabled", "device", "output"].filter { field in
+                switch field {
+                case "enabled": return old.enabled != new.enabled
+                case "device": return old.device != new.device
+                default: return old.output != new.output
+                }
+            })
+            if let clock = audio.state.withLock({ $0.clock }) {
+                audio.pause(reason: "restarting after a reload")
+                startAudio(clock: clock)
+            } else {
+                logger.info("audio settings take effect when the presentation starts", ["changed": changed.joined(separator: ",")])
+                return
+            }
+        }
+        logger.info("audio settings reloaded", ["changed": changed.joined(separator: ","), "device": audio.device ?? "none",
+                                                "off": audio.offReason ?? "-"])
+    }
+}
+
+extension KioskSession {
     /// Tells health what is wrong with this session's sound, if anything (twice a second or so).
     func reportAudio() {
         let problem = audio.problem
@@ -141,14 +206,32 @@ extension KioskSession {
     }
 }
 
-/// The ALSA device `audio.device` names: itself, or for `auto` `default` where the system has a
-/// sound card (nil where it has none: no sound, by design). Picking the HDMI/DisplayPort device
-/// of the output's own connector is not done yet: `auto` plays on ALSA's default.
-func resolveAudioDevice(_ requested: String, cards: String = "/proc/asound/cards") -> String? {
+/// The ALSA device `audio.device` names: itself, or for `auto` the HDMI/DisplayPort PCM whose
+/// ELD names the monitor on the output's connector (its EDID), else `default` where the system
+/// has a sound card (nil where it has none: no sound, by design). The choice and why are logged.
+func resolveAudioDevice(_ requested: String, connector: String?, logger: Logger) -> String? {
     guard requested == "auto" else { return requested }
-    guard let text = try? String(contentsOfFile: cards, encoding: .utf8) else { return nil }
-    let hasCard = text.split(separator: "\n").contains { line in
+    let cards = ALSACards.scan()
+    let monitor = connector.flatMap { connectorEDID($0) }.flatMap(MonitorIdentity.fromEDID)
+    let choice = AudioDeviceChoice.auto(connector: connector, monitor: monitor, hdmi: cards.hdmi,
+                                        hasCard: !cards.cards.isEmpty || hasSoundCard())
+    let problems = cards.problems.isEmpty ? "-" : cards.problems.map(\.description).joined(separator: "; ")
+    logger.info("audio.device auto", ["device": choice.device ?? "none", "reason": choice.reason, "problems": problems])
+    return choice.device
+}
+
+/// The DRM connector of a Kiosk output's name (`kms-HDMI-A-1` -> `HDMI-A-1`); nil for others.
+func connectorName(ofOutput name: String) -> String? {
+    guard name.hasPrefix("kms-") else { return nil }
+    let connector = String(name.dropFirst(4))
+    return connector.isEmpty || connector == "display" ? nil : connector
+}
+
+/// Whether /proc/asound lists a card (ALSA's own list can be empty where alsa-lib cannot open
+/// the control devices).
+func hasSoundCard(cards: String = "/proc/asound/cards") -> Bool {
+    guard let text = try? String(contentsOfFile: cards, encoding: .utf8) else { return false }
+    return text.split(separator: "\n").contains { line in
         line.trimmingCharacters(in: .whitespaces).first?.isNumber == true
     }
-    return hasCard ? "default" : nil
 }

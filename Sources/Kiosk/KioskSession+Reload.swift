@@ -21,6 +21,7 @@ extension KioskSession {
         let old = state.withLock { s in s.config }
         // Every output of the node restarts on the same moment of the new timeline.
         let newConfig = adopt(loaded, restartAt: ClockSync.gridPoint(after: WallTime.now() + 600_000_000))
+        reapplyAudio(old: old.audio, new: newConfig.audio)
         if old.display.mode != newConfig.display.mode || old.display.output != newConfig.display.output {
             logger.warning("display settings change at the next start; the playlist changes now", ["config": configPath])
         }
