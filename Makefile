@@ -1,10 +1,12 @@
 # Marquee: `make run` plays the demo loop, `make test` runs every test. Both install what they need.
 
 SWIFT ?= swift
-# Everything the project needs from Debian: the C libraries it links (DRM, GBM, EGL, GLES, FFmpeg, ALSA),
+# Everything the project needs from Debian: the C libraries it links (DRM, GBM, EGL, GLES, FFmpeg, ALSA,
+# FreeType for text overlays, with DejaVu Sans as their default font),
 # Mesa's software renderer for the headless output, and the ffmpeg command for test media.
 DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri \
-	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libasound2-dev ffmpeg
+	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libasound2-dev ffmpeg \
+	libfreetype-dev fonts-dejavu-core
 # `make bench` also needs the peers it compares with (mpv; Xvfb so that mpv renders through EGL on
 # llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv).
 BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv

@@ -15,6 +15,7 @@ let package = Package(
         .systemLibrary(name: "CGLES", path: "Sources/CGLES", pkgConfig: "glesv2", providers: [.apt(["libgles-dev"])]),
         .systemLibrary(name: "CDRM", path: "Sources/CDRM", pkgConfig: "libdrm", providers: [.apt(["libdrm-dev"])]),
         .systemLibrary(name: "CGBM", path: "Sources/CGBM", pkgConfig: "gbm", providers: [.apt(["libgbm-dev"])]),
+        .systemLibrary(name: "CFreeType", path: "Sources/CFreeType", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev"])]),
         .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // The one C shim: what Swift cannot import (function-like and struct-valued macros).
         .target(name: "CShim", dependencies: ["CFFmpeg"], path: "Sources/CShim"),
@@ -25,7 +26,7 @@ let package = Package(
         // errors naming the call and errno (Display and Kiosk use it).
         .target(name: "SystemCalls"),
         .target(name: "Media", dependencies: ["Playback", "CFFmpeg", "CShim", "SystemCalls"]),
-        .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES", "CGBM"]),
+        .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES", "CGBM", "CFreeType"]),
         // Sound through ALSA (alsa-lib): one PCM device, its latency, underrun recovery.
         .target(name: "Audio", dependencies: ["Playback", "CALSA"]),
         .target(name: "Display", dependencies: ["Playback", "Render", "CDRM", "SystemCalls"]),

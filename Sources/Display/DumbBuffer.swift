@@ -13,6 +13,8 @@ final class DumbBuffer {
     /// What was last painted into it (the pieces and background), so that an unchanged layout is
     /// not cleared again; nil: unknown (clear everything).
     var painted: (pieces: [PixelRect], background: RGBColor)?
+    /// Where overlays were blended in over what was painted (ScanoutLayer).
+    var overlaid: [PixelRect] = []
     private let device: DRMDevice
     private let bytes: UnsafeMutableRawPointer
 

@@ -67,6 +67,7 @@ public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
         } else {
             try layer.draw(mosaic: frames, bounds: bounds)
         }
+        if isDisplayOn { try layer.drawOverlays(bounds: bounds) }
         finishDrawing()
     }
 
@@ -76,6 +77,7 @@ public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
     public func draw(regions: [PlayerLayer.WallRegionFrame], window: PixelRect) throws {
         target.bind()
         try layer.draw(regions: regions, window: window, bounds: bounds)
+        try layer.drawOverlays(bounds: bounds)
         finishDrawing()
     }
 

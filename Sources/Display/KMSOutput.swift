@@ -190,6 +190,7 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
             } else {
                 try layer.draw(mosaic: frames, bounds: head.bounds)
             }
+            try layer.drawOverlays(bounds: head.bounds)
         }
     }
 

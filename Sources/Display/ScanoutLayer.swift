@@ -15,6 +15,9 @@ public final class ScanoutLayer: PictureLayer {
     public var background: RGBColor = .black
     public var wallPlacement: WallPlacement?
     public var mosaicRegions: [(region: PixelRect, gravity: VideoGravity?)] = []
+    /// Blended into the buffer in software after the picture is written, each over its own
+    /// rectangle only.
+    public var overlays: [OverlayPicture] = []
     public private(set) var videoRect: PixelRect?
     public private(set) var framesNotDrawn = 0
     /// Pictures drawn.
@@ -61,7 +64,12 @@ public final class ScanoutLayer: PictureLayer {
         if buffer.painted.map({ $0.pieces != layout || $0.background != background }) ?? true {
             buffer.fill(PixelRect(x: 0, y: 0, width: buffer.layout.width, height: buffer.layout.height), with: background)
             buffer.painted = (layout, background)
+        } else {
+            // Where overlays were blended into this buffer before: the background again (the
+            // picture then overwrites its part), so they never blend over themselves.
+            for rect in buffer.overlaid { buffer.fill(rect, with: background) }
         }
+        buffer.overlaid = []
         for (frame, piece) in pieces {
             guard let placement = buffer.layout.placement(of: piece.destination) else { continue }
             do {
@@ -73,7 +81,18 @@ public final class ScanoutLayer: PictureLayer {
                 throw error
             }
         }
+        blendOverlays(into: buffer)
         videoRect = wallPlacement == nil ? pieces.last?.piece.destination : nil
         picturesDrawn += pieces.isEmpty ? 0 : 1
+    }
+
+    /// Blends `overlays` over the picture in `buffer`, remembering where.
+    func blendOverlays(into buffer: DumbBuffer) {
+        let (width, height, pitch) = (buffer.layout.width, buffer.layout.height, buffer.layout.pitch)
+        for overlay in overlays {
+            guard let rect = intersection(overlay.rect, PixelRect(x: 0, y: 0, width: width, height: height)) else { continue }
+            buffer.withBytes { overlay.blend(intoXRGB: $0, width: width, height: height, pitch: pitch) }
+            buffer.overlaid.append(rect)
+        }
     }
 }

@@ -98,6 +98,8 @@ public struct KioskConfig: Sendable {
     public var virtualClockStart: WallTime?
     /// `audio`: the sound (AudioConfig.swift).
     public var audio = AudioSettings()
+    /// `overlays`: pictures and text over the video (OverlayConfig.swift).
+    public var overlays: [OverlayConfig] = []
 
     public init() {}
 
@@ -213,7 +215,7 @@ struct ConfigReader {
     mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
         var config = KioskConfig()
         // `$schema`: the schema the file follows, as editors attach one; a string, otherwise unread.
-        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio"])
+        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio", "overlays"])
         else { return config }
         if json["playlist"] == nil && !Self.wallHasOwnPlaylists(json["wall"]) { problem("playlist", "missing: the list of items to play") }
         for (key, value) in top {
@@ -323,6 +325,8 @@ struct ConfigReader {
                 config.timeZone = readTimeZone(value)
             case "audio":
                 config.audio = readAudio(value)
+            case "overlays":
+                config.overlays = readOverlays(value, baseDirectory: baseDirectory) ?? []
             case "log":
                 guard let fields = members(value, at: "log", allowed: ["level"]) else { continue }
                 for (_, v) in fields {

@@ -70,7 +70,7 @@ public final class KioskController: ControlHandler, Sendable {
         "pid", "path", "filename", "playlist-pos", "playlist-count", "playlist", "time-pos", "duration", "pause",
         "idle-active", "eof-reached", "hwdec-current", "hwdec-interop", "hwdec-fallback", "frame-drop-count",
         "vo-delayed-frame-count", "display-fps", "vsync-jitter", "property-list", "command-list",
-        "outputs", "health", "wall-sync", "schedule", "display-power", "volume", "mute", "audio-device", "audio-delay", "current-ao",
+        "outputs", "health", "wall-sync", "schedule", "display-power", "overlays", "volume", "mute", "audio-device", "audio-delay", "current-ao",
     ]
 
     /// The commands `run` takes, with their arguments as mpv's `command-list` describes them
@@ -167,6 +167,14 @@ public final class KioskController: ControlHandler, Sendable {
             }
             return .object(members)
         case "display-power": return .string(s.displayOff == nil ? "on" : "off")
+        case "overlays":
+            return .array(s.overlays.map { overlay in
+                var members: [(key: String, value: JSONValue)] = [("kind", .string(overlay.kind)), ("content", .string(overlay.content)),
+                                                                   ("visible", .bool(overlay.visible))]
+                if let r = overlay.rect { members.append(("rect", .array(r.map { .number(Double($0)) }))) }
+                if let problem = overlay.problem { members.append(("problem", .string(problem))) }
+                return .object(members)
+            })
         case "schedule":
             guard let schedule = s.schedule else { throw .propertyUnavailable }
             var members: [(key: String, value: JSONValue)] = [("entry", schedule.entry.map { .number(Double($0)) } ?? .null),

@@ -106,6 +106,8 @@ public final class KioskStatus: Sendable {
         /// Why the display is in standby (`off (scheduled)`, `off (by command)`); nil: on.
         public var displayOff: String?
         public var reloadError: String?
+        /// The overlays of the first output (`overlays` property).
+        public var overlays: [OverlayStatus] = []
         /// What is wrong with the sound (a device asked for that is missing, repeated
         /// underruns); nil when it is fine or off by design.
         public var audioProblem: String?

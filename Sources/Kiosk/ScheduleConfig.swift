@@ -71,51 +71,8 @@ extension ConfigReader {
                     entry.playlist = items
                     entry.playlistOrigin = origin
                 }
-            case "days":
-                guard case .array(let days) = v else {
-                    problem(field, "expected an array of days (\"mon\" ... \"sun\"), found \(v.typeName)")
-                    continue
-                }
-                if days.isEmpty { problem(field, "empty: list the days it plays on, or leave the key out for every day") }
-                var set = Set<Int>()
-                for (j, day) in days.enumerated() {
-                    guard let name = string(day, at: "\(field)[\(j)]") else { continue }
-                    guard let index = Schedule.dayNames.firstIndex(of: name) else {
-                        problem("\(field)[\(j)]", "\"\(Self.clipped(name))\" is not a day: write one of \(Schedule.dayNames.map { "\"\($0)\"" }.joined(separator: ", "))")
-                        continue
-                    }
-                    set.insert(index)
-                }
-                entry.days = set
-            case "from", "to":
-                guard let s = string(v, at: field) else { continue }
-                guard let seconds = Self.timeOfDay(s, allowEndOfDay: key == "to") else {
-                    problem(field, "\"\(Self.clipped(s))\" is not a local time: write HH:MM or HH:MM:SS (00:00 to 23:59:59\(key == "to" ? ", or 24:00" : ""))")
-                    continue
-                }
-                if key == "from" { entry.from = seconds } else { entry.to = seconds }
-            case "dates":
-                guard case .array(let dates) = v else {
-                    problem(field, "expected an array of dates (\"YYYY-MM-DD\" or \"YYYY-MM-DD..YYYY-MM-DD\"), found \(v.typeName)")
-                    continue
-                }
-                if dates.isEmpty { problem(field, "empty: list the dates it plays on, or leave the key out") }
-                var ranges: [ClosedRange<Schedule.LocalDate>] = []
-                for (j, date) in dates.enumerated() {
-                    guard let s = string(date, at: "\(field)[\(j)]") else { continue }
-                    let ends = s.components(separatedBy: "..")
-                    guard ends.count <= 2, let first = Schedule.LocalDate(parsing: ends[0]),
-                          let last = ends.count == 2 ? Schedule.LocalDate(parsing: ends[1]) : first else {
-                        problem("\(field)[\(j)]", "\"\(Self.clipped(s))\" is not a date: write YYYY-MM-DD (a day that exists, 1970 to 9999) or YYYY-MM-DD..YYYY-MM-DD")
-                        continue
-                    }
-                    guard first <= last else {
-                        problem("\(field)[\(j)]", "\"\(Self.clipped(s))\" ends before it starts")
-                        continue
-                    }
-                    ranges.append(first...last)
-                }
-                entry.dates = ranges
+            case "days", "from", "to", "dates":
+                readTimes(key, v, at: field, into: &entry)
             case "switch":
                 if let mode: Schedule.SwitchMode = choice(v, at: field) { entry.switchMode = mode }
             case "display":
@@ -127,5 +84,58 @@ extension ConfigReader {
             problem("\(path).playlist", "missing: the playlist this entry plays (only an entry with \"display\": \"off\" may leave it out)")
         }
         return problems.count == before ? entry : nil
+    }
+
+    /// When an entry (or an overlay's `schedule`) applies: `days`, `from`, `to` and `dates` at
+    /// `field`, into `entry`.
+    mutating func readTimes(_ key: String, _ v: JSONValue, at field: String, into entry: inout Schedule.Entry) {
+        switch key {
+        case "days":
+            guard case .array(let days) = v else {
+                problem(field, "expected an array of days (\"mon\" ... \"sun\"), found \(v.typeName)")
+                return
+            }
+            if days.isEmpty { problem(field, "empty: list the days it plays on, or leave the key out for every day") }
+            var set = Set<Int>()
+            for (j, day) in days.enumerated() {
+                guard let name = string(day, at: "\(field)[\(j)]") else { continue }
+                guard let index = Schedule.dayNames.firstIndex(of: name) else {
+                    problem("\(field)[\(j)]", "\"\(Self.clipped(name))\" is not a day: write one of \(Schedule.dayNames.map { "\"\($0)\"" }.joined(separator: ", "))")
+                    continue
+                }
+                set.insert(index)
+            }
+            entry.days = set
+        case "from", "to":
+            guard let s = string(v, at: field) else { return }
+            guard let seconds = Self.timeOfDay(s, allowEndOfDay: key == "to") else {
+                problem(field, "\"\(Self.clipped(s))\" is not a local time: write HH:MM or HH:MM:SS (00:00 to 23:59:59\(key == "to" ? ", or 24:00" : ""))")
+                return
+            }
+            if key == "from" { entry.from = seconds } else { entry.to = seconds }
+        case "dates":
+            guard case .array(let dates) = v else {
+                problem(field, "expected an array of dates (\"YYYY-MM-DD\" or \"YYYY-MM-DD..YYYY-MM-DD\"), found \(v.typeName)")
+                return
+            }
+            if dates.isEmpty { problem(field, "empty: list the dates it plays on, or leave the key out") }
+            var ranges: [ClosedRange<Schedule.LocalDate>] = []
+            for (j, date) in dates.enumerated() {
+                guard let s = string(date, at: "\(field)[\(j)]") else { continue }
+                let ends = s.components(separatedBy: "..")
+                guard ends.count <= 2, let first = Schedule.LocalDate(parsing: ends[0]),
+                      let last = ends.count == 2 ? Schedule.LocalDate(parsing: ends[1]) : first else {
+                    problem("\(field)[\(j)]", "\"\(Self.clipped(s))\" is not a date: write YYYY-MM-DD (a day that exists, 1970 to 9999) or YYYY-MM-DD..YYYY-MM-DD")
+                    continue
+                }
+                guard first <= last else {
+                    problem("\(field)[\(j)]", "\"\(Self.clipped(s))\" ends before it starts")
+                    continue
+                }
+                ranges.append(first...last)
+            }
+            entry.dates = ranges
+        default: break
+        }
     }
 }

@@ -43,6 +43,9 @@ public final class PlayerPresenter<Output: OutputDriver> {
     /// Called on the presentation thread once per vsync, before its picture is asked for: the
     /// place for work that must run on the output's thread (screenshots) and for liveness pings.
     public var onVsync: ((Int64) throws -> Void)?
+    /// Asked once per vsync, after `onVsync`: true when the output's picture must be drawn again
+    /// for it although no player's picture changed (an overlay changed: a clock's text).
+    public var needsRedraw: ((Int64) -> Bool)?
     /// Called instead, each time round while the output is not ready (no display, or in standby).
     public var onIdle: (() throws -> Void)?
     /// Called on the presentation thread before a new frame of `item` from player number `lane`
@@ -112,6 +115,7 @@ public final class PlayerPresenter<Output: OutputDriver> {
                 }
             }
             try onVsync?(n)
+            if needsRedraw?(n) == true { redraw = true }
             pictures.removeAll(keepingCapacity: true)
             changed.removeAll(keepingCapacity: true)
             for videoOutput in videoOutputs { pictures.append(videoOutput.picture(forVsync: n, waited: 0)) }

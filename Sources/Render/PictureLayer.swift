@@ -12,6 +12,8 @@ public protocol PictureLayer: AnyObject {
     var wallPlacement: WallPlacement? { get set }
     /// A mosaic output: the canvas regions (and their gravities), one frame each.
     var mosaicRegions: [(region: PixelRect, gravity: VideoGravity?)] { get set }
+    /// Drawn over the picture after it (logos, text), each at its place in the output's pixels.
+    var overlays: [OverlayPicture] { get set }
     /// Where the last frame was drawn, in the output's pixels; nil when none was.
     var videoRect: PixelRect? { get }
     /// Hardware frames that could be neither shown nor copied (the background was shown instead).

@@ -42,6 +42,9 @@ public final class PlayerLayer {
     /// A mosaic output: the canvas regions (and their gravities) that `draw(mosaic:bounds:)`
     /// draws, through `wallPlacement.window`, one frame each.
     public var mosaicRegions: [(region: PixelRect, gravity: VideoGravity?)] = []
+    /// Drawn over the picture, in order, by `drawOverlays` (the outputs call it after the video).
+    public var overlays: [OverlayPicture] = []
+    let overlayLayer = OverlayLayer()
     /// Imports frames that stay in DMA-BUFs (zero-copy hardware decode); nil: such frames are
     /// copied to memory (and their decoder told to copy).
     public var dmabufImporter: DMABufImporter?
