@@ -329,7 +329,15 @@ final class PlanesHead: DisplayHead {
         guard let index = drawn else { return }
         drawn = nil
         yuvPlane?.queued()
-        try scanout.queueFlip(framebuffer: buffers[index].framebuffer)
+        do {
+            try scanout.queueFlip(framebuffer: buffers[index].framebuffer)
+        } catch let error where yuvPlane?.refused == nil && yuvPlane != nil {
+            // The driver refused the Y'CbCr plane's state (a scaling limit, a format it lists but
+            // cannot show this way): this picture shows the background, the next ones go the
+            // XRGB way; the same commit again with the plane off.
+            yuvPlane?.refuse("\(error)")
+            try scanout.queueFlip(framebuffer: buffers[index].framebuffer)
+        }
         inFlight = (index, planned)
     }
 

@@ -205,11 +205,32 @@ final class YUVPlanePresenter {
         logger.info(what, fields)
     }
 
+    /// Why the driver refused the plane's state (set once): from then on every picture is drawn
+    /// into the XRGB buffer and the plane is kept off.
+    private(set) var refused: String?
+
+    /// The driver refused a commit with the plane's state: the content in flight becomes "off"
+    /// (the commit is tried again without the plane) and the route is left for good.
+    func refuse(_ why: String) {
+        guard refused == nil else { return }
+        refused = why
+        inFlight = .off
+        pool.removeAll()
+        logger.warning("the driver refused the Y'CbCr plane's state; pictures go into XRGB buffers from now",
+                       ["plane": "\(setup.plane.id)", "error": why])
+    }
+
     /// Makes the plane's content for `frames` (one picture: the route excludes mosaics); the
     /// primary plane's `target` gets the background, or the picture itself where it cannot go on
     /// the plane.
     func draw(_ frames: [VideoFrame?], layer: ScanoutLayer, into target: DumbBuffer, bounds: PixelRect) throws {
         drawn = nil
+        if refused != nil {
+            counts.xrgb += frames.contains { $0 != nil } ? 1 : 0
+            try drawXRGB(frames, layer: layer, into: target, bounds: bounds)
+            drawn = .off
+            return
+        }
         guard let (frame, piece) = layer.pieces(of: frames, bounds: bounds).first else {
             try drawXRGB(frames, layer: layer, into: target, bounds: bounds)  // the background only
             drawn = .off
