@@ -225,7 +225,11 @@ final class YUVPlanePresenter {
     /// the plane.
     func draw(_ frames: [VideoFrame?], layer: ScanoutLayer, into target: DumbBuffer, bounds: PixelRect) throws {
         drawn = nil
-        if refused != nil {
+        if !layer.overlays.isEmpty {
+            // Overlays (added by a reload, or scheduled) blend into the XRGB picture while they show.
+            note("pictures drawn into the XRGB buffer while overlays show", ["overlays": "\(layer.overlays.count)"])
+        }
+        if refused != nil || !layer.overlays.isEmpty {
             counts.xrgb += frames.contains { $0 != nil } ? 1 : 0
             try drawXRGB(frames, layer: layer, into: target, bounds: bounds)
             drawn = .off
@@ -302,7 +306,10 @@ final class YUVPlanePresenter {
         if target.painted.map({ !$0.pieces.isEmpty || $0.background != layer.background }) ?? true {
             target.fill(PixelRect(x: 0, y: 0, width: target.layout.width, height: target.layout.height), with: layer.background)
             target.painted = ([], layer.background)
+        } else {
+            for rect in target.overlaid { target.fill(rect, with: layer.background) }
         }
+        target.overlaid = []
     }
 
     /// A pool buffer of `format` and size that is neither on screen nor in flight; the pool is
