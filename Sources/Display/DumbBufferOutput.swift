@@ -12,9 +12,11 @@ import Render
 /// display go. Each head saves the display state before its modeset and puts it back when it goes;
 /// `close()` (called by deinit) also drops DRM master and closes the card.
 ///
-/// What this output does not do (yet): put YUV frames on a plane that lists their format (letting
-/// the display controller convert and scale), or attach a decoder's DMA-BUF frames to a plane:
-/// hardware frames are copied to memory and converted like the rest.
+/// Where an overlay plane of the display's CRTC lists Y'CbCr formats (atomic drivers, no
+/// overlays/transitions, one picture), pictures go onto it instead (`PlaneRoute`, chosen once at
+/// the first connection, logged as "picture route chosen" and said in `choice`'s reason):
+/// DMA-BUF frames attached, software frames copied into Y'CbCr dumb buffers, the plane scaling
+/// and converting (`YUVPlanePresenter`); the primary plane keeps the background.
 ///
 /// Made on, and used only from, the presentation thread.
 public final class KMSPlanesOutput: OutputDriver, DisplayPowerControl {
@@ -35,8 +37,16 @@ public final class KMSPlanesOutput: OutputDriver, DisplayPowerControl {
     public let format = ScanoutFormat.xrgb8888
     /// How hotplug is noticed.
     public let hotplugSource: String
-    /// Why this output draws without GL (`display.scanout` and the renderer).
-    public let choice: ScanoutChoice
+    /// Why this output draws without GL (`display.scanout` and the renderer) and, once a display
+    /// has connected, how its pictures reach the planes (`PlaneRoute`) and why.
+    public var choice: ScanoutChoice {
+        guard let route = display.routeChoice else { return scanoutChoice }
+        return ScanoutChoice(kind: .planes, reason: "\(scanoutChoice.reason); pictures: \(route.route.name): \(route.reason)")
+    }
+    private let scanoutChoice: ScanoutChoice
+    /// What draws over or between pictures (overlays, transitions), set before the display
+    /// connects: the Y'CbCr plane route is then not taken (it cannot blend).
+    public var pictureBlending: String?
 
     private let device: DRMDevice
     private let ownsDevice: Bool
@@ -52,7 +62,7 @@ public final class KMSPlanesOutput: OutputDriver, DisplayPowerControl {
                 logger: Logger, hotplug: (events: any HotplugEvents, why: String)? = nil) throws {
         self.logger = logger
         self.untimed = untimed
-        self.choice = choice
+        scanoutChoice = choice
         let (device, firstConnected) = try card.map { ($0.device, settings.connector) } ?? KMSOutput.openCard(settings)
         ownsDevice = card == nil
         self.device = device
@@ -72,6 +82,10 @@ public final class KMSPlanesOutput: OutputDriver, DisplayPowerControl {
         display = PlanesDisplay(device: device, settings: settings, api: api, logger: logger)
         link = DisplayLink(display: display, hotplug: device.vt.map { VTAwareHotplugEvents(inner: hotplug.events, switcher: $0) } ?? hotplug.events,
                            refresh: RefreshRate(numerator: 60), logger: logger)
+        display.conditions = { [layer, api, unowned self] in
+            PlaneRouteConditions(atomic: api == .atomic, displayRotation: layer.rotation, pictures: max(1, layer.mosaicRegions.count),
+                                 blending: self.pictureBlending)
+        }
     }
 
     deinit { close() }
@@ -104,11 +118,25 @@ public final class KMSPlanesOutput: OutputDriver, DisplayPowerControl {
     }
 
     /// What this output can do: frames as decoded (swscale converts them into the scan-out
-    /// buffer), no texture limit, no DMA-BUF import (hardware frames are copied).
+    /// buffer, or a Y'CbCr plane takes them), no texture limit; hardware frames stay in DMA-BUFs
+    /// only where an overlay plane of the card would be chosen (`planeDMABufSupport`), else they
+    /// are copied.
     public func openCapabilities() -> OutputCapabilities {
         OutputCapabilities(name: name, renderer: "none (KMS planes, no GL)", refresh: mode?.refresh, colorConversion: .shader,
                            colorConversionReason: "planes scan-out: swscale converts each picture into the XR24 scan-out buffer",
-                           maxTextureSize: nil, dmabuf: .none(renderer: "none (KMS planes)"), scanoutFormat: format.description)
+                           maxTextureSize: nil, dmabuf: planeDMABufSupport(), scanoutFormat: format.description)
+    }
+
+    /// DMA-BUF frames may stay DMA-BUFs when the route over all the card's planes would be a
+    /// Y'CbCr overlay: then its formats are the ones listed (a frame it cannot take is copied).
+    private func planeDMABufSupport() -> DMABufDisplaySupport {
+        let renderer = "none (KMS planes)"
+        guard let planes = try? device.describePlanes(crtcIndex: nil).planes,
+              case .yuvPlane(let setup) = choosePlaneRoute(planes: planes, conditions: display.conditions()).route else {
+            return .none(renderer: renderer)
+        }
+        return DMABufDisplaySupport(importsDMABufs: true, importsModifiers: setup.plane.modifiers != nil, samplesExternalImages: true,
+                                    renderer: "\(renderer): \(setup.plane.name) scans DMA-BUFs out", formats: setup.plane.formats)
     }
 
     // MARK: Output driver
@@ -123,7 +151,11 @@ public final class KMSPlanesOutput: OutputDriver, DisplayPowerControl {
         guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
         try link.draw { [layer, link] in
             guard let head = link.head, let target = head.target else { return }
-            try layer.draw(frames, into: target, bounds: head.bounds)
+            if let plane = head.yuvPlane {
+                try plane.draw(frames, layer: layer, into: target, bounds: head.bounds)
+            } else {
+                try layer.draw(frames, into: target, bounds: head.bounds)
+            }
         }
     }
 
@@ -176,6 +208,10 @@ final class PlanesDisplay: HotplugDisplay {
     let api: KMSAPI
     let logger: Logger
     private(set) var absence = "not probed yet"
+    /// What besides the planes decides the picture route (set by the output).
+    var conditions: () -> PlaneRouteConditions = { PlaneRouteConditions(atomic: false) }
+    /// The picture route, chosen at the first connection and kept for the output's life.
+    private(set) var routeChoice: PlaneRouteChoice?
 
     init(device: DRMDevice, settings: KMSSettings, api: KMSAPI, logger: Logger) {
         self.device = device
@@ -186,8 +222,38 @@ final class PlanesDisplay: HotplugDisplay {
 
     func connect() throws -> PlanesHead? {
         try device.connectHead(settings: settings, api: api, absence: &absence) { connector, mode, pipe, committer in
-            try PlanesHead(display: self, connector: connector, mode: mode, pipe: pipe, committer: committer)
+            try PlanesHead(display: self, connector: connector, mode: mode, pipe: pipe, committer: committer, route: route(for: pipe))
         }
+    }
+
+    /// The picture route for a connection on `pipe`: chosen (`choosePlaneRoute`) and logged at
+    /// the first one; later ones keep it, or use XRGB where its plane cannot show on their CRTC.
+    private func route(for pipe: KMSPipe) -> PlaneRoute {
+        let described = Result { () throws -> (planes: [PlaneDescription], problems: [String]) in
+            guard let index = try device.resources().crtcs.firstIndex(of: pipe.crtc) else {
+                throw DRMError(call: "drmModeGetResources", detail: "CRTC \(pipe.crtc) is not one of \(device.path)'s")
+            }
+            return try device.describePlanes(crtcIndex: index)
+        }
+        if let chosen = routeChoice {
+            if case .yuvPlane(let setup) = chosen.route, (try? described.get())?.planes.contains(where: { $0.id == setup.plane.id }) != true {
+                logger.warning("the Y'CbCr plane cannot show on this connection's CRTC; pictures go into XRGB buffers",
+                               ["plane": "\(setup.plane.id)", "crtc": "\(pipe.crtc)"])
+                return .xrgb
+            }
+            return chosen.route
+        }
+        let choice: PlaneRouteChoice
+        switch described {
+        case .success(let found):
+            if !found.problems.isEmpty { logger.warning("plane descriptions incomplete", ["problems": found.problems.joined(separator: "; ")]) }
+            choice = choosePlaneRoute(planes: found.planes, conditions: conditions())
+        case .failure(let error):
+            choice = PlaneRouteChoice(route: .xrgb, reason: "the card's planes cannot be read (\(error)): swscale into XRGB8888 dumb buffers on the primary plane")
+        }
+        routeChoice = choice
+        logger.info("picture route chosen", ["route": choice.route.name, "why": choice.reason])
+        return choice.route
     }
 
     func recheck(_ head: PlanesHead) -> String? {
@@ -207,6 +273,8 @@ final class PlanesHead: DisplayHead {
     var bounds: PixelRect { PixelRect(x: 0, y: 0, width: pipe.width, height: pipe.height) }
     /// The buffer being drawn (only during `draw`).
     private(set) var target: DumbBuffer?
+    /// The Y'CbCr plane's pictures (the `yuvPlane` route); nil on the XRGB route.
+    private(set) var yuvPlane: YUVPlanePresenter?
 
     private unowned let display: PlanesDisplay
     private var buffers: [DumbBuffer]          // freed in close()
@@ -220,7 +288,7 @@ final class PlanesHead: DisplayHead {
     private var inFlight: (index: Int, planned: Int64)?
     private var lastRenderNanoseconds: Int64?
 
-    init(display: PlanesDisplay, connector: String, mode: KMSMode, pipe: KMSPipe, committer: any KMSCommitter) throws {
+    init(display: PlanesDisplay, connector: String, mode: KMSMode, pipe: KMSPipe, committer: any KMSCommitter, route: PlaneRoute) throws {
         self.display = display
         self.connector = connector
         self.mode = mode.displayMode
@@ -229,9 +297,15 @@ final class PlanesHead: DisplayHead {
         flipClock = PageFlipClock(refresh: mode.refresh)
         scanout = KMSScanout(device: display.device, committer: committer, pipe: pipe)
         saved = try display.device.saveState(of: pipe)  // before the first modeset
+        if case .yuvPlane(let setup) = route, let atomic = committer as? AtomicCommitter {
+            let plane = try YUVPlanePresenter(setup: setup, device: display.device, crtc: pipe.crtc, logger: display.logger)
+            yuvPlane = plane
+            atomic.planeAdditions = { [unowned plane] request in plane.add(to: request) }
+        }
         display.logger.info("planes scan-out", ["connector": connector, "buffers": "\(Self.bufferCount)",
                                                 "size": "\(pipe.width)x\(pipe.height)", "pitch": "\(buffers[0].layout.pitch)",
-                                                "format": "XR24", "path": "swscale into dumb buffers"])
+                                                "format": "XR24",
+                                                "path": yuvPlane.map { "\($0.setup.plane.name) for pictures, XR24 for the background" } ?? "swscale into dumb buffers"])
     }
 
     func draw(_ draw: () throws -> Void) throws -> Int64? {
@@ -254,7 +328,16 @@ final class PlanesHead: DisplayHead {
     func queueFlip(planned: Int64) throws {
         guard let index = drawn else { return }
         drawn = nil
-        try scanout.queueFlip(framebuffer: buffers[index].framebuffer)
+        yuvPlane?.queued()
+        do {
+            try scanout.queueFlip(framebuffer: buffers[index].framebuffer)
+        } catch let error where yuvPlane?.refused == nil && yuvPlane != nil {
+            // The driver refused the Y'CbCr plane's state (a scaling limit, a format it lists but
+            // cannot show this way): this picture shows the background, the next ones go the
+            // XRGB way; the same commit again with the plane off.
+            yuvPlane?.refuse("\(error)")
+            try scanout.queueFlip(framebuffer: buffers[index].framebuffer)
+        }
         inFlight = (index, planned)
     }
 
@@ -263,6 +346,7 @@ final class PlanesHead: DisplayHead {
         let event = try scanout.waitForFlip(timeout: timeout)
         inFlight = nil
         onScreen = flight.index
+        yuvPlane?.flipped()
         return flipClock.record(event, planned: flight.planned)
     }
 
@@ -288,6 +372,12 @@ final class PlanesHead: DisplayHead {
             }
             self.saved = nil
         }
+        if let plane = yuvPlane {
+            let counts = plane.counts
+            display.logger.info("Y'CbCr plane released", ["plane": "\(plane.setup.plane.id)", "attached": "\(counts.attached)",
+                                                          "copied": "\(counts.copied)", "converted": "\(counts.converted)", "xrgb": "\(counts.xrgb)"])
+        }
+        yuvPlane = nil  // after the restore: its framebuffers removed, handles closed, frames let go
         buffers = []  // their framebuffers removed, mappings and buffers freed
         device.releaseCRTC(pipe.crtc)
         onScreen = nil

@@ -76,6 +76,9 @@ final class AtomicCommitter: KMSCommitter {
     private let crtcProps: [String: (id: UInt32, value: UInt64)]
     private let planeProps: [String: (id: UInt32, value: UInt64)]
     private var modeBlob: UInt32 = 0   // destroyed in deinit
+    /// More of the same commit: another plane's state (the planes output's Y'CbCr plane), added
+    /// to every modeset and flip.
+    var planeAdditions: ((OpaquePointer) -> Void)?
 
     init(device: DRMDevice, pipe: KMSPipe) throws {
         self.device = device
@@ -114,6 +117,7 @@ final class AtomicCommitter: KMSCommitter {
     private func addPlane(_ request: OpaquePointer, framebuffer: UInt32) {
         add(request, pipe.plane, planeProps, "FB_ID", UInt64(framebuffer))
         add(request, pipe.plane, planeProps, "CRTC_ID", UInt64(pipe.crtc))
+        planeAdditions?(request)
     }
 
     func modeset(framebuffer: UInt32) throws {

@@ -162,6 +162,15 @@ struct KMSVMTests {
         #expect(run.output.contains("msg=\"planes scan-out\""), "\(run.output)")
         #expect(run.output.contains("renderer=\"none (KMS planes, no GL)\""), "\(run.output)")
         #expect(run.output.contains("msg=\"display state restored\""), "\(run.output)")
+        // The picture route: virtio-gpu has no overlay plane and its primary lists XRGB formats
+        // only, so the Y'CbCr plane paths are not taken, and the reason says what is missing.
+        #expect(run.output.contains("msg=\"picture route chosen\" route=xrgb"), "\(run.output)")
+        if api == "atomic" {
+            #expect(run.output.contains("the CRTC has no overlay plane"), "\(run.output)")
+            #expect(run.output.contains("(primary) lists XR24"), "\(run.output)")
+        } else {
+            #expect(run.output.contains("legacy (non-atomic) KMS"), "\(run.output)")
+        }
     }
 
     @Test("display.format xrgb2101010: 10-bit where virtio-gpu has it, else XRGB8888 with a warning naming what is missing")
