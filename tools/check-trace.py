@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Reads a Marquee presentation trace (JSON Lines) and reports, per output, what a viewer would
 have seen go wrong: gaps (a blank or a late first frame at an item change or loop), drops (a frame
-of the item never shown), repeats (the same frame shown twice in a row, or an extra vsync) and
+of the item never shown), repeats (the same frame shown twice in a row, or an extra vsync; a frame drawn again during a
+transition with new weights, a line with a different "mix", is a mix step, not a repeat) and
 cadence errors (a frame not on the vsync round(t * refresh) of its place on the timeline).
 
 Usage: check-trace.py TRACE [--refresh HZ] [--json]
@@ -59,7 +60,7 @@ def check(lines, refresh=None):
                 hz = Fraction(round(hz))
         step = frame_durations(frames)
         figures = {"frames": len(frames), "runs": 0, "item_changes": 0, "gaps": 0, "drops": 0,
-                   "repeats": 0, "cadence_errors": 0, "blanks_after_start": 0, "problems": []}
+                   "repeats": 0, "cadence_errors": 0, "blanks_after_start": 0, "mix_steps": 0, "problems": []}
         # Split into runs: a run is one item played from some pts on; a new run starts when the
         # item changes or its pts go back (a loop).
         runs = []
@@ -72,6 +73,11 @@ def check(lines, refresh=None):
                 continue
             current = runs[-1] if runs else None
             if current is not None and current[-1]["item"] == line["item"] and abs(line["pts"] - current[-1]["pts"]) < 1e-9:
+                # A transition draws the same frame again with new weights: a mix step, not a repeat.
+                if line.get("mix") != current[-1].get("mix"):
+                    figures["mix_steps"] += 1
+                    current[-1] = line
+                    continue
                 figures["repeats"] += 1
                 figures["problems"].append(f"frame repeated on vsync {line['vsync']} (item {line['item']} pts {line['pts']})")
                 continue
@@ -142,7 +148,7 @@ def main(argv):
         for output, f in report.items():
             print(f"{output}: {f['frames']} frames, {f['runs']} runs, {f['item_changes']} item changes/loops; "
                   f"gaps {f['gaps']}, drops {f['drops']}, repeats {f['repeats']}, "
-                  f"cadence errors {f['cadence_errors']}, blanks {f['blanks_after_start']}")
+                  f"cadence errors {f['cadence_errors']}, blanks {f['blanks_after_start']}, mix steps {f['mix_steps']}")
             for p in f["problems"]:
                 print("  " + p)
     bad = any(f["gaps"] or f["drops"] or f["repeats"] or f["cadence_errors"] or f["blanks_after_start"] for f in report.values())

@@ -147,14 +147,19 @@ public final class KMSPlanesOutput: OutputDriver, DisplayPowerControl {
     public var isDisplayOn: Bool { !link.isPoweredOff }
     public func setDisplayPower(_ on: Bool) throws { try link.setPower(on) }
 
-    public func draw(_ frames: [VideoFrame?]) throws {
+    public func draw(_ frames: [VideoFrame?]) throws { try draw(frames, mixes: []) }
+
+    /// As `draw(_:)`, with a transition's mix per frame.
+    public func draw(_ frames: [VideoFrame?], mixes: [FrameMix<VideoFrame>?]) throws {
         guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
         try link.draw { [layer, link] in
             guard let head = link.head, let target = head.target else { return }
             if let plane = head.yuvPlane {
+                // The Y'CbCr plane cannot blend: a transition there is a cut (KioskPlayer keeps
+                // outputs with transitions off that route: `pictureBlending`).
                 try plane.draw(frames, layer: layer, into: target, bounds: head.bounds)
             } else {
-                try layer.draw(frames, into: target, bounds: head.bounds)
+                try layer.draw(frames, into: target, bounds: head.bounds, mixes: mixes)
             }
         }
     }

@@ -53,7 +53,10 @@ public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
     /// Draws into the offscreen target: one frame, or a mosaic (one frame per
     /// `layer.mosaicRegions` entry). On a real clock it waits for the renderer to finish, so that
     /// the picture counts as shown on the first vsync after that.
-    public func draw(_ frames: [VideoFrame?]) throws {
+    public func draw(_ frames: [VideoFrame?]) throws { try draw(frames, mixes: []) }
+
+    /// As `draw(_:)`, with a transition's mix per frame (`mixes` may be shorter: no mix).
+    public func draw(_ frames: [VideoFrame?], mixes: [FrameMix<VideoFrame>?]) throws {
         let background = layer.background
         if !isDisplayOn {
             // In standby the screen is black whatever is asked.
@@ -63,9 +66,9 @@ public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
         let frames = isDisplayOn ? frames : frames.map { _ in nil }
         target.bind()
         if frames.count == 1 {
-            try layer.draw(frames[0], bounds: bounds)
+            try layer.draw(frames[0], bounds: bounds, mix: isDisplayOn ? mixes.first ?? nil : nil)
         } else {
-            try layer.draw(mosaic: frames, bounds: bounds)
+            try layer.draw(mosaic: frames, bounds: bounds, mixes: isDisplayOn ? mixes : [])
         }
         if isDisplayOn { try layer.drawOverlays(bounds: bounds) }
         finishDrawing()

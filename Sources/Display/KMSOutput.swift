@@ -181,14 +181,17 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
 
     /// Draws one frame, or a mosaic (one frame per `layer.mosaicRegions` entry), into the head's
     /// next buffer.
-    public func draw(_ frames: [VideoFrame?]) throws {
+    public func draw(_ frames: [VideoFrame?]) throws { try draw(frames, mixes: []) }
+
+    /// As `draw(_:)`, with a transition's mix per frame.
+    public func draw(_ frames: [VideoFrame?], mixes: [FrameMix<VideoFrame>?]) throws {
         guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
         try link.draw { [layer, link] in
             guard let head = link.head else { return }
             if frames.count == 1 {
-                try layer.draw(frames[0], bounds: head.bounds)
+                try layer.draw(frames[0], bounds: head.bounds, mix: mixes.first ?? nil)
             } else {
-                try layer.draw(mosaic: frames, bounds: head.bounds)
+                try layer.draw(mosaic: frames, bounds: head.bounds, mixes: mixes)
             }
             try layer.drawOverlays(bounds: head.bounds)
         }

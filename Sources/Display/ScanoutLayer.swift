@@ -23,6 +23,10 @@ public final class ScanoutLayer: PictureLayer {
     /// Pictures drawn.
     public private(set) var picturesDrawn = 0
     private let converter = ScanoutConverter()
+    /// A transition's pictures are converted here and blended into the buffer (its size).
+    private var mixScratch: [UInt8] = []
+    /// Pictures drawn as a transition's mix.
+    public private(set) var mixedDraws = 0
 
     public init() {}
 
@@ -45,19 +49,11 @@ public final class ScanoutLayer: PictureLayer {
     }
 
     /// Draws `frames` into `buffer`, whose whole is `bounds` of the output.
-    func draw(_ frames: [VideoFrame?], into buffer: DumbBuffer, bounds: PixelRect) throws {
-        var memoryFrames: [VideoFrame?] = []
-        for frame in frames {
-            guard let frame, frame.drmPrime != nil else {
-                memoryFrames.append(frame)
-                continue
-            }
-            do {
-                memoryFrames.append(try frame.copiedToMemory())
-            } catch {
-                framesNotDrawn += 1  // the background where it would have been
-                memoryFrames.append(nil)
-            }
+    func draw(_ frames: [VideoFrame?], into buffer: DumbBuffer, bounds: PixelRect, mixes: [FrameMix<VideoFrame>?] = []) throws {
+        let memoryFrames = frames.map(inMemory)
+        if mixes.contains(where: { $0 != nil }) {
+            try drawMixed(memoryFrames, mixes: mixes, into: buffer, bounds: bounds)
+            return
         }
         let pieces = pieces(of: memoryFrames, bounds: bounds)
         let layout = pieces.map(\.piece.destination)
@@ -94,5 +90,61 @@ public final class ScanoutLayer: PictureLayer {
             buffer.withBytes { overlay.blend(intoXRGB: $0, width: width, height: height, pitch: pitch) }
             buffer.overlaid.append(rect)
         }
+    }
+
+    /// A DMA-BUF frame copied to memory (nil, counted, where it cannot be).
+    private func inMemory(_ frame: VideoFrame?) -> VideoFrame? {
+        guard let frame, frame.drmPrime != nil else { return frame }
+        do {
+            return try frame.copiedToMemory()
+        } catch {
+            framesNotDrawn += 1  // the background where it would have been
+            return nil
+        }
+    }
+
+    /// A transition: the buffer is painted with the background, then per lane the other picture
+    /// and the lane's own are each converted into the scratch buffer and blended over it with the
+    /// alphas that make frameWeight x frame + otherWeight x other + the rest x background.
+    private func drawMixed(_ frames: [VideoFrame?], mixes: [FrameMix<VideoFrame>?], into buffer: DumbBuffer, bounds: PixelRect) throws {
+        let whole = PixelRect(x: 0, y: 0, width: buffer.layout.width, height: buffer.layout.height)
+        buffer.fill(whole, with: background)
+        buffer.painted = nil  // the next picture paints its layout again
+        if mixScratch.count != buffer.layout.size { mixScratch = [UInt8](repeating: 0, count: buffer.layout.size) }
+        var drawn = false
+        for lane in frames.indices {
+            let mix = lane < mixes.count ? mixes[lane] : nil
+            let alphas = mix?.blendAlphas ?? (other: 0, frame: 1)
+            var layers: [(VideoFrame, Float)] = []
+            if let other = inMemory(mix?.other), alphas.other > 0 { layers.append((other, alphas.other)) }
+            if let frame = frames[lane], alphas.frame > 0 { layers.append((frame, alphas.frame)) }
+            for (frame, alpha) in layers {
+                // The lane's placement, for this frame's own size.
+                var only = [VideoFrame?](repeating: nil, count: frames.count)
+                only[lane] = frame
+                for (frame, piece) in pieces(of: only, bounds: bounds) {
+                    guard let placement = buffer.layout.placement(of: piece.destination) else { continue }
+                    if alpha >= 1 {
+                        try buffer.withBytes { bytes in
+                            try converter.convert(frame, crop: piece.crop, turn: piece.turn, into: bytes, placement: placement)
+                        }
+                    } else {
+                        try mixScratch.withUnsafeMutableBytes { scratch in
+                            try converter.convert(frame, crop: piece.crop, turn: piece.turn, into: scratch, placement: placement)
+                            buffer.withBytes { bytes in
+                                ScanoutConverter.blend(UnsafeRawBufferPointer(scratch), into: bytes, placement: placement, alpha: alpha)
+                            }
+                        }
+                    }
+                    if frames.count == 1 || wallPlacement == nil { videoRect = piece.destination }
+                    drawn = true
+                }
+            }
+        }
+        if wallPlacement != nil { videoRect = nil }
+        buffer.overlaid = []
+        blendOverlays(into: buffer)
+        picturesDrawn += drawn ? 1 : 0
+        mixedDraws += 1
     }
 }

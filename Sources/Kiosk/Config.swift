@@ -27,6 +27,8 @@ public struct KioskConfig: Sendable {
         public var duration: Double?
         /// `volume`: this item's sound, 0 to 100, on top of `audio.volume` (nil: 100).
         public var volume: Double?
+        /// `transition`: how this item follows the one before it (nil: the top-level `transition`).
+        public var transition: Transition?
         public init(uri: String, path: String, start: Double? = nil, end: Double? = nil,
                     gravity: VideoGravity? = nil, duration: Double? = nil) {
             self.uri = uri
@@ -100,6 +102,12 @@ public struct KioskConfig: Sendable {
     public var audio = AudioSettings()
     /// `overlays`: pictures and text over the video (OverlayConfig.swift).
     public var overlays: [OverlayConfig] = []
+    /// `transition`: how each item follows the one before it, the loop point included, unless the
+    /// item says otherwise (TransitionConfig.swift).
+    public var transition = Transition.cut
+
+    /// The transition into `item`: its own, else the top-level one.
+    public func transition(into item: Item) -> Transition { item.transition ?? transition }
 
     public init() {}
 
@@ -215,7 +223,7 @@ struct ConfigReader {
     mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
         var config = KioskConfig()
         // `$schema`: the schema the file follows, as editors attach one; a string, otherwise unread.
-        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio", "overlays"])
+        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio", "overlays", "transition"])
         else { return config }
         if json["playlist"] == nil && !Self.wallHasOwnPlaylists(json["wall"]) { problem("playlist", "missing: the list of items to play") }
         for (key, value) in top {
@@ -227,6 +235,8 @@ struct ConfigReader {
                     config.playlist = items
                     config.playlistOrigin = origin
                 }
+            case "transition":
+                if let t = transition(value, at: "transition") { config.transition = t }
             case "loop":
                 if let b = bool(value, at: "loop") { config.loop = b }
             case "shuffle":

@@ -213,6 +213,7 @@ public final class KioskController: ControlHandler, Sendable {
         members.append(("status", .string(item.state.rawValue)))
         if let error = item.error { members.append(("error", .string(error))) }
         if let conversion = s.conversions[item.path ?? item.uri] { members.append(("conversion", .string(conversion))) }
+        if let transition = item.transition { members.append(("transition", transition.jsonValue)) }
         return .object(members)
     }
 

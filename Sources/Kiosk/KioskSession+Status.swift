@@ -186,7 +186,12 @@ extension KioskSession {
     /// config as written; entries of a folder or an M3U file by their path, as mpv gives the
     /// entries of a folder or a playlist file it was handed.
     static func statusItems(_ config: KioskConfig) -> [KioskStatus.Item] {
-        config.playlist.map { .init(uri: config.playlistOrigin == .list ? $0.uri : $0.path, path: $0.path) }
+        config.playlist.map { entry in
+            var item = KioskStatus.Item(uri: config.playlistOrigin == .list ? entry.uri : entry.path, path: entry.path)
+            let transition = config.transition(into: entry)
+            item.transition = transition.kind == .cut ? nil : transition
+            return item
+        }
     }
 
     /// Logs the entries of a playlist folder that are not played (not regular files), each time

@@ -231,6 +231,7 @@ public final class KioskSession: @unchecked Sendable {
         return ordered.map { index, entry in
             let item = PlayerItem(asset: Asset(url: URL(fileURLWithPath: entry.path), backend: backend))
             item.playlistIndex = index
+            item.transition = config.transition(into: entry)
             if let end = entry.end { item.forwardPlaybackEndTime = MediaTime(seconds: end, preferredTimescale: 90_000) }
             if let start = entry.start, start > 0 {
                 item.seek(to: MediaTime(seconds: start, preferredTimescale: 90_000)) { _ in }

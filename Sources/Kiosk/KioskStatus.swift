@@ -18,6 +18,9 @@ public final class KioskStatus: Sendable {
         /// mpv's `playlist_entry_id`: given when the entry joins the playlist, from 1 up, never
         /// reused (0: none given; `Snapshot.entryID` then counts from the position).
         public var id = 0
+        /// How the item follows the one before it, when not a cut (the `playlist` property's
+        /// `transition`).
+        public var transition: Transition?
     }
 
     public struct Output: Sendable, Equatable {

@@ -66,7 +66,7 @@ extension ConfigReader {
     }
 
     mutating func readItem(_ item: JSONValue, at path: String, baseDirectory: String) -> KioskConfig.Item? {
-        guard let fields = members(item, at: path, allowed: ["uri", "start", "end", "gravity", "duration", "volume"]) else { return nil }
+        guard let fields = members(item, at: path, allowed: ["uri", "start", "end", "gravity", "duration", "volume", "transition"]) else { return nil }
         guard let uriValue = item["uri"] else {
             problem("\(path).uri", "missing: the file to play")
             return nil
@@ -92,6 +92,9 @@ extension ConfigReader {
             case "volume":
                 parsed.volume = itemVolume(v, at: field)
                 ok = ok && parsed.volume != nil
+            case "transition":
+                parsed.transition = transition(v, at: field)
+                ok = ok && parsed.transition != nil
             default: break
             }
         }

@@ -132,6 +132,28 @@ public final class ScanoutConverter {
         }
     }
 
+    /// Blends the rectangle `placement` of `source` over the same rectangle of `target` (both
+    /// laid out as `placement.pitch` says): target = source x alpha + target x (1 - alpha), per
+    /// channel, in eighths of a 256th (a transition's mix on the planes path). Both buffers must
+    /// hold the placement (`bytesNeeded`); nothing is written otherwise.
+    public static func blend(_ source: UnsafeRawBufferPointer, into target: UnsafeMutableRawBufferPointer,
+                             placement: ScanoutPlacement, alpha: Float) {
+        guard let needed = placement.bytesNeeded, needed <= source.count, needed <= target.count,
+              let from = source.baseAddress, let to = target.baseAddress, alpha.isFinite else { return }
+        let a = UInt32(min(max((alpha * 256).rounded(), 0), 256)), b = 256 - a
+        for y in placement.y..<(placement.y + placement.height) {
+            let offset = y * placement.pitch + placement.x * 4
+            let s = (from + offset).assumingMemoryBound(to: UInt32.self)
+            let d = (to + offset).assumingMemoryBound(to: UInt32.self)
+            for x in 0..<placement.width {
+                let sp = s[x], dp = d[x]
+                let rb = (((sp & 0xFF00FF) &* a &+ (dp & 0xFF00FF) &* b) >> 8) & 0xFF00FF
+                let g = (((sp & 0x00FF00) &* a &+ (dp & 0x00FF00) &* b) >> 8) & 0x00FF00
+                d[x] = rb | g
+            }
+        }
+    }
+
     /// Copies a `width` x `height` picture (32-bit pixels, rows packed) turned clockwise by `turn`
     /// into `base` at `placement` (whose size is the turned size).
     static func copyTurned(_ source: UnsafeBufferPointer<UInt32>, width: Int, height: Int, turn: Rotation,

@@ -29,6 +29,9 @@ public protocol OutputDriver: AnyObject {
     /// Draws one frame per region (one for an output without mosaic regions; nil: that region
     /// shows only the background) into the buffer shown next.
     func draw(_ frames: [Frame?]) throws
+    /// As `draw(_:)`, during a transition: `mixes` has one entry per frame (nil: that frame
+    /// alone). Outputs that cannot mix draw the frames alone (the default).
+    func draw(_ frames: [Frame?], mixes: [FrameMix<Frame>?]) throws
     /// The render time of the last `draw` in nanoseconds, where the output measures it (the loop
     /// plans with it); nil otherwise.
     var lastRenderTime: Int64? { get }
@@ -46,6 +49,7 @@ public protocol OutputDriver: AnyObject {
 extension OutputDriver {
     public var isReady: Bool { true }
     public var lastRenderTime: Int64? { nil }
+    public func draw(_ frames: [Frame?], mixes: [FrameMix<Frame>?]) throws { try draw(frames) }
     public func noteRescheduled(by vsyncs: Int64) {}
 }
 

@@ -18,6 +18,10 @@ extension Player {
         /// True when a frame is due on this vsync but not decoded yet: the picture stays, and asking
         /// again for the same vsync after waiting for decoding (`waitForDecodedFrame`) may give it.
         public var isWaiting = false
+        /// During a transition: what the picture mixes with (Transition.swift).
+        public var mix: PictureMix?
+        /// True when only the mix changed (the same frame, new weights): drawn again, not a new frame.
+        public var isNewMix = false
     }
 
     /// Returns the attachment's number, which `detachOutput` takes.
@@ -105,8 +109,10 @@ extension Player {
         }
     }
 
-    func currentPicture(isNew: Bool, waiting: Bool = false) -> Picture {
-        Picture(frame: shown?.frame, item: shown?.item, isNew: isNew, itemTime: itemTimeLocked() ?? .zero, isWaiting: waiting)
+    func currentPicture(isNew: Bool, waiting: Bool = false, newMix: Bool = false) -> Picture {
+        let mix = currentMix.flatMap { current in run.map(ObjectIdentifier.init) == current.run && shown?.run === run ? current.mix : nil }
+        return Picture(frame: shown?.frame, item: shown?.item, isNew: isNew, itemTime: itemTimeLocked() ?? .zero, isWaiting: waiting,
+                       mix: mix, isNewMix: newMix && !isNew)
     }
 
     func pullLocked(_ n: Int64, waited: Double, _ outbox: inout Outbox) -> Picture {
@@ -199,7 +205,10 @@ extension Player {
                 if vsyncOf(end) > n { break loop }
                 pending = nil
                 endStallLocked()
-                if !endRunLocked(at: end, error: error, vsync: n, &outbox) {
+                let last = selected.map { ($0.frame, $0.run) } ?? shown.map { ($0.frame, $0.run) }
+                let ended = endRunLocked(at: end, error: error, vsync: n, &outbox)
+                if ended, let newRun = run, newRun !== current { enterLocked(newRun, after: current, last: last) }
+                if !ended {
                     if selected == nil && run == nil {
                         shown = nil
                         return currentPicture(isNew: hadPicture)
@@ -229,7 +238,11 @@ extension Player {
         if selected != nil, waitingVsync == n, seam?.vsync == n { waitingVsync = nil }
         reportClockLocked(n)
         fireProgressLocked(&outbox)
-        return currentPicture(isNew: selected != nil, waiting: waitingVsync == n)
+        // A transition's weights change every vsync: the picture is drawn again with each.
+        let previousMix = currentMix.flatMap { current in run.map(ObjectIdentifier.init) == current.run ? current.mix : nil }
+        let mix = mixLocked(n)
+        currentMix = (mix != nil && run != nil) ? (ObjectIdentifier(run!), mix!) : nil
+        return currentPicture(isNew: selected != nil, waiting: waitingVsync == n, newMix: mix != previousMix)
     }
 
     /// No frame for vsync `n` although the picture on screen has had its time. Past

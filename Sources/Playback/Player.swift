@@ -111,6 +111,10 @@ public class Player: @unchecked Sendable {
     /// The decode threads of this player's items that have not ended yet.
     let decodeThreads = ItemFeeder.ThreadCount()
 
+    // Transitions (Transition.swift).
+    /// The mix of the picture shown last, with the run it belongs to.
+    var currentMix: (run: ObjectIdentifier, mix: PictureMix)?
+
     /// One stretch of one item on the timeline: from its start (or a seek's target) to its end.
     final class Run {
         let item: PlayerItem
@@ -124,6 +128,8 @@ public class Player: @unchecked Sendable {
         var shownFrames = 0
         var ended = false
         var seek: SeekRequest?
+        /// The transition this run came in with, while it lasts (Transition.swift).
+        var entering: Entering?
         init(item: PlayerItem, feeder: ItemFeeder, start: MediaTime) {
             self.item = item
             self.feeder = feeder

@@ -40,6 +40,7 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
         var tracks: [AssetTrack] = []
         var forwardPlaybackEndTime = MediaTime.invalid
         var playlistIndex: Int?
+        var transition = Transition.cut
         var loadingStarted = false
         weak var owner: Player?
     }
@@ -104,6 +105,13 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
     public var playlistIndex: Int? {
         get { state.withLock { $0.playlistIndex } }
         set { state.withLock { $0.playlistIndex = newValue } }
+    }
+
+    /// Marquee: how this item follows the one before it (the loop point included); `cut` by
+    /// default. Read when the item starts.
+    public var transition: Transition {
+        get { state.withLock { $0.transition } }
+        set { state.withLock { $0.transition = newValue } }
     }
 
     var traceIndex: Int { playlistIndex ?? serial }

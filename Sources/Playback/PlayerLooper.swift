@@ -16,6 +16,7 @@ public final class PlayerLooper: @unchecked Sendable {
         var asset: Asset
         let forwardEnd: MediaTime
         let playlistIndex: Int?
+        var transition = Transition.cut
         /// Replicas made of this template so far (its passes).
         var made = 0
         /// Probes of the file that failed in a row.
@@ -67,7 +68,7 @@ public final class PlayerLooper: @unchecked Sendable {
     public init(player: QueuePlayer, templateItem: PlayerItem, timeRange: TimeRange = .invalid) throws {
         self.player = player
         templates = [Template(asset: templateItem.asset, forwardEnd: templateItem.forwardPlaybackEndTime,
-                              playlistIndex: templateItem.playlistIndex)]
+                              playlistIndex: templateItem.playlistIndex, transition: templateItem.transition)]
         self.timeRange = timeRange
         isPlaylist = false
         if timeRange.isValid {
@@ -107,7 +108,7 @@ public final class PlayerLooper: @unchecked Sendable {
         self.player = player
         templates = templateItems.enumerated().map {
             Template(asset: $0.element.asset, forwardEnd: $0.element.forwardPlaybackEndTime,
-                     playlistIndex: $0.element.playlistIndex ?? $0.offset)
+                     playlistIndex: $0.element.playlistIndex ?? $0.offset, transition: $0.element.transition)
         }
         starts = templateItems.map { $0.pendingStart?.time }
         timeRange = .invalid
@@ -163,6 +164,7 @@ public final class PlayerLooper: @unchecked Sendable {
         let template = templates[index]
         let item = PlayerItem(asset: templates[index].nextAsset())
         item.playlistIndex = template.playlistIndex
+        item.transition = template.transition
         if timeRange.isValid {
             item.pendingStart = (timeRange.start, .zero, nil)
             item.forwardPlaybackEndTime = timeRange.end

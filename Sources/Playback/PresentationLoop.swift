@@ -84,6 +84,7 @@ public final class PlayerPresenter<Output: OutputDriver> {
         // Each vsync's pictures, the players whose picture changed, and the frames to draw: made
         // once and refilled, so that no vsync allocates.
         var pictures: [Player.Picture] = [], changed: [Int] = [], frames: [Output.Frame?] = []
+        var mixes: [FrameMix<Output.Frame>?] = []
         pictures.reserveCapacity(players.count)
         changed.reserveCapacity(players.count)
         frames.reserveCapacity(players.count)
@@ -123,7 +124,7 @@ public final class PlayerPresenter<Output: OutputDriver> {
             // A player still waiting for its first frame has nothing to show yet (its region keeps
             // the background, and no blank is reported for it).
             for (i, picture) in pictures.enumerated()
-            where picture.isNew || (showingBlank[i] == nil && !picture.isWaiting) || (picture.frame == nil && showingBlank[i] == false)
+            where picture.isNew || picture.isNewMix || (showingBlank[i] == nil && !picture.isWaiting) || (picture.frame == nil && showingBlank[i] == false)
                 || unreported.contains(i) {
                 changed.append(i)
             }
@@ -162,7 +163,18 @@ public final class PlayerPresenter<Output: OutputDriver> {
                 }
             }
             for i in changed { if frames[i] != nil, let item = pictures[i].item { willPresent?(i, item) } }
-            try output.draw(frames)
+            if pictures.contains(where: { $0.mix != nil }) {
+                // A transition: each lane's frame mixed with the other picture and the background.
+                mixes.removeAll(keepingCapacity: true)
+                for picture in pictures {
+                    mixes.append(picture.mix.map { mix in
+                        FrameMix(other: mix.other as? Output.Frame, otherWeight: Float(mix.otherWeight), frameWeight: Float(mix.frameWeight))
+                    })
+                }
+                try output.draw(frames, mixes: mixes)
+            } else {
+                try output.draw(frames)
+            }
             let rendered = output.lastRenderTime
             // The flip is queued `commitPhase` into the interval before vsync n: queued earlier it
             // could land on an earlier vsync.
@@ -185,8 +197,9 @@ public final class PlayerPresenter<Output: OutputDriver> {
                 if frames[i] != nil, let item = pictures[i].item, let presentable = pictures[i].frame {
                     trace?.frame(vsync: shown, t: clock.time(ofVsync: shown), output: traceNames[i], item: item.traceIndex,
                                  uri: item.asset.url.path, pts: presentable.pts,
-                                 wall: clock.wallTime(ofVsync: shown)?.unixSeconds ?? Date().timeIntervalSince1970)
-                    didPresent?(i, shown, pictures[i])
+                                 wall: clock.wallTime(ofVsync: shown)?.unixSeconds ?? Date().timeIntervalSince1970,
+                                 mix: pictures[i].mix)
+                    if !pictures[i].isNewMix { didPresent?(i, shown, pictures[i]) }
                     showingBlank[i] = false
                 } else {
                     if showingBlank[i] != true { trace?.blank(vsync: shown, t: clock.time(ofVsync: shown), output: traceNames[i]) }

@@ -30,9 +30,20 @@ public final class TraceWriter: Sendable {
     }
 
     /// A frame line; `wall` is the Unix time (seconds) at which it was shown.
+    /// During a transition `mix` adds `"mix":{"kind":"crossfade","weight":0.5,"otherItem":0,"otherPts":1.966667}`
+    /// (`weight`: this frame's; the other picture's is 1 - weight in a crossfade, the background's
+    /// the rest in a fade).
     public func frame(vsync: Int64, t: MediaTime, output: String, item: Int, uri: String, pts: MediaTime,
-                      wall: Double = Date().timeIntervalSince1970) {
-        append("{\"type\":\"frame\",\"vsync\":\(vsync),\"t\":\(t.seconds.formatted(decimals: 6)),\"output\":\(jsonStringLiteral(output)),\"item\":\(item),\"uri\":\(jsonStringLiteral(uri)),\"pts\":\(pts.seconds.formatted(decimals: 6)),\"wall\":\(wall.formatted(decimals: 6))}")
+                      wall: Double = Date().timeIntervalSince1970, mix: PictureMix? = nil) {
+        var mixField = ""
+        if let mix {
+            mixField = ",\"mix\":{\"kind\":\"\(mix.kind.rawValue)\",\"weight\":\(mix.frameWeight.formatted(decimals: 6))"
+            if let other = mix.otherItem, let pts = mix.otherPts {
+                mixField += ",\"otherItem\":\(other),\"otherPts\":\(pts.seconds.formatted(decimals: 6)),\"otherWeight\":\(mix.otherWeight.formatted(decimals: 6))"
+            }
+            mixField += "}"
+        }
+        append("{\"type\":\"frame\",\"vsync\":\(vsync),\"t\":\(t.seconds.formatted(decimals: 6)),\"output\":\(jsonStringLiteral(output)),\"item\":\(item),\"uri\":\(jsonStringLiteral(uri)),\"pts\":\(pts.seconds.formatted(decimals: 6)),\"wall\":\(wall.formatted(decimals: 6))\(mixField)}")
     }
 
     public func blank(vsync: Int64, t: MediaTime, output: String) {

@@ -53,6 +53,8 @@ public final class PlayerLayer {
     public private(set) var framesNotDrawn = 0
     /// Of `framesNotDrawn`, those larger than `GL_MAX_TEXTURE_SIZE`.
     public private(set) var framesTooLarge = 0
+    /// Pictures drawn as a transition's mix.
+    public private(set) var mixedDraws = 0
     /// `GL_MAX_TEXTURE_SIZE` of the context the layer draws with (asked at the first draw).
     private lazy var maxTextureSize = currentMaxTextureSize()
     /// The EGL images of the DMA-BUF frames drawn by the last draw call, each with the frame it
@@ -96,7 +98,10 @@ public final class PlayerLayer {
     /// Draws `frame` (or only the background when nil) into `bounds` of the currently bound
     /// framebuffer, which is `targetHeight` pixels high (default: the bottom of `bounds`).
     /// `gravity` overrides the layer's own for this frame (a playlist item's choice).
-    public func draw(_ frame: VideoFrame?, bounds: PixelRect, targetHeight: Int? = nil, gravity: VideoGravity? = nil) throws {
+    /// `mix` (a transition): `mix.other` is drawn first and the frame blended over it, so that the
+    /// picture is frameWeight x frame + otherWeight x other + the rest x background.
+    public func draw(_ frame: VideoFrame?, bounds: PixelRect, targetHeight: Int? = nil, gravity: VideoGravity? = nil,
+                     mix: FrameMix<VideoFrame>? = nil) throws {
         beginImports()
         defer { previousImports = [] }
         let targetHeight = targetHeight ?? bounds.y + bounds.height
@@ -106,13 +111,46 @@ public final class PlayerLayer {
             videoRect = nil
             return
         }
-        if let wallPlacement {
-            videoRect = nil
-            try drawPiece(frame, region: wallPlacement.region, window: wallPlacement.window, bounds: bounds,
-                          targetHeight: targetHeight, gravity: gravity)
-            return
+        try mixing(mix, other: { other in
+            if let wallPlacement {
+                try drawPiece(other, region: wallPlacement.region, window: wallPlacement.window, bounds: bounds,
+                              targetHeight: targetHeight, gravity: gravity)
+            } else {
+                try drawFrame(other, bounds: bounds, targetHeight: targetHeight, gravity: gravity)
+            }
+        }) {
+            if let wallPlacement {
+                videoRect = nil
+                try drawPiece(frame, region: wallPlacement.region, window: wallPlacement.window, bounds: bounds,
+                              targetHeight: targetHeight, gravity: gravity)
+                return
+            }
+            try drawFrame(frame, bounds: bounds, targetHeight: targetHeight, gravity: gravity)
         }
-        try drawFrame(frame, bounds: bounds, targetHeight: targetHeight, gravity: gravity)
+    }
+
+    /// Draws `mix.other` (through `other`) and then the frame (through `frame`), each blended over
+    /// what is drawn with a constant alpha (`FrameMix.blendAlphas`); without a mix, `frame` alone.
+    private func mixing(_ mix: FrameMix<VideoFrame>?, other: (VideoFrame) throws -> Void, frame: () throws -> Void) throws {
+        guard let mix else { return try frame() }
+        let alphas = mix.blendAlphas
+        defer { glDisable(GLenum(GL_BLEND)) }
+        if let otherFrame = mix.other, alphas.other > 0 {
+            blend(alpha: alphas.other)
+            try other(otherFrame)
+        }
+        if alphas.frame > 0 {
+            blend(alpha: alphas.frame)
+            try frame()
+        }
+        mixedDraws += 1
+    }
+
+    private func blend(alpha: Float) {
+        guard alpha < 1 else { return glDisable(GLenum(GL_BLEND)) }
+        glEnable(GLenum(GL_BLEND))
+        glBlendColor(0, 0, 0, alpha)
+        glBlendFunc(GLenum(GL_CONSTANT_ALPHA), GLenum(GL_ONE_MINUS_CONSTANT_ALPHA))
     }
 
     /// One region's picture on a wall: `frame` placed by gravity in `region` of the canvas.
@@ -120,10 +158,13 @@ public final class PlayerLayer {
         public var frame: VideoFrame?
         public var region: PixelRect
         public var gravity: VideoGravity?
-        public init(frame: VideoFrame?, region: PixelRect, gravity: VideoGravity? = nil) {
+        /// A transition's mix for this region's picture.
+        public var mix: FrameMix<VideoFrame>?
+        public init(frame: VideoFrame?, region: PixelRect, gravity: VideoGravity? = nil, mix: FrameMix<VideoFrame>? = nil) {
             self.frame = frame
             self.region = region
             self.gravity = gravity
+            self.mix = mix
         }
     }
 
@@ -139,20 +180,26 @@ public final class PlayerLayer {
         videoRect = nil
         for region in regions {
             guard let frame = region.frame else { continue }
-            try drawPiece(frame, region: region.region, window: window, bounds: bounds, targetHeight: targetHeight,
-                          gravity: region.gravity)
+            try mixing(region.mix, other: { other in
+                try drawPiece(other, region: region.region, window: window, bounds: bounds, targetHeight: targetHeight,
+                              gravity: region.gravity)
+            }) {
+                try drawPiece(frame, region: region.region, window: window, bounds: bounds, targetHeight: targetHeight,
+                              gravity: region.gravity)
+            }
         }
     }
 
     /// One frame per `mosaicRegions` entry, drawn through `wallPlacement.window`; without those,
     /// the first frame as `draw` would.
-    public func draw(mosaic frames: [VideoFrame?], bounds: PixelRect) throws {
+    public func draw(mosaic frames: [VideoFrame?], bounds: PixelRect, mixes: [FrameMix<VideoFrame>?] = []) throws {
         guard let window = wallPlacement?.window, !mosaicRegions.isEmpty else {
-            try draw(frames.first ?? nil, bounds: bounds)
+            try draw(frames.first ?? nil, bounds: bounds, mix: mixes.first ?? nil)
             return
         }
-        try draw(regions: zip(frames, mosaicRegions).map { WallRegionFrame(frame: $0, region: $1.region, gravity: $1.gravity) },
-                 window: window, bounds: bounds)
+        try draw(regions: zip(frames, mosaicRegions).enumerated().map { i, pair in
+            WallRegionFrame(frame: pair.0, region: pair.1.region, gravity: pair.1.gravity, mix: i < mixes.count ? mixes[i] : nil)
+        }, window: window, bounds: bounds)
     }
 
     private func drawPiece(_ frame: VideoFrame, region: PixelRect, window: PixelRect, bounds: PixelRect,
