@@ -64,6 +64,7 @@ def check(lines, refresh=None):
         # Split into runs: a run is one item played from some pts on; a new run starts when the
         # item changes or its pts go back (a loop).
         runs = []
+        last_mix = None
         for line in shown:
             if line["type"] == "blank":
                 if runs:
@@ -74,13 +75,14 @@ def check(lines, refresh=None):
             current = runs[-1] if runs else None
             if current is not None and current[-1]["item"] == line["item"] and abs(line["pts"] - current[-1]["pts"]) < 1e-9:
                 # A transition draws the same frame again with new weights: a mix step, not a repeat.
-                if line.get("mix") != current[-1].get("mix"):
+                if line.get("mix") != last_mix:
                     figures["mix_steps"] += 1
-                    current[-1] = line
+                    last_mix = line.get("mix")
                     continue
                 figures["repeats"] += 1
                 figures["problems"].append(f"frame repeated on vsync {line['vsync']} (item {line['item']} pts {line['pts']})")
                 continue
+            last_mix = line.get("mix")
             if current is None or current[-1]["item"] != line["item"] or line["pts"] < current[-1]["pts"]:
                 runs.append([line])
             else:
