@@ -1,0 +1,56 @@
+import Foundation
+import Kiosk
+import Playback
+import Testing
+
+/// `transition` at the top level and per item: read, defaulted, and refused with JSON paths.
+@Suite struct TransitionConfigTests {
+    func problems(_ text: String) -> [ConfigError.Problem] {
+        do {
+            _ = try KioskConfig.parse(text, baseDirectory: "/")
+            return []
+        } catch {
+            return error.problems
+        }
+    }
+
+    @Test func transitionsAreReadWithTheTopLevelOneAsDefault() throws {
+        let config = try KioskConfig.parse(#"""
+            {"playlist": [{"uri": "a.mp4"}, {"uri": "b.mp4", "transition": {"type": "fade", "duration": 2}},
+                          {"uri": "c.mp4", "transition": {"type": "cut"}}],
+             "transition": {"type": "crossfade", "duration": 0.5}}
+            """#, baseDirectory: "/")
+        #expect(config.transition == Transition(.crossfade, duration: MediaTime(seconds: 0.5, preferredTimescale: 90_000)))
+        let into = config.playlist.map { config.transition(into: $0) }
+        #expect(into.map(\.kind) == [.crossfade, .fade, .cut])
+        #expect(into.map(\.duration.seconds) == [0.5, 2, 0])
+        // Without a duration: 1 s; without any transition: cut.
+        let plain = try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4", "transition": {"type": "crossfade"}}]}"#, baseDirectory: "/")
+        #expect(plain.transition == .cut)
+        #expect(plain.transition(into: plain.playlist[0]).duration.seconds == 1)
+    }
+
+    @Test func badTransitionsNameTheirPath() {
+        let cases: [(String, String)] = [
+            (#""transition": {"type": "wipe"}"#, "transition.type"),
+            (#""transition": {"duration": 1}"#, "transition.type"),
+            (#""transition": {"type": 3}"#, "transition.type"),
+            (#""transition": {"type": "fade", "duration": -1}"#, "transition.duration"),
+            (#""transition": {"type": "fade", "duration": 0}"#, "transition.duration"),
+            (#""transition": {"type": "fade", "duration": 10.5}"#, "transition.duration"),
+            (#""transition": {"type": "fade", "duration": 1e300}"#, "transition.duration"),
+            (#""transition": {"type": "fade", "duration": "1"}"#, "transition.duration"),
+            (#""transition": {"type": "fade", "speed": 1}"#, "transition.speed"),
+            (#""transition": "fade""#, "transition"),
+        ]
+        for (field, path) in cases {
+            let text = "{\"playlist\": [{\"uri\": \"a.mp4\"}], \(field)}"
+            let found = problems(text)
+            #expect(found.map(\.path) == [path], "\(text): \(found)")
+            #expect(found.allSatisfy { !$0.message.isEmpty })
+        }
+        let item = problems(#"{"playlist": [{"uri": "a.mp4"}, {"uri": "b.mp4", "transition": {"type": "crossfade", "duration": -0.5}}]}"#)
+        #expect(item.map(\.path) == ["playlist[1].transition.duration"], "\(item)")
+        #expect(item.first?.message.contains("-0.5") == true)
+    }
+}
