@@ -149,6 +149,44 @@ struct PlaneScanoutTests {
         Self.expectColour(scaled(2 + 76, 4 + 57), white, "\(format) scaled bottom right")
     }
 
+    @Test("a transition's mix on the planes path: a red frame and a blue one blended into the buffer at weight one half are half of each within 4/255; outside the placement nothing changes")
+    func crossfadeBlend() throws {
+        func flat(_ rgb: [Double]) throws -> VideoFrame {
+            // BT.709, limited range.
+            let y = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]
+            let yuv = [Int((16 + 219 * y).rounded()), Int((128 + 224 * (rgb[2] - y) / 1.8556).rounded()),
+                       Int((128 + 224 * (rgb[0] - y) / 1.5748).rounded())]
+            return try VideoFrame(format: .yuv420p, width: 32, height: 24, colorMatrix: .bt709, colorRange: .limited) { c, _, _ in yuv[c] }
+        }
+        let placement = ScanoutPlacement(x: 4, y: 2, width: 64, height: 48, pitch: 448)
+        let converter = ScanoutConverter()
+        var buffer = [UInt8](repeating: 0x5A, count: 448 * 80)
+        var scratch = [UInt8](repeating: 0, count: 448 * 80)
+        let crop = FrameCrop(x: 0, y: 0, width: 32, height: 24)
+        // As ScanoutLayer draws a crossfade at its middle: the outgoing picture at alpha 1, the
+        // incoming one converted into the scratch and blended over it at FrameMix's alpha.
+        let alphas = FrameMix<VideoFrame>(other: nil, otherWeight: 0.5, frameWeight: 0.5).blendAlphas
+        #expect(alphas.other == 1 && alphas.frame == 0.5)
+        try buffer.withUnsafeMutableBytes { try converter.convert(try flat([1, 0, 0]), crop: crop, turn: .none, into: $0, placement: placement) }
+        try scratch.withUnsafeMutableBytes { s in
+            try converter.convert(try flat([0, 0, 1]), crop: crop, turn: .none, into: s, placement: placement)
+            buffer.withUnsafeMutableBytes { ScanoutConverter.blend(UnsafeRawBufferPointer(s), into: $0, placement: placement, alpha: alphas.frame) }
+        }
+        func pixel(_ x: Int, _ y: Int) -> [Int] {
+            let o = y * 448 + x * 4
+            return [Int(buffer[o + 2]), Int(buffer[o + 1]), Int(buffer[o])]
+        }
+        Self.expectColour(pixel(36, 26), [128, 0, 128], "the middle of a red-to-blue crossfade")
+        Self.expectColour(pixel(4, 2), [128, 0, 128], "its top left corner")
+        #expect(buffer[0..<4].allSatisfy { $0 == 0x5A } && buffer[(60 * 448)..<(60 * 448 + 4)].allSatisfy { $0 == 0x5A })
+        // A fade's background weight: blending black in at one quarter keeps three quarters.
+        var black = [UInt8](repeating: 0, count: 448 * 80)
+        black.withUnsafeMutableBytes { b in
+            buffer.withUnsafeMutableBytes { ScanoutConverter.blend(UnsafeRawBufferPointer(b), into: $0, placement: placement, alpha: 0.25) }
+        }
+        Self.expectColour(pixel(36, 26), [96, 0, 96], "three quarters of the mix")
+    }
+
     @Test("a crop takes only that part of the frame; a turn moves the quadrants clockwise")
     func cropAndTurn() throws {
         let frame = try Self.quadrants(.yuv420p, width: 64, height: 48)
