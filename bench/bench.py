@@ -53,6 +53,9 @@ CLIPS = {
     "loop-180p30-1s": dict(fps=30, frames=LOOP_CLIP_FRAMES, args=[
         "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-frames:v", str(LOOP_CLIP_FRAMES), *_x264("ultrafast")]),
 }
+# The transition clip: 720p30, 2 s (a 1 s crossfade, the most its half allows, at every loop point).
+CLIPS["h264-720p30-2s"] = dict(fps=30, frames=60, args=[
+    "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-t", "2", *_x264(), "-g", "30"])
 for _fps in PACING_FPS:
     # Pacing clips (the 24 fps one is the film-cadence clip): 2 s, looped.
     CLIPS[f"pacing-360p{_fps}"] = dict(fps=_fps, frames=_fps * PACING_SECONDS, args=[
@@ -595,6 +598,40 @@ def bench_pacing(marquee, results):
                                          + v["extra_frames"] for v in out.values())
 
 
+def bench_transition(marquee, results):
+    """Issue 18's figure: CPU of marquee (headless, 720p at 60 Hz, real time, 20 s) looping a 2 s 720p30
+    clip with a 1 s crossfade at each loop point against the same clip with cut. A crossfade draws
+    every vsync (60 pictures/s instead of 30) with two pictures each; the trace says how many."""
+    clip = make_media("h264-720p30-2s")
+    seconds = 20
+    out = {"clip": "h264-720p30-2s", "seconds": seconds, "mode": "1280x720@60"}
+    for name, transition in [("cut", {"type": "cut"}), ("crossfade", {"type": "crossfade", "duration": 1})]:
+        config = RUNS / f"config-transition-{name}.json"
+        config.write_text(json.dumps({"playlist": [{"uri": str(clip)}], "loop": True, "transition": transition,
+                                      "display": {"output": "headless", "mode": "1280x720@60"}}))
+        trace = RUNS / f"transition-{name}.jsonl"
+        log(f"  transition: {name}, {seconds} s at real time")
+        m = run_measured([marquee.binary, "--config", str(config), "--output", "headless", "--mode", "1280x720@60",
+                          "--clock", "real", "--exit-after", str(seconds), "--trace", str(trace)],
+                         f"transition-{name}").check("marquee")
+        frames = frame_lines(read_trace(trace))
+        mixed = [l for l in frames if "mix" in l]
+        out[name] = {"cpu_s": m.cpu, "wall_s": m.wall, "pictures_drawn": len(frames), "mixed_pictures": len(mixed),
+                     "cpu_ms_per_second": 1000 * m.cpu / seconds,
+                     "cpu_ms_per_picture": 1000 * m.cpu / max(len(frames), 1),
+                     "peak_rss_mb": m.max_rss_kb / 1024}
+    cut, xf = out["cut"], out["crossfade"]
+    out["ratio_cpu_crossfade_over_cut"] = ratio(xf["cpu_s"], cut["cpu_s"])
+    # The share of the run spent mixing, and the CPU of a second of crossfade drawn from it.
+    share = xf["mixed_pictures"] / (60 * seconds)
+    out["mixing_share"] = share
+    if share > 0:
+        extra = (xf["cpu_ms_per_second"] - cut["cpu_ms_per_second"]) / share
+        out["cpu_ms_per_second_while_mixing"] = cut["cpu_ms_per_second"] + extra
+        out["ratio_while_mixing_over_cut"] = ratio(out["cpu_ms_per_second_while_mixing"], cut["cpu_ms_per_second"])
+    results["transition"] = out
+
+
 # --------------------------------------------------------------------------------------------------
 # Machine, report, plot
 
@@ -804,6 +841,22 @@ def write_markdown(results, path):
             lines.append(f"| {r['format']} | {r['path']} | {r['ms_mean']:.1f} | {r['ms_best']:.1f} | {r['textures']} |")
     else:
         lines.append(f"Not measured: {layer.get('error', 'no layerbench output')}.")
+    tr = results.get("transition")
+    if tr:
+        lines += ["", "## 7. Transitions: CPU with a crossfade running", "",
+                  f"Marquee headless at {tr['mode']}, real time, {tr['seconds']} s, looping {tr['clip']} with `cut` and "
+                  "with a 1 s `crossfade` at each loop point (half the time mixing: every vsync drawn, from two pictures). "
+                  "While mixing is the crossfade run's extra CPU over the cut run, divided by the share of vsyncs mixed.", "",
+                  "| transition | CPU (s) | CPU ms per second | pictures drawn | of them mixed | CPU ms per picture | peak RSS (MB) |",
+                  "|---|---|---|---|---|---|---|"]
+        for name in ("cut", "crossfade"):
+            x = tr[name]
+            lines.append(f"| {name} | {x['cpu_s']:.2f} | {x['cpu_ms_per_second']:.1f} | {x['pictures_drawn']} | "
+                         f"{x['mixed_pictures']} | {x['cpu_ms_per_picture']:.2f} | {x['peak_rss_mb']:.1f} |")
+        lines += ["", f"Crossfade run over cut run: {fmt(tr['ratio_cpu_crossfade_over_cut'], 2)}x CPU; "
+                  f"share of vsyncs mixed {tr['mixing_share'] * 100:.0f}%; CPU while mixing "
+                  f"{fmt(tr.get('cpu_ms_per_second_while_mixing'))} ms per second = "
+                  f"{fmt(tr.get('ratio_while_mixing_over_cut'), 2)}x the cut's."]
     lines += ["", "![frame intervals](frame-intervals.png)", ""]
     path.write_text("\n".join(lines))
 
@@ -845,10 +898,11 @@ def plot(results, path):
 
 
 # The sections in the order they run, and the keys of results.json each one writes.
-SECTIONS = ["throughput", "realtime", "first_frame", "loop_memory", "pacing", "layer"]
+SECTIONS = ["throughput", "realtime", "first_frame", "loop_memory", "pacing", "layer", "transition"]
 SECTION_KEYS = {"throughput": ["throughput", "renderer_ceiling"], "realtime": ["realtime"],
                 "first_frame": ["first_frame"], "loop_memory": ["loop_memory"],
-                "pacing": ["pacing", "pacing_total_errors"], "layer": ["layer"]}
+                "pacing": ["pacing", "pacing_total_errors"], "layer": ["layer"],
+                "transition": ["transition"]}
 
 
 def main():
@@ -910,6 +964,8 @@ def main():
                 bench_pacing(marquee, results)
             elif section == "layer":
                 bench_layer(binary, results)
+            elif section == "transition":
+                bench_transition(marquee, results)
         # Which run each section's figures come from.
         results["section_runs"] = {section: (this_run if section in only else kept.get("section_runs", {}).get(
             section, {"date": kept.get("date"), "marquee": kept.get("versions", {}).get("marquee", {}).get("commit")}))
