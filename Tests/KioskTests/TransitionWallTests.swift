@@ -21,7 +21,7 @@ import TestSupport
                       "outputs": [{"name": "left", "x": 0, "y": 0, "width": 320, "height": 180},
                                   {"name": "right", "x": 360, "y": 0, "width": 320, "height": 180}]}}
             """#, to: config)
-        let running = try MarqueeProcessTests.Running(config: config, clock: "virtual", exitAfter: 5)
+        let running = try MarqueeProcessTests.Running(config: config, clock: "virtual", exitAfter: 8)
         #expect(running.wait() == 0)
         let lines = try running.traceLines()
         // Per output: the frame lines of the transitions, as (vsync, item, pts, mix).
@@ -35,8 +35,9 @@ import TestSupport
         let left = mixes("headless-left"), right = mixes("headless-right")
         // Each pass: a crossfade of 30 vsyncs (29 mixed) into blue, a fade of 12 + 12 (the loop point back
         // to red: blue's last 12 vsyncs and red's first 11 mixed).
-        #expect(left.count >= 29 + 12 + 11, "\(left.count) mixed vsyncs on the left")
-        #expect(left.count == right.count, "\(left.count) and \(right.count)")
+        // (Each output runs its own virtual clock, as fast as it can: the process ends when the
+        // first reaches the end, so the other may have shown fewer; their common part is compared.)
+        #expect(left.count >= 29 + 12 + 11 && right.count >= 29 + 12 + 11, "\(left.count) and \(right.count) mixed vsyncs")
         // The same mix, frame and item on the k-th vsync of each transition on both outputs; the
         // transitions' vsyncs follow each other without a gap.
         let start = (left.first?.vsync ?? 0, right.first?.vsync ?? 0)
