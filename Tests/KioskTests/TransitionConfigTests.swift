@@ -1,5 +1,5 @@
 import Foundation
-import Kiosk
+@testable import Kiosk
 import Playback
 import Testing
 
@@ -52,5 +52,25 @@ import Testing
         let item = problems(#"{"playlist": [{"uri": "a.mp4"}, {"uri": "b.mp4", "transition": {"type": "crossfade", "duration": -0.5}}]}"#)
         #expect(item.map(\.path) == ["playlist[1].transition.duration"], "\(item)")
         #expect(item.first?.message.contains("-0.5") == true)
+    }
+
+    @Test func thePlaylistPropertyGivesEachEntrysTransition() throws {
+        let config = try KioskConfig.parse(#"""
+            {"playlist": [{"uri": "a.mp4"}, {"uri": "b.mp4", "transition": {"type": "fade", "duration": 2}}],
+             "transition": {"type": "crossfade", "duration": 0.5}}
+            """#, baseDirectory: "/")
+        let status = KioskStatus()
+        status.update { $0.replaceItems(KioskSession.statusItems(config)) }
+        let controller = KioskController(status: status) { _ in .done }
+        let entries = try controller.property("playlist").arrayValue ?? []
+        #expect(entries.count == 2)
+        #expect(entries.first?["transition"]?["type"]?.stringValue == "crossfade")
+        #expect(entries.first?["transition"]?["duration"]?.numberValue == 0.5)
+        #expect(entries.last?["transition"]?["type"]?.stringValue == "fade")
+        #expect(entries.last?["transition"]?["duration"]?.numberValue == 2)
+        // A cut is the default and is not listed.
+        let plain = try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}]}"#, baseDirectory: "/")
+        status.update { $0.replaceItems(KioskSession.statusItems(plain)) }
+        #expect(try controller.property("playlist").arrayValue?.first?["transition"] == nil)
     }
 }
