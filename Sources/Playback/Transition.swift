@@ -122,10 +122,12 @@ extension Player {
     func mixLocked(_ n: Int64) -> PictureMix? {
         guard let run, let refresh, anchor != nil, let shown, shown.run === run else { return nil }
         if let entering = run.entering {
+            // vsyncOf saturates at .min/.max (timestamps out of range): no mix then, and no overflow.
             let first = vsyncOf(run.start)
-            let k = n - first + 1
-            guard k < entering.vsyncs, first != .max else {
-                if k >= entering.vsyncs { run.entering = nil }  // done: the held picture goes
+            guard first > Int64.min / 2, first <= n else { return nil }
+            let (k, overflow) = (n - first).addingReportingOverflow(1)
+            guard !overflow, k < entering.vsyncs else {
+                run.entering = nil  // done: the held picture goes
                 return nil
             }
             let w = Double(max(k, 1)) / Double(entering.vsyncs)
@@ -146,7 +148,7 @@ extension Player {
         let next = queue[1].transition
         let vsyncs = Transition.vsyncs(next.half, refresh: refresh, clampedTo: length)
         let end = vsyncOf(run.start + length)
-        guard end != .max, n >= end - vsyncs else { return nil }
+        guard end > Int64.min / 2, end < Int64.max / 2, n >= end - vsyncs else { return nil }
         let w = Double(max(0, end - 1 - n)) / Double(vsyncs)
         return PictureMix(kind: .fade, frameWeight: w, other: nil, otherWeight: 0, otherItem: nil, otherPts: nil)
     }
