@@ -132,8 +132,8 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
             defer { output.close() }  // the saved display state goes back on every way out
             output.layer.gravity = config.display.gravity
             output.layer.rotation = config.display.rotation
-            // A Y'CbCr plane cannot blend: with overlays the pictures go into XRGB buffers.
-            output.pictureBlending = config.overlays.isEmpty ? nil : "overlays"
+            // A Y'CbCr plane cannot blend: with overlays or transitions the pictures go into XRGB buffers.
+            output.pictureBlending = !config.overlays.isEmpty ? "overlays" : config.hasTransitions ? "transitions" : nil
             applyWall(config, output: wallOutput, to: output.layer, logger: logger)
             let capabilities = output.openCapabilities()
             logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,

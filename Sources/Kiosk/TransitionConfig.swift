@@ -35,6 +35,17 @@ extension ConfigReader {
     }
 }
 
+extension KioskConfig {
+    /// Whether any seam of the playlist, a schedule entry's or a wall region's is not a cut (an
+    /// output that cannot blend then keeps to a path that can).
+    public var hasTransitions: Bool {
+        var items = playlist
+        for entry in schedule?.entries ?? [] { items += entry.playlist }
+        for region in wall?.regions ?? [] { items += region.playlist ?? [] }
+        return transition.kind != .cut || items.contains { ($0.transition?.kind ?? .cut) != .cut }
+    }
+}
+
 extension Transition {
     /// As the `playlist` property and the config write it.
     var jsonValue: JSONValue {

@@ -28,6 +28,9 @@ import Testing
         let plain = try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4", "transition": {"type": "crossfade"}}]}"#, baseDirectory: "/")
         #expect(plain.transition == .cut)
         #expect(plain.transition(into: plain.playlist[0]).duration.seconds == 1)
+        // Outputs that cannot blend (a Y'CbCr plane) are kept off that route when any seam mixes.
+        #expect(config.hasTransitions && plain.hasTransitions)
+        #expect(!(try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4", "transition": {"type": "cut"}}]}"#, baseDirectory: "/")).hasTransitions)
     }
 
     @Test func badTransitionsNameTheirPath() {
