@@ -154,6 +154,8 @@ enum OverlayMedia {
         let shots: Shots
         let stats: PresentationStats
         let log: [String]
+        let trace: [[String: Any]]
+        var overlayEvents: [[String: Any]] { trace.filter { $0["event"] as? String == "overlays" } }
     }
 
     /// Plays `text` for `seconds` from `start`; a screenshot after each of `vsyncs` (the picture
@@ -168,6 +170,8 @@ enum OverlayMedia {
         var options = RunOptions()
         options.clock = .virtual
         options.exitAfter = seconds
+        let tracePath = TestMedia.folder + "/overlay-trace-\(UUID().uuidString).jsonl"
+        options.tracePath = tracePath
         let shots = Shots()
         let lines = LogLines()
         let stats = try runKiosk(config: config, options: options, logger: Logger(level: .info, sink: lines.append), makeSession: { output in
@@ -186,7 +190,10 @@ enum OverlayMedia {
                 return true
             }
         }, shouldContinue: { true })
-        return Run(shots: shots, stats: stats, log: lines.all)
+        let trace = try String(contentsOfFile: tracePath, encoding: .utf8).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        return Run(shots: shots, stats: stats, log: lines.all, trace: trace)
     }
 
     static func distance(_ a: (r: UInt8, g: UInt8, b: UInt8, a: UInt8), _ b: [Double]) -> Double {
@@ -253,6 +260,11 @@ enum OverlayMedia {
         #expect(run.shots.overlays[29]?[1].content == "10:00:00")
         #expect(run.shots.overlays[30]?[1].content == "10:00:01")
         #expect(run.shots.overlays[20]?[0].content == "Marquee")
+        // The trace has each change with its vsync: the first picture's, then the second's.
+        let events = run.overlayEvents
+        #expect(events.map { $0["vsync"] as? Int } == [0, 30])
+        let clocks = events.map { (($0["shown"] as? [[String: Any]]) ?? []).compactMap { $0["content"] as? String } }
+        #expect(clocks == [["Marquee", "10:00:00"], ["Marquee", "10:00:01"]])
         // The clock's pixels changed after the second; the fixed text's did not.
         func box(_ image: RGBAImage, _ r: [Int]) -> [UInt8] {
             (r[1]..<(r[1] + r[3])).flatMap { y in (r[0]..<(r[0] + r[2])).flatMap { x in let p = image.pixel(x: x, y: y); return [p.r, p.g, p.b] } }
