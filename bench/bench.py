@@ -337,6 +337,31 @@ def analyse_pacing(lines, fps, refresh, frames_per_clip):
 
 # --------------------------------------------------------------------------------------------------
 # The benchmarks
+def bench_overlay(marquee, results, seconds=10, reps=2):
+    """Issue 18's figure: CPU per presented frame playing 1080p30 at real time on the headless output,
+    with a clock overlay (the local time, rendered again each second) and without; alternating runs."""
+    clip = make_media("h264-1080p30")
+    runs = {"without": [], "clock": []}
+    for rep in range(reps):
+        for case in ("without", "clock"):
+            config = {"playlist": [{"uri": str(clip)}], "display": {"output": "headless", "mode": "1920x1080@60"}}
+            if case == "clock":
+                config["overlays"] = [{"clock": "%H:%M:%S", "anchor": "bottom-right", "offset": [40, 40], "size": 64,
+                                       "opacity": 0.9}]
+            path = RUNS / f"config-overlay-{case}.json"
+            path.write_text(json.dumps(config))
+            trace = RUNS / f"overlay-{case}-{rep}.jsonl"
+            log(f"  overlay: marquee plays {seconds} s, {case} a clock overlay ({rep + 1}/{reps})")
+            m = run_measured([marquee.binary, "--config", str(path), "--output", "headless", "--mode", "1920x1080@60",
+                              "--clock", "real", "--exit-after", f"{seconds:.6f}", "--trace", str(trace)],
+                             f"overlay-{case}-{rep}").check("marquee")
+            shown = len(frame_lines(read_trace(trace)))
+            runs[case].append({"cpu_s": m.cpu, "presented": shown, "cpu_ms_per_frame": 1000 * m.cpu / max(shown, 1)})
+    per_frame = {case: median([r["cpu_ms_per_frame"] for r in v]) for case, v in runs.items()}
+    results["overlay"] = {"clip": "h264-1080p30", "seconds": seconds, "reps": reps, "runs": runs,
+                          "cpu_ms_per_frame": per_frame,
+                          "ratio_clock_over_without": ratio(per_frame["clock"], per_frame["without"])}
+
 
 def renderer_ceiling(results):
     """Builds and runs gl-ceiling.c: the EGL/GLES driver's own rate for uploading and drawing one
@@ -848,9 +873,22 @@ def write_markdown(results, path):
             lines.append(f"| {r['format']} | {r['path']} | {r['ms_mean']:.1f} | {r['ms_best']:.1f} | {r['textures']} |")
     else:
         lines.append(f"Not measured: {layer.get('error', 'no layerbench output')}.")
+    ov = results.get("overlay")
+    lines += ["", "## 7. Overlays: CPU per frame with a clock overlay", "",
+              "1080p30 H.264 at real time on the 1920x1080 headless output, with a clock overlay (`%H:%M:%S`, 64 px, "
+              "rendered with FreeType into a texture once a second, drawn over the video each picture) and without; "
+              "runs alternate, medians.", ""]
+    if ov:
+        lines += ["| case | CPU ms per presented frame (median) | runs (ms per frame, frames) |", "|---|---|---|"]
+        for case, label in (("without", "no overlay"), ("clock", "clock overlay")):
+            each = ", ".join(f"{r['cpu_ms_per_frame']:.2f} ({r['presented']})" for r in ov["runs"][case])
+            lines.append(f"| {label} | {fmt(ov['cpu_ms_per_frame'][case], 2)} | {each} |")
+        lines += ["", f"Ratio, with / without: **{fmt(ov['ratio_clock_over_without'], 3)}x**."]
+    else:
+        lines.append("Not measured yet (`bench.py --only overlay`).")
     tr = results.get("transition")
     if tr:
-        lines += ["", "## 7. Transitions: CPU with a crossfade running", "",
+        lines += ["", "## 8. Transitions: CPU with a crossfade running", "",
                   f"Marquee headless at {tr['mode']}, {tr['seconds']} s of presentation, looping {tr['clip']} with `cut` and "
                   "with a 1 s `crossfade` at each loop point (half the timeline mixing: every vsync drawn, from two "
                   "pictures), at real time and on the virtual clock (every vsync's picture drawn whatever the load). "
@@ -911,11 +949,11 @@ def plot(results, path):
 
 
 # The sections in the order they run, and the keys of results.json each one writes.
-SECTIONS = ["throughput", "realtime", "first_frame", "loop_memory", "pacing", "layer", "transition"]
+SECTIONS = ["throughput", "realtime", "first_frame", "loop_memory", "pacing", "layer", "overlay", "transition"]
 SECTION_KEYS = {"throughput": ["throughput", "renderer_ceiling"], "realtime": ["realtime"],
                 "first_frame": ["first_frame"], "loop_memory": ["loop_memory"],
                 "pacing": ["pacing", "pacing_total_errors"], "layer": ["layer"],
-                "transition": ["transition"]}
+                "overlay": ["overlay"], "transition": ["transition"]}
 
 
 def main():
@@ -977,6 +1015,8 @@ def main():
                 bench_pacing(marquee, results)
             elif section == "layer":
                 bench_layer(binary, results)
+            elif section == "overlay":
+                bench_overlay(marquee, results)
             elif section == "transition":
                 bench_transition(marquee, results)
         # Which run each section's figures come from.

@@ -6,8 +6,10 @@ extension KioskSession {
     /// The per-vsync step of the config's overlays on `output` (nil for a mosaic's further
     /// regions, whose output's own session draws them): at each vsync's wall time (the virtual
     /// clock's: `config.virtualClockStart` + n / refresh) it updates the layer's overlays and
-    /// says whether the picture must be drawn again. A reload's overlays take over at once.
-    func makeOverlayStep<Output: KioskOutput>(output: Output) -> ((Int64) -> Bool)? {
+    /// says whether the picture must be drawn again. A reload's overlays take over at once. Each
+    /// change is a trace line (`"event":"overlays"`: the vsync, and each overlay shown with its
+    /// text or file and rectangle).
+    func makeOverlayStep<Output: KioskOutput>(output: Output, trace: TraceWriter?) -> ((Int64) -> Bool)? {
         guard regionRank == 0 else { return nil }
         let config = state.withLock { $0.config }
         let clock = output.clock
@@ -32,6 +34,13 @@ extension KioskSession {
             guard let pictures = overlays.update(at: wall, outputWidth: bounds.width, outputHeight: bounds.height,
                                                  window: layer.wallPlacement?.window, canvas: canvas) else { return false }
             layer.overlays = pictures
+            if let trace, let shown = overlays.lastStatus {
+                let list = shown.enumerated().compactMap { i, o -> String? in
+                    guard o.visible, let r = o.rect else { return nil }
+                    return "{\"index\":\(i),\"kind\":\"\(o.kind)\",\"content\":\(jsonStringLiteral(o.content)),\"rect\":[\(r.map(String.init).joined(separator: ","))]}"
+                }
+                trace.event("{\"type\":\"event\",\"event\":\"overlays\",\"output\":\(jsonStringLiteral(output.name)),\"vsync\":\(n),\"shown\":[\(list.joined(separator: ","))]}")
+            }
             return true
         }
     }

@@ -73,7 +73,7 @@ extension KioskSession {
         scheduledPower = power
         presentationTrace = trace
         let schedule = makeScheduleStep(clock: output.clock, trace: trace, outputName: output.name, power: power)
-        presenter.needsRedraw = makeOverlayStep(output: output)
+        presenter.needsRedraw = makeOverlayStep(output: output, trace: trace)
         presenter.onIdle = { [presentationTasks, self] in
             // No vsyncs (no display, or in standby): commands and the schedule still run.
             presentationTasks.drain(context)

@@ -40,9 +40,22 @@ public struct OverlayConfig: Sendable, Equatable {
         case topLeft = "top-left", top, topRight = "top-right", left, center, right
         case bottomLeft = "bottom-left", bottom, bottomRight = "bottom-right"
 
-        /// 0: left (top), 1: centre, 2: right (bottom).
-        var column: Int { [0, 1, 2, 0, 1, 2, 0, 1, 2][Self.allCases.firstIndex(of: self)!] }
-        var row: Int { [0, 0, 0, 1, 1, 1, 2, 2, 2][Self.allCases.firstIndex(of: self)!] }
+        /// 0: left, 1: centre, 2: right.
+        var column: Int {
+            switch self {
+            case .topLeft, .left, .bottomLeft: 0
+            case .top, .center, .bottom: 1
+            case .topRight, .right, .bottomRight: 2
+            }
+        }
+        /// 0: top, 1: middle, 2: bottom.
+        var row: Int {
+            switch self {
+            case .topLeft, .top, .topRight: 0
+            case .left, .center, .right: 1
+            case .bottomLeft, .bottom, .bottomRight: 2
+            }
+        }
     }
 
     /// What the anchor is relative to: the output, or (on a wall) the whole canvas.

@@ -38,7 +38,7 @@ final class OverlayPresenter {
     private var shown: [(index: Int, picture: OverlayPicture)] = []
     /// Called with what the `overlays` property shows whenever that changes.
     var onStatus: (([OverlayStatus]) -> Void)?
-    private var lastStatus: [OverlayStatus]?
+    private(set) var lastStatus: [OverlayStatus]?
     /// Texts rendered so far (a clock: one a second).
     private(set) var textsRendered = 0
 

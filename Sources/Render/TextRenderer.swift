@@ -76,8 +76,11 @@ public final class TextRenderer {
         }
         // The font's ascent and descent at this size (26.6 fixed point): the line's box.
         let metrics = face.pointee.size.pointee.metrics
-        let baseline = max(1, Int((Double(metrics.ascender) / 64).rounded(.up)))
-        let descent = max(0, Int((Double(-metrics.descender) / 64).rounded(.up)))
+        // A font's own numbers: kept within four times the size, so that a broken font cannot ask
+        // for a huge picture.
+        let limit = Double(4 * pixelHeight)
+        let baseline = Int(min(limit, max(1, (Double(metrics.ascender) / 64).rounded(.up))))
+        let descent = Int(min(limit, max(0, (Double(-metrics.descender) / 64).rounded(.up))))
         // Each glyph's coverage, where it goes.
         var glyphs: [(x: Int, y: Int, width: Int, rows: Int, coverage: [UInt8])] = []
         var penX = 0, right = 0
@@ -102,7 +105,7 @@ public final class TextRenderer {
                 glyphs.append((x, y, width, rows, coverage))
                 right = max(right, x + width)
             }
-            penX += Int((Double(slot.advance.x) / 64).rounded())
+            penX += Int(min(limit, max(0, (Double(slot.advance.x) / 64).rounded())))
             right = max(right, penX)
         }
         let left = min(0, glyphs.map(\.x).min() ?? 0)

@@ -267,4 +267,42 @@ struct KMSVMTests {
             #expect(worst <= 4, "after display on, quadrant at \(x0),\(y0): worst error \(worst)/255 against \(colour)")
         }
     }
+
+    /// Overlays on a KMS display: the picture fills the right half (a wall region), the left half
+    /// is the black background. A PNG of white at alpha 0.5 over the background and one of black
+    /// at alpha 0.5 over the red quadrant, drawn by the GL layer or blended into the planes
+    /// output's dumb buffers, which are drawn into again and again (the clip loops): each overlay's
+    /// rectangle is half its colour over what is below, and stays so (never blended over itself),
+    /// while what is around it is untouched.
+    @Test("overlays: image overlays blend over the video and the background on KMS", arguments: ["gl", "planes"])
+    func overlay(scanout: String) throws {
+        let clip = try TestMedia.quadrants()
+        func png(_ colour: String) throws -> String {
+            try TestMedia.make("vm-overlay-\(colour)-half-96x64.png", [
+                "-f", "lavfi", "-i", "color=c=\(colour)@0.5:size=96x64,format=rgba", "-frames:v", "1", "-c:v", "png",
+                "-f", "image2", "-update", "1",
+            ])
+        }
+        let run = try KMSVM.run(config: """
+            {"playlist": [{"uri": "\(clip)"}], "loop": true,
+             "display": {"output": "kms", "mode": "1024x768", "gravity": "resize", "scanout": "\(scanout)"},
+             "wall": {"canvas": {"width": 1024, "height": 768}, "regions": [{"x": 512, "y": 0, "width": 512, "height": 768}],
+                      "outputs": [{"name": "screen", "x": 0, "y": 0, "width": 1024, "height": 768}]},
+             "overlays": [{"image": "\(try png("white"))", "anchor": "top-left", "offset": [64, 96]},
+                          {"image": "\(try png("black"))", "anchor": "top-left", "offset": [576, 96]}]}
+            """, name: "kms-overlay-\(scanout)", seconds: 10)
+        #expect(run.status == 0, "marquee exited with \(run.status): \(run.output)")
+        #expect(run.output.contains("scanout=\(scanout)"), "\(run.output)")
+        let image = try #require(run.image, "no screen capture: \(run.output)")
+        #expect(image.width == 1024 && image.height == 768)
+        let overBackground = image.worstError(x0: 64, y0: 96, w: 96, h: 64, margin: 4, expected: [128, 128, 128])
+        let overRed = image.worstError(x0: 576, y0: 96, w: 96, h: 64, margin: 4, expected: [128, 0, 0])
+        #expect(overBackground <= 4 && overRed <= 4,
+                "inside the overlays: worst errors \(overBackground) (half white over black), \(overRed) (half black over red) /255")
+        // Around them: the background and the red quadrant as they are.
+        let black = image.worstError(x0: 164, y0: 96, w: 300, h: 64, margin: 4, expected: [0, 0, 0])
+        let red = image.worstError(x0: 676, y0: 96, w: 90, h: 64, margin: 4, expected: [255, 0, 0])
+        let below = image.worstError(x0: 576, y0: 164, w: 96, h: 150, margin: 4, expected: [255, 0, 0])
+        #expect(black <= 4 && red <= 4 && below <= 4, "around the overlays: worst errors \(black), \(red), \(below)/255")
+    }
 }

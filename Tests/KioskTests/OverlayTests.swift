@@ -154,6 +154,8 @@ enum OverlayMedia {
         let shots: Shots
         let stats: PresentationStats
         let log: [String]
+        let trace: [[String: Any]]
+        var overlayEvents: [[String: Any]] { trace.filter { $0["event"] as? String == "overlays" } }
     }
 
     /// Plays `text` for `seconds` from `start`; a screenshot after each of `vsyncs` (the picture
@@ -168,6 +170,8 @@ enum OverlayMedia {
         var options = RunOptions()
         options.clock = .virtual
         options.exitAfter = seconds
+        let tracePath = TestMedia.folder + "/overlay-trace-\(UUID().uuidString).jsonl"
+        options.tracePath = tracePath
         let shots = Shots()
         let lines = LogLines()
         let stats = try runKiosk(config: config, options: options, logger: Logger(level: .info, sink: lines.append), makeSession: { output in
@@ -186,7 +190,10 @@ enum OverlayMedia {
                 return true
             }
         }, shouldContinue: { true })
-        return Run(shots: shots, stats: stats, log: lines.all)
+        let trace = try String(contentsOfFile: tracePath, encoding: .utf8).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        return Run(shots: shots, stats: stats, log: lines.all, trace: trace)
     }
 
     static func distance(_ a: (r: UInt8, g: UInt8, b: UInt8, a: UInt8), _ b: [Double]) -> Double {
@@ -253,6 +260,11 @@ enum OverlayMedia {
         #expect(run.shots.overlays[29]?[1].content == "10:00:00")
         #expect(run.shots.overlays[30]?[1].content == "10:00:01")
         #expect(run.shots.overlays[20]?[0].content == "Marquee")
+        // The trace has each change with its vsync: the first picture's, then the second's.
+        let events = run.overlayEvents
+        #expect(events.map { $0["vsync"] as? Int } == [0, 30])
+        let clocks = events.map { (($0["shown"] as? [[String: Any]]) ?? []).compactMap { $0["content"] as? String } }
+        #expect(clocks == [["Marquee", "10:00:00"], ["Marquee", "10:00:01"]])
         // The clock's pixels changed after the second; the fixed text's did not.
         func box(_ image: RGBAImage, _ r: [Int]) -> [UInt8] {
             (r[1]..<(r[1] + r[3])).flatMap { y in (r[0]..<(r[0] + r[2])).flatMap { x in let p = image.pixel(x: x, y: y); return [p.r, p.g, p.b] } }
@@ -279,5 +291,93 @@ enum OverlayMedia {
         #expect(run.log.contains { $0.contains("overlay font cannot be used") && $0.contains("FT_New_Face") })
         let shot = try #require(run.shots.images[30])
         #expect(Self.distance(shot.pixel(x: 10, y: 10), [0x20, 0x40, 0x60]) <= 4)
+    }
+}
+
+@Suite struct OverlayPlacementTests {
+    @Test func aCanvasOverlayIsPlacedThroughTheOutputsWindowAndAnOutputOverlayOnTheOutput() throws {
+        let png = try OverlayMedia.png("red@0.6", width: 40, height: 30)
+        let config = try KioskConfig.parse("""
+            {"playlist": [{"uri": "a.mp4"}], "overlays": [
+              {"image": "\(png)", "anchor": "bottom-right", "offset": [10, 20], "on": "canvas"},
+              {"image": "\(png)", "anchor": "bottom-right", "offset": [10, 20]},
+              {"image": "\(png)", "anchor": "top-left", "on": "canvas"}]}
+            """, baseDirectory: TestMedia.folder)
+        let presenter = OverlayPresenter(overlays: config.overlays, timeZone: .gmt, logger: Logger(level: .error, sink: { _ in }))
+        var seen: [OverlayStatus] = []
+        presenter.onStatus = { seen = $0 }
+        // The right half of a 3840x1080 canvas, on a 1920x1080 output.
+        let pictures = try #require(presenter.update(at: utc("2026-03-30T10:00:00Z"), outputWidth: 1920, outputHeight: 1080,
+                                                     window: PixelRect(x: 1920, y: 0, width: 1920, height: 1080),
+                                                     canvas: (width: 3840, height: 1080)))
+        // The canvas's bottom-right corner is this output's; its top-left is the other output's.
+        #expect(pictures.map { [$0.x, $0.y] } == [[1870, 1030], [1870, 1030]])
+        #expect(seen.map(\.visible) == [true, true, false])
+        #expect(seen[2].rect == nil)
+        // Nothing changed: nothing to draw again.
+        #expect(presenter.update(at: utc("2026-03-30T10:00:00.5Z"), outputWidth: 1920, outputHeight: 1080,
+                                 window: PixelRect(x: 1920, y: 0, width: 1920, height: 1080), canvas: (width: 3840, height: 1080)) == nil)
+    }
+
+    @Test func aScheduledOverlayShowsOnlyInItsTimesAndAReloadReplacesTheOverlays() throws {
+        let config = try KioskConfig.parse("""
+            {"playlist": [{"uri": "a.mp4"}], "overlays": [
+              {"text": "Open", "schedule": {"days": ["mon"], "from": "09:00", "to": "17:00"}}]}
+            """, baseDirectory: TestMedia.folder)
+        let presenter = OverlayPresenter(overlays: config.overlays, timeZone: .gmt, logger: Logger(level: .error, sink: { _ in }))
+        // 2026-03-30 is a Monday.
+        func shown(_ time: String) -> Int? {
+            presenter.update(at: utc(time), outputWidth: 640, outputHeight: 360, window: nil, canvas: nil)?.count
+        }
+        #expect(shown("2026-03-30T08:59:59Z") == nil)  // none before, none now
+        #expect(shown("2026-03-30T09:00:00Z") == 1)
+        #expect(shown("2026-03-30T16:59:59Z") == nil)  // unchanged
+        #expect(shown("2026-03-30T17:00:00Z") == 0)
+        #expect(shown("2026-03-31T10:00:00Z") == nil)  // Tuesday: still none
+        let other = try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}], "overlays": [{"text": "Closed"}]}"#, baseDirectory: "/")
+        #expect(presenter.replace(config.overlays, timeZone: .gmt) == false)
+        #expect(presenter.replace(other.overlays, timeZone: .gmt) == true)
+        #expect(shown("2026-03-31T10:00:00Z") == 1)
+    }
+}
+
+/// A reload through the session: a good one's overlays take over on the next vsync, a refused one
+/// keeps the old.
+@Suite(.serialized) struct OverlayReloadTests {
+    @Test func aGoodReloadReplacesTheOverlaysAndABadOneKeepsThem() throws {
+        let clip = try OverlayMedia.flat(seconds: 2)
+        let path = TestMedia.folder + "/overlay-reload.json"
+        func write(_ overlays: String) throws {
+            try #"{"playlist": [{"uri": "\#(clip)"}], "display": {"output": "headless", "mode": "320x180@60"}, "overlays": \#(overlays)}"#
+                .write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        try write(#"[{"text": "One"}]"#)
+        var config = try KioskConfig.load(path: path)
+        config.virtualClockStart = utc("2026-03-30T10:00:00Z")
+        var options = RunOptions()
+        options.clock = .virtual
+        options.exitAfter = 1
+        final class Seen: @unchecked Sendable {
+            var session: KioskSession?
+            var content: [Int64: String] = [:]
+            var results: [String] = []
+        }
+        let seen = Seen()
+        _ = try runKiosk(config: config, options: options, logger: Logger(level: .error, sink: { _ in }), makeSession: { output in
+            let session = KioskSession(config: config, configPath: path, logger: Logger(level: .error, sink: { _ in }), output: output)
+            seen.session = session
+            return session
+        }, onVsync: { n in
+            guard let session = seen.session else { return }
+            seen.content[n - 1] = session.status.snapshot.overlays.first?.content
+            if n == 10 || n == 30 {
+                try? write(n == 10 ? #"[{"text": "Two"}]"# : #"[{"image": "no-such-logo.png"}]"#)
+                seen.results.append("\(session.reload())")
+            }
+        }, shouldContinue: { true })
+        #expect(seen.content[5] == "One")
+        #expect(seen.content[10] == "Two")
+        #expect(seen.content[50] == "Two")
+        #expect(seen.results.count == 2 && seen.results[0] == "\(KioskCommandResult.done)" && seen.results[1].contains("no-such-logo.png"))
     }
 }

@@ -48,6 +48,7 @@ import TestSupport
         #"{"playlist": [{"uri": "a.mp4"}], "display": {"output": "kms", "waitForCard": 30}}"#,
         #"{"playlist": [{"uri": "a.mp4"}, {"uri": "b.mp4", "transition": {"type": "fade", "duration": 10}}], "transition": {"type": "crossfade", "duration": 0.5}}"#,
         #"{"playlist": [{"uri": "a.mp4", "transition": {"type": "cut"}}], "transition": {"type": "crossfade"}}"#,
+        ##"{"playlist": [{"uri": "a.mp4"}], "overlays": [{"image": "logo.png", "anchor": "bottom-right", "offset": [-5, 10], "width": 8, "height": 4, "opacity": 0}, {"text": "Hi", "on": "canvas", "size": 1024, "color": "#A0b0C0"}, {"clock": "%c", "schedule": {"days": ["mon"], "to": "24:00", "dates": ["2026-01-01..2026-01-02"]}}]}"##,
         #"{"playlist": [{"uri": "a.mp4", "volume": 40}], "audio": {"enabled": true, "device": "hdmi:CARD=PCH,DEV=0", "volume": 80, "mute": false, "delay": -0.05, "output": "left"}}"#,
         #"{"wall": {"canvas": {"width": 3840, "height": 1080}, "regions": [{"x": 0, "y": 0, "width": 1920, "height": 1080, "playlist": [{"uri": "l.mp4"}]}, {"x": 1920, "y": 0, "width": 1920, "height": 1080, "playlist": [{"uri": "r.mp4"}], "gravity": "resizeAspectFill"}], "outputs": [{"name": "left", "x": 0, "y": 0, "width": 1920, "height": 1080, "rotation": 90, "connector": "HDMI-A-1", "node": "pi-1"}, {"name": "right", "x": 1920, "y": 0, "width": 1920, "height": 1080, "connector": "HDMI-A-1", "node": "pi-2"}], "sync": {"mode": "clock", "epoch": "2026-01-01T00:00:00Z"}}}"#,
     ]
@@ -85,6 +86,16 @@ import TestSupport
         #"{"playlist": [{"uri": "a.mp4"}], "audio": {"delay": 2}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "audio": {"speakers": 2}}"#,
         #"{"playlist": [{"uri": "a.mp4", "volume": -1}]}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "overlays": [{"text": "Hi", "anchor": "middle"}]}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "overlays": [{"text": "Hi", "opacity": -0.1}]}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "overlays": [{"text": ""}]}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "overlays": [{"text": "Hi", "image": "logo.png"}]}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "overlays": [{"image": "logo.png", "size": 10}]}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "overlays": [{"image": "logo.png", "scale": 2, "width": 10}]}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "overlays": [{"clock": "%H", "offset": [1, 2, 3]}]}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "overlays": [{"clock": "%H", "size": 0}]}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "overlays": [{"clock": "%H", "schedule": {"from": "7:00"}}]}"#,
+        #"{"playlist": [{"uri": "a.mp4"}], "overlays": {"text": "Hi"}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"outputs": [{"name": "a", "x": 0, "y": 0, "width": 10, "height": 10}]}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}}}"#,
         #"{"playlist": [{"uri": "a.mp4"}], "wall": {"canvas": {"width": 10, "height": 10}, "outputs": []}}"#,
@@ -109,6 +120,17 @@ import TestSupport
             var lists: [JSONValue] = [config["playlist"] ?? .null]
             if case .array(let regions)? = config["wall"]?["regions"] { lists += regions.map { $0["playlist"] ?? .null } }
             if case .array(let entries)? = config["schedule"] { lists += entries.map { $0["playlist"] ?? .null } }
+            // Overlay images: PNG files (read when the config is).
+            if case .array(let overlays)? = config["overlays"] {
+                let png = try TestMedia.make("schema-overlay.png", ["-f", "lavfi", "-i", "color=c=red@0.5:size=16x16,format=rgba",
+                                                                    "-frames:v", "1", "-c:v", "png", "-f", "image2", "-update", "1"])
+                for uri in overlays.compactMap({ $0["image"]?.stringValue }) where !uri.hasPrefix("/") {
+                    let target = ((file as NSString).deletingLastPathComponent as NSString).appendingPathComponent(uri)
+                    try? FileManager.default.removeItem(atPath: target)
+                    try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                    try FileManager.default.copyItem(atPath: png, toPath: target)
+                }
+            }
             for case .array(let items) in lists {
                 for uri in items.compactMap({ $0["uri"]?.stringValue }) where !uri.hasPrefix("/") {
                     let target = ((file as NSString).deletingLastPathComponent as NSString).appendingPathComponent(uri)
