@@ -419,6 +419,58 @@ func clickOffsets(_ step: Lockstep, flashes: [MediaTime], speed: Double = 1) thr
     }
 }
 
+extension RealTimeAudioTests {
+    /// The guide's loop on a single player in real time: the end's vsync waits for the handler's
+    /// seek while the audio thread plays on into the primed start (the seam is open), and the
+    /// seek's run takes that sound up: one unbroken tone, no realignment.
+    @Test func aSeekToZeroLoopPlaysIntoALSAWithoutABreak() throws {
+        let loops = 6
+        let file = TestMedia.folder + "/capture-seam-\(UUID().uuidString).raw"
+        let sink = ALSASink(device: CaptureDevice.name, format: CaptureDevice.format, latency: AudioLatency(period: 0.02, buffer: 0.2),
+                            definitions: CaptureDevice.definitions(file: file), pacing: .realTime, logger: Logger(level: .error))
+        guard !sink.isMissing else {
+            print("skipped: ALSA's file plugin is not available here (\(sink.lastFailure ?? ""))")
+            return
+        }
+        let player = try Player(item: item(try AVClips.tone(seconds: 1)))
+        let ends = Atomic(0)
+        player.consumeEvents(onThread: "test-end-handler") { event in
+            guard case .didPlayToEndTime = event.event else { return }
+            ends.add(1, ordering: .relaxed)
+            player.seek(to: .zero) { _ in }
+            player.play()
+        }
+        let refresh = RefreshRate(numerator: 60)
+        let video = try PlayerVideoOutput(player: player, refresh: refresh)
+        let clock = RealVsyncClock(refresh: refresh)
+        let audio = PlayerAudioOutput(player: player, sink: sink, converter: AudioResampler(output: sink.format), clock: clock,
+                                      logger: Logger(level: .info))
+        audio.start()
+        player.play()
+        let tick = Latch<Void>()
+        for n in Int64(1)...Int64(loops * 60 + 20) {
+            if let wait = clock.timeUntilVsync(n)?.seconds, wait > 0 { _ = tick.wait(timeout: wait) }
+            _ = video.picture(forVsync: n, waitingUpTo: 0.01)
+        }
+        player.pause()
+        #expect(audio.stop())
+        let stats = audio.stats
+        let left = try CaptureDevice.leftChannel(file)
+        print("real time, seek-to-zero loop: \(ends.load(ordering: .relaxed)) ends, \(left.count) frames captured, \(stats)")
+        #expect(ends.load(ordering: .relaxed) >= loops - 1)
+        #expect(left.count > (loops - 1) * 48_000)
+        guard stats.underruns == 0 else {
+            print("skipped: the audio thread was held up past the device buffer \(stats.underruns) times on this machine; "
+                  + "realignments \(stats.realignments)")
+            #expect(stats.realignments <= stats.underruns + 1, "\(stats)")
+            return
+        }
+        let worst = sineBreak(left, frequency: 1000, rate: 48_000, from: 4800, to: left.count - 4800)
+        #expect(worst.value < breakLimit, "break of \(worst.value) at frame \(worst.at)")
+        #expect(stats.realignments == 0, "\(stats)")
+    }
+}
+
 /// What the sound costs: CPU seconds per second of sound for the player's audio path (decode,
 /// gain, resampling 44.1 to 48 kHz with the correction, writing), next to mpv's for the same clip
 /// where mpv is installed.
