@@ -200,6 +200,33 @@ func clickOffsets(_ step: Lockstep, flashes: [MediaTime], speed: Double = 1) thr
         #expect(abs(stats.offset ?? 1) < 0.010, "\(stats)")
     }
 
+    /// An end that is listened for but not sought back from: the primed start's sound played on
+    /// at the end stops within the grace (`loopGrace`, 0.1 s of sound); then silence.
+    @Test func anEndWithoutASeekStopsTheSound() throws {
+        let player = try Player(item: item(try AVClips.tone(seconds: 1)))
+        let ends = Atomic(0)
+        player.consumeEvents(onThread: "test-end-handler") { event in
+            if case .didPlayToEndTime = event.event { ends.add(1, ordering: .relaxed) }
+        }
+        var step = try Lockstep(player: player)
+        player.play()
+        try step.run(vsyncs: 0...150)
+        let left = step.left
+        let start = try #require(step.sink.startTime)
+        // The item's sound ends at 1 s of the timeline (vsync 60). The path runs `lead` (50 ms) ahead
+        // and may play `loopGrace` (0.1 s) of the start on after the end; the virtual device keeps
+        // what was written before a drop. Nothing may be heard from 1.35 s on.
+        let from = Int(((1.35 - start) * 48_000).rounded())
+        let after = from < left.count ? left[from...].map { abs($0) }.max() ?? 0 : 0
+        let before = left[max(0, from - 24_000)..<max(0, from - 14_400)].map { abs($0) }.max() ?? 0
+        let lastLoud = left.lastIndex { abs($0) > 0.01 } ?? -1
+        print("end without a seek: \(ends.load(ordering: .relaxed)) ends, \(left.count) frames, start \(start), last sound at \(lastLoud), "
+              + "peak before the end \(before), after \(after); \(step.audio.stats); \(player.rate) \(player.currentTime().seconds)")
+        #expect(ends.load(ordering: .relaxed) == 1)
+        #expect(before > 0.05, "no tone before the end")
+        #expect(left.count > from && after == 0, "sound after the end: peak \(after)")
+    }
+
     /// Items of different sample rates and channel layouts follow each other without a gap: the
     /// tone goes on at each change with its level and its phase (within 1.5 samples: a change of
     /// input format flushes the resampler and starts a new filter, which moves the phase by up
