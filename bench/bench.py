@@ -909,6 +909,7 @@ def write_markdown(results, path):
                   f"per second = {fmt(tr.get('ratio_while_mixing_over_cut'), 2)}x the cut's), "
                   f"{fmt(tr.get('virtual_ratio_cpu_crossfade_over_cut'), 2)}x on the virtual clock (the same vsyncs drawn)."]
     lines += ["", "![frame intervals](frame-intervals.png)", ""]
+    lines += audio_markdown(results.get("audio"))
     path.write_text("\n".join(lines))
 
 
@@ -948,12 +949,263 @@ def plot(results, path):
     fig.savefig(path, dpi=90)
 
 
+# --------------------------------------------------------------------------------------------------
+# Sound (issue 17): the loop point's waveform, CPU per second of sound next to mpv's, and the
+# click-vs-flash offset measured in the QEMU guest's loopback card (snd-aloop). Self-contained:
+# its own clips, configs and plots (bench/audio-loop.png, bench/audio-offsets.png).
+
+AUDIO_RATE = 48000
+AUDIO_CLIPS = {
+    # 1 s of a 1 kHz tone (a whole number of periods: authored to loop seamlessly), AAC in MP4 (its
+    # priming and padding are trimmed on the way), with a tiny picture.
+    "audio-tone-1s": ["-f", "lavfi", "-i", "color=c=gray:size=32x32:rate=30:duration=1",
+                      "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000:duration=1", "-ac", "2",
+                      *_x264("ultrafast"), "-c:a", "aac", "-b:a", "256k"],
+    # 30 s of pink noise (AAC 44.1 kHz stereo 192 kb/s: decoded, resampled to 48 kHz) under a tiny picture.
+    "audio-noise-30s": ["-f", "lavfi", "-i", "color=c=gray:size=32x32:rate=30:duration=30",
+                        "-f", "lavfi", "-i", "anoisesrc=color=pink:sample_rate=44100:amplitude=0.5:duration=30", "-ac", "2",
+                        *_x264("ultrafast"), "-c:a", "aac", "-b:a", "192k"],
+    # 30 s of a small black picture flashing white for 0.2 s at the start of each second, with a
+    # 1 ms click at the start of each second (AAC 48 kHz stereo): the clip of the offset measure.
+    "audio-click-flash-30s": ["-f", "lavfi", "-i", "color=c=black:size=160x90:rate=30:duration=30,"
+                              "drawbox=color=white:t=fill:enable='lt(mod(n\\,30)\\,6)'",
+                              "-f", "lavfi", "-i", "aevalsrc='if(lt(mod(t\\,1)\\,0.001)\\,0.9\\,0)|"
+                              "if(lt(mod(t\\,1)\\,0.001)\\,0.9\\,0)':s=48000:d=30",
+                              *_x264("ultrafast"), "-g", "30", "-c:a", "aac", "-b:a", "192k"],
+}
+
+
+def make_audio_media(name):
+    path = MEDIA / f"{name}.mp4"
+    if not path.exists():
+        MEDIA.mkdir(parents=True, exist_ok=True)
+        part = MEDIA / f"{name}.part.mp4"
+        log(f"  making {path.name} with ffmpeg")
+        subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", *AUDIO_CLIPS[name], "-f", "mp4", str(part)], check=True)
+        part.rename(path)
+    return path
+
+
+def audio_home(name):
+    """A HOME whose .asoundrc defines bench_capture: float32 stereo into a raw file (ALSA's file over null)."""
+    home = RUNS / f"home-{name}"
+    home.mkdir(parents=True, exist_ok=True)
+    capture = RUNS / f"{name}.raw"
+    capture.unlink(missing_ok=True)
+    (home / ".asoundrc").write_text(
+        'pcm.bench_capture {\n type file\n slave.pcm { type null }\n file "%s"\n format "raw"\n}\n' % capture)
+    return home, capture
+
+
+def marquee_audio_run(marquee, name, clip, seconds, audio):
+    RUNS.mkdir(parents=True, exist_ok=True)
+    config = RUNS / f"config-{name}.json"
+    config.write_text(json.dumps({"playlist": [{"uri": str(clip)}], "loop": True,
+                                  "display": {"output": "headless", "mode": "640x360@60"}, "audio": audio}))
+    home, capture = audio_home(name)
+    cmd = [marquee.binary, "--config", str(config), "--output", "headless", "--clock", "real",
+           "--exit-after", str(seconds), "--trace", str(RUNS / f"{name}.jsonl")]
+    m = run_measured(cmd, name, env=dict(os.environ, HOME=str(home))).check(f"marquee ({name})")
+    return m, capture
+
+
+def read_float_left(path):
+    import array
+    data = array.array("f")
+    with open(path, "rb") as f:
+        data.frombytes(f.read())
+    return data[0::2]
+
+
+def audio_loop_points(marquee, results_audio):
+    """A 1 s tone looped by marquee for 8 s into the file plugin: the largest break of the sine
+    anywhere (second difference x[n+1] - 2cos(w)x[n] + x[n-1]: zero for any sine, large at a gap or
+    click) and around each loop point, and the samples there for the plot."""
+    import math
+    clip = make_audio_media("audio-tone-1s")
+    m, capture = marquee_audio_run(marquee, "audio-loop", clip, 8, {"device": "bench_capture"})
+    left = read_float_left(capture)
+    start = next((i for i, v in enumerate(left) if abs(v) > 1e-4), None)
+    if start is None:
+        results_audio["loop"] = {"error": "no sound captured"}
+        return
+    c = 2 * math.cos(2 * math.pi * 1000 / AUDIO_RATE)
+    d = [0.0] * len(left)
+    for n in range(start + 48, len(left) - 1):
+        d[n] = abs(left[n + 1] - c * left[n] + left[n - 1])
+    end = len(left) - 480  # the run's end cuts the sound off
+    worst = max(range(start + 48, end), key=lambda n: d[n]) if end > start + 48 else start
+    points = []
+    for k in range(1, 8):
+        at = start + k * AUDIO_RATE
+        if at + 480 >= end:
+            break
+        window = range(at - 96, at + 96)
+        point = {"frame": at, "break": max(d[n] for n in window)}
+        if k <= 3:  # the plot's
+            point["samples"] = [round(left[n], 5) for n in range(at - 144, at + 144)]
+        points.append(point)
+    # A gap of one 10 ms silent block in this tone measures about 0.1; coding noise under 0.005.
+    results_audio["loop"] = {
+        "clip": "audio-tone-1s (AAC 48 kHz, 1 kHz tone, looped by the playlist)", "seconds": 8,
+        "frames_captured": len(left), "sound_starts_at_frame": start,
+        "largest_break": d[worst], "largest_break_at_s": (worst - start) / AUDIO_RATE,
+        "loop_points": points, "cpu_s": m.cpu,
+        # A realignment (the audio thread held up past the device's buffer on a busy machine) breaks
+        # the sine, and moves the loop points after it off the k-second grid.
+        "realignments": Path(m.stderr_path).read_text(errors="replace").count("audio realigned"),
+    }
+
+
+def audio_cpu(marquee, results_audio, reps=2):
+    """CPU per second of sound: marquee playing 20 s of the noise clip with sound minus without
+    (the same pictures), and mpv playing the same clip's sound alone (--vid=no --ao=alsa to the same
+    file-over-null device, float 48 kHz: mpv is not paced by that device, marquee paces itself)."""
+    clip = make_audio_media("audio-noise-30s")
+    seconds = 20
+    with_sound, without = [], []
+    for rep in range(reps):
+        m, _ = marquee_audio_run(marquee, f"audio-cpu-on-{rep}", clip, seconds, {"device": "bench_capture"})
+        with_sound.append(m.cpu)
+        m, _ = marquee_audio_run(marquee, f"audio-cpu-off-{rep}", clip, seconds, {"enabled": False})
+        without.append(m.cpu)
+    mpv_cpu = []
+    for rep in range(reps):
+        home, _ = audio_home(f"audio-cpu-mpv-{rep}")
+        cmd = ["mpv", "--no-config", "--really-quiet", "--vid=no", "--ao=alsa", "--audio-device=alsa/bench_capture",
+               "--audio-samplerate=48000", "--audio-format=float", f"--length={seconds}", str(clip)]
+        mpv_cpu.append(run_measured(cmd, f"audio-cpu-mpv-{rep}", env=dict(os.environ, HOME=str(home))).check("mpv").cpu)
+    marquee_ms = 1000 * (median(with_sound) - median(without)) / seconds
+    mpv_ms = 1000 * median(mpv_cpu) / seconds
+    results_audio["cpu"] = {
+        "clip": "audio-noise-30s (AAC 44.1 kHz stereo 192 kb/s -> float32 48 kHz)", "seconds": seconds,
+        "marquee_cpu_s_with_sound": with_sound, "marquee_cpu_s_without": without, "mpv_cpu_s": mpv_cpu,
+        "marquee_ms_per_s": marquee_ms, "mpv_ms_per_s": mpv_ms, "marquee_over_mpv": ratio(marquee_ms, mpv_ms),
+        "mpv_command": "mpv --vid=no --ao=alsa --audio-device=alsa/bench_capture --audio-samplerate=48000 --audio-format=float",
+    }
+
+
+def audio_offsets_vm(marquee, results_audio, seconds=60):
+    """The click-vs-flash offset in the QEMU guest (deploy/vm/kms-run KMS_RUN_AUDIO=aloop): marquee's
+    pictures on a small headless output on the real clock (the guest's virtio-gpu has no vblank),
+    its sound into snd-aloop, whose capture side records with the card's timestamps;
+    tools/av-offsets.py pairs each click with its flash's vsync in the trace."""
+    import shutil
+    if not shutil.which("qemu-system-x86_64"):
+        results_audio["offsets"] = {"error": "qemu-system-x86_64 is not installed (make vm): not measured"}
+        return
+    clip = make_audio_media("audio-click-flash-30s")
+    config = RUNS / "config-audio-vm.json"
+    config.write_text(json.dumps({"playlist": [{"uri": str(clip)}], "loop": True,
+                                  "display": {"output": "headless", "mode": "160x90@60"},
+                                  "audio": {"device": "plughw:Loopback,0,0"}}))
+    png = RUNS / "audio-vm.png"
+    log(f"  sound in the VM: {seconds} s (boots a QEMU guest)")
+    run = subprocess.run([str(HERE.parent / "deploy/vm/kms-run"), str(config), str(png), str(seconds)],
+                         env=dict(os.environ, MARQUEE=marquee.binary, KMS_RUN_AUDIO="aloop"),
+                         capture_output=True, text=True)
+    (RUNS / "audio-vm.log").write_text(run.stdout + run.stderr)
+    base = str(png)[:-4]
+    analysed = subprocess.run([sys.executable, str(HERE.parent / "tools/av-offsets.py"), base + "-capture.raw",
+                               base + "-capture.stamps", base + "-trace.jsonl", "--flash-seconds", "0.2", "--skip", "5"],
+                              capture_output=True, text=True)
+    if run.returncode != 0 or analysed.returncode != 0:
+        results_audio["offsets"] = {"error": f"kms-run status {run.returncode}, av-offsets status {analysed.returncode}: "
+                                             + (run.stderr + analysed.stderr)[-500:]}
+        return
+    out = json.loads(analysed.stdout)
+    out["seconds"] = seconds
+    out["realignments"] = (run.stdout + run.stderr).count("audio realigned")
+    stopped = re.search(r'msg=stopped frames=(\d+) dropped=(\d+)', run.stdout + run.stderr)
+    if stopped:
+        out["pictures_shown"], out["pictures_dropped"] = int(stopped.group(1)), int(stopped.group(2))
+    results_audio["offsets"] = out
+
+
+def bench_audio(marquee, results):
+    audio = {}
+    audio_loop_points(marquee, audio)
+    audio_cpu(marquee, audio)
+    audio_offsets_vm(marquee, audio)
+    results["audio"] = audio
+    plot_audio(audio)
+
+
+def plot_audio(audio):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    loop = audio.get("loop", {})
+    if loop.get("loop_points"):
+        points = loop["loop_points"][:3]
+        fig, axes = plt.subplots(1, len(points), figsize=(4 * len(points), 3), constrained_layout=True, squeeze=False)
+        for ax, p in zip(axes[0], points):
+            xs = [1000 * (i - 144) / AUDIO_RATE for i in range(len(p["samples"]))]
+            ax.plot(xs, p["samples"], linewidth=0.8, marker=".", markersize=2)
+            ax.axvline(0, color="grey", linestyle=":", linewidth=1)
+            ax.set_title(f"loop point {loop['loop_points'].index(p) + 1}: break {p['break']:.4f}", fontsize=9)
+            ax.set_xlabel("ms from the loop point")
+        axes[0][0].set_ylabel("captured sample (left)")
+        fig.suptitle("1 kHz tone looped by marquee (AAC, 1 s), captured through ALSA's file plugin")
+        fig.savefig(HERE / "audio-loop.png", dpi=90)
+        plt.close(fig)
+    offsets = audio.get("offsets", {}).get("offsets")
+    if offsets:
+        fig, ax = plt.subplots(figsize=(8, 3), constrained_layout=True)
+        ax.hist([o["ms"] for o in offsets], bins=range(int(min(o["ms"] for o in offsets)) - 1, int(max(o["ms"] for o in offsets)) + 2))
+        ax.set_xlabel("click heard minus flash's vsync (ms)")
+        ax.set_ylabel("clicks")
+        ax.set_title("Click vs flash in the QEMU guest (snd-aloop capture timestamps vs the trace's vsync times)")
+        fig.savefig(HERE / "audio-offsets.png", dpi=90)
+        plt.close(fig)
+
+
+def audio_markdown(audio):
+    if not audio:
+        return []
+    lines = ["## 9. Sound", ""]
+    loop = audio.get("loop", {})
+    if "error" in loop:
+        lines += [f"Loop point: not measured ({loop['error']}).", ""]
+    elif loop:
+        lines += [f"Loop point: {loop['clip']}, {loop['seconds']} s into ALSA's `file` plugin: largest break of the "
+                  f"sine anywhere {loop['largest_break']:.4f} (at {loop['largest_break_at_s']:.3f} s; realignments in the run: "
+                  f"{loop.get('realignments', '?')}); at the loop points "
+                  + ", ".join(f"{p['break']:.4f}" for p in loop["loop_points"])
+                  + " (a gap of silence measures about 0.1, AAC coding noise stays under 0.005). ![loop point](audio-loop.png)", ""]
+    cpu = audio.get("cpu")
+    if cpu:
+        lines += ["| CPU per second of sound | marquee (with sound minus without) | mpv (sound only) | ratio |", "|---|---|---|---|",
+                  f"| {cpu['clip']}, {cpu['seconds']} s | {fmt(cpu['marquee_ms_per_s'], 2)} ms/s | {fmt(cpu['mpv_ms_per_s'], 2)} ms/s "
+                  f"| {fmt(cpu['marquee_over_mpv'], 2)}x |", "",
+                  f"mpv: `{cpu['mpv_command']}` (that device takes samples as fast as they come: mpv runs unpaced; "
+                  "marquee paces itself against the monotonic clock).", ""]
+    off = audio.get("offsets", {})
+    if "error" in off:
+        lines += [f"Click vs flash: not measured ({off['error']}).", ""]
+    elif off:
+        lines += [f"Click vs flash in the QEMU guest ({off['seconds']} s, snd-aloop): {off['offsets_measured']} offsets "
+                  f"({off['clicks_heard']} clicks heard, {off['flashes_shown']} flashes shown; "
+                  f"{off.get('pictures_shown', '?')} pictures shown, {off.get('pictures_dropped', '?')} dropped; "
+                  f"{off.get('realignments', '?')} realignments): |offset| p50 {fmt(off['p50_ms'], 1)} ms, "
+                  f"p95 {fmt(off['p95_ms'], 1)} ms, max {fmt(off['max_ms'], 1)} ms; mean {fmt(off['mean_ms'], 1)} ms; "
+                  f"drift {fmt(off['drift_ms_per_minute'], 2)} ms/min.", ""]
+        if off.get("offsets"):
+            bins = {}
+            for o in off["offsets"]:
+                b = int(o["ms"] // 5) * 5
+                bins[b] = bins.get(b, 0) + 1
+            lines += ["| offset (5 ms bins) | clicks |", "|---|---|"] + [f"| [{b}, {b + 5}) | {bins[b]} |" for b in sorted(bins)]
+            lines += ["", "![offsets](audio-offsets.png)", ""]
+    return lines
+
+
 # The sections in the order they run, and the keys of results.json each one writes.
-SECTIONS = ["throughput", "realtime", "first_frame", "loop_memory", "pacing", "layer", "overlay", "transition"]
+SECTIONS = ["throughput", "realtime", "first_frame", "loop_memory", "pacing", "layer", "overlay", "transition", "audio"]
 SECTION_KEYS = {"throughput": ["throughput", "renderer_ceiling"], "realtime": ["realtime"],
                 "first_frame": ["first_frame"], "loop_memory": ["loop_memory"],
                 "pacing": ["pacing", "pacing_total_errors"], "layer": ["layer"],
-                "overlay": ["overlay"], "transition": ["transition"]}
+                "overlay": ["overlay"], "transition": ["transition"], "audio": ["audio"]}
 
 
 def main():
@@ -1019,6 +1271,8 @@ def main():
                 bench_overlay(marquee, results)
             elif section == "transition":
                 bench_transition(marquee, results)
+            elif section == "audio":
+                bench_audio(marquee, results)
         # Which run each section's figures come from.
         results["section_runs"] = {section: (this_run if section in only else kept.get("section_runs", {}).get(
             section, {"date": kept.get("date"), "marquee": kept.get("versions", {}).get("marquee", {}).get("commit")}))

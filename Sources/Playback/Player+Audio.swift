@@ -49,6 +49,8 @@ extension Player {
         var startPrimed = false
         /// The end's vsync waits for the end's handlers (a seek back may come).
         var seamOpen = false
+        /// The current run has played to its end.
+        var ended = false
     }
 
     func audioView() -> AudioView {
@@ -72,6 +74,7 @@ extension Player {
                     && run.item.preroll.map { $0.start == .zero && !$0.isStopped } == true
             }
             view.seamOpen = seam != nil
+            view.ended = run?.ended ?? false
             return view
         }
     }

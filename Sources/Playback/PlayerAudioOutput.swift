@@ -110,6 +110,9 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     private var silenceFormat: PCMFormat
     private var failedUntil: ContinuousClock.Instant?
     private var seenUnderruns = 0
+    /// Seconds of sound written since the current run was seen ended with the item's start
+    /// primed for a loop (nil while it plays).
+    private var coasted: Double?
 
     /// - Parameters:
     ///   - clock: the output's clock, whose vsyncs show the player's pictures: the master.
@@ -203,7 +206,15 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         // At an end that waits for its handlers (a seek back to zero may come), sound already in
         // place plays on: the item's start follows its end as its pictures will (a loop), and the
         // device is dropped only once the end turns out to stay (the seam closes without a seek).
-        let coasting = !view.playing && view.seamOpen && active && aligned && current != nil
+        // A handler that seeks a little late (a busy machine: the seam closed first) still finds
+        // the start's sound going on. Bounded by sound written (`loopGrace` of it after the end,
+        // seam or not): when no seek comes, at most that much of the start is heard.
+        if view.playing {
+            coasted = nil
+        } else if view.ended, coasted == nil, current?.loopsBack == true || upcoming?.loopsBack == true {
+            coasted = 0
+        }
+        let coasting = !view.playing && (coasted.map { $0 < Self.loopGrace } ?? false) && active && aligned && current != nil
         guard view.playing || coasting, let item = view.item, let vsync = view.lastVsync else {
             if active || current != nil { reset(dropDevice: true) }
             return false
@@ -304,6 +315,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
             // The timeline stands at the end while the handlers decide: no measure to follow.
             try write(block, gainFor: seg.item)
             seg.next = block.end
+            coasted = (coasted ?? 0) + block.format.duration(frames: block.frames).seconds
             return true
         }
         if !aligned {
@@ -420,8 +432,13 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     }
 
     /// How far (seconds) a seek back to zero may start from where the item's sound ended and
-    /// still be taken for the loop the path foresaw (a 24 fps frame, and some).
-    static let loopTolerance = 0.05
+    /// still be taken for the loop the path foresaw (a seek that came up to `loopGrace` late).
+    static let loopTolerance = 0.1
+
+    /// How much sound (seconds) after the item's end the primed start plays on waiting for a
+    /// seek back (at the seam, or a little after it on a busy machine); at most this much of it
+    /// is heard when none comes.
+    static let loopGrace = 0.1
 
     /// The item after `seg`'s on the player's queue gets its feeder now, so that its sound is
     /// decoded before it is due; the item's own start when the player primed it for a seek back

@@ -200,6 +200,33 @@ func clickOffsets(_ step: Lockstep, flashes: [MediaTime], speed: Double = 1) thr
         #expect(abs(stats.offset ?? 1) < 0.010, "\(stats)")
     }
 
+    /// An end that is listened for but not sought back from: the primed start's sound played on
+    /// at the end stops within the grace (`loopGrace`, 0.1 s of sound); then silence.
+    @Test func anEndWithoutASeekStopsTheSound() throws {
+        let player = try Player(item: item(try AVClips.tone(seconds: 1)))
+        let ends = Atomic(0)
+        player.consumeEvents(onThread: "test-end-handler") { event in
+            if case .didPlayToEndTime = event.event { ends.add(1, ordering: .relaxed) }
+        }
+        var step = try Lockstep(player: player)
+        player.play()
+        try step.run(vsyncs: 0...150)
+        let left = step.left
+        let start = try #require(step.sink.startTime)
+        // The item's sound ends at 1 s of the timeline (vsync 60). The path runs `lead` (50 ms) ahead
+        // and may play `loopGrace` (0.1 s) of the start on after the end; the virtual device keeps
+        // what was written before a drop. Nothing may be heard from 1.35 s on.
+        let from = Int(((1.35 - start) * 48_000).rounded())
+        let after = from < left.count ? left[from...].map { abs($0) }.max() ?? 0 : 0
+        let before = left[max(0, from - 24_000)..<max(0, from - 14_400)].map { abs($0) }.max() ?? 0
+        let lastLoud = left.lastIndex { abs($0) > 0.01 } ?? -1
+        print("end without a seek: \(ends.load(ordering: .relaxed)) ends, \(left.count) frames, start \(start), last sound at \(lastLoud), "
+              + "peak before the end \(before), after \(after); \(step.audio.stats); \(player.rate) \(player.currentTime().seconds)")
+        #expect(ends.load(ordering: .relaxed) == 1)
+        #expect(before > 0.05, "no tone before the end")
+        #expect(left.count > from && after == 0, "sound after the end: peak \(after)")
+    }
+
     /// Items of different sample rates and channel layouts follow each other without a gap: the
     /// tone goes on at each change with its level and its phase (within 1.5 samples: a change of
     /// input format flushes the resampler and starts a new filter, which moves the phase by up
@@ -416,6 +443,58 @@ func clickOffsets(_ step: Lockstep, flashes: [MediaTime], speed: Double = 1) thr
         // to 10 ms and the worst to the realignment threshold; the virtual-clock tests hold every
         // click to 10 ms.
         #expect(median < 0.010 && worstOffset < 0.100, "median offset \(median * 1000) ms, worst \(worstOffset * 1000) ms")
+    }
+}
+
+extension RealTimeAudioTests {
+    /// The guide's loop on a single player in real time: the end's vsync waits for the handler's
+    /// seek while the audio thread plays on into the primed start (the seam is open), and the
+    /// seek's run takes that sound up: one unbroken tone, no realignment.
+    @Test func aSeekToZeroLoopPlaysIntoALSAWithoutABreak() throws {
+        let loops = 6
+        let file = TestMedia.folder + "/capture-seam-\(UUID().uuidString).raw"
+        let sink = ALSASink(device: CaptureDevice.name, format: CaptureDevice.format, latency: AudioLatency(period: 0.02, buffer: 0.2),
+                            definitions: CaptureDevice.definitions(file: file), pacing: .realTime, logger: Logger(level: .error))
+        guard !sink.isMissing else {
+            print("skipped: ALSA's file plugin is not available here (\(sink.lastFailure ?? ""))")
+            return
+        }
+        let player = try Player(item: item(try AVClips.tone(seconds: 1)))
+        let ends = Atomic(0)
+        player.consumeEvents(onThread: "test-end-handler") { event in
+            guard case .didPlayToEndTime = event.event else { return }
+            ends.add(1, ordering: .relaxed)
+            player.seek(to: .zero) { _ in }
+            player.play()
+        }
+        let refresh = RefreshRate(numerator: 60)
+        let video = try PlayerVideoOutput(player: player, refresh: refresh)
+        let clock = RealVsyncClock(refresh: refresh)
+        let audio = PlayerAudioOutput(player: player, sink: sink, converter: AudioResampler(output: sink.format), clock: clock,
+                                      logger: Logger(level: .info))
+        audio.start()
+        player.play()
+        let tick = Latch<Void>()
+        for n in Int64(1)...Int64(loops * 60 + 20) {
+            if let wait = clock.timeUntilVsync(n)?.seconds, wait > 0 { _ = tick.wait(timeout: wait) }
+            _ = video.picture(forVsync: n, waitingUpTo: 0.01)
+        }
+        player.pause()
+        #expect(audio.stop())
+        let stats = audio.stats
+        let left = try CaptureDevice.leftChannel(file)
+        print("real time, seek-to-zero loop: \(ends.load(ordering: .relaxed)) ends, \(left.count) frames captured, \(stats)")
+        #expect(ends.load(ordering: .relaxed) >= loops - 1)
+        #expect(left.count > (loops - 1) * 48_000)
+        guard stats.underruns == 0 else {
+            print("skipped: the audio thread was held up past the device buffer \(stats.underruns) times on this machine; "
+                  + "realignments \(stats.realignments)")
+            #expect(stats.realignments <= stats.underruns + 1, "\(stats)")
+            return
+        }
+        let worst = sineBreak(left, frequency: 1000, rate: 48_000, from: 4800, to: left.count - 4800)
+        #expect(worst.value < breakLimit, "break of \(worst.value) at frame \(worst.at)")
+        #expect(stats.realignments == 0, "\(stats)")
     }
 }
 
