@@ -154,7 +154,8 @@ struct IdlePlayerTests {
 
     @Test("paused on a virtual clock, the loop waits for the player: a handful of vsyncs in a second, not millions")
     func pausedOnAVirtualClockDoesNotSpin() throws {
-        let player = queuePlayer("idle-virtual.mp4", frames: 100)
+        // Long enough that an idle machine cannot play it to its end before the pause lands.
+        let player = queuePlayer("idle-virtual.mp4", frames: 100_000)
         let output = ScriptedVirtualOutput()
         let presenter = try PlayerPresenter(player: player, output: output, logger: quiet)
         let vsyncs = Atomic<Int64>(0)
