@@ -16,9 +16,9 @@ public struct FFmpegBackend: MediaBackend {
     /// format and the format drawn.
     public var onConversion: (@Sendable (String, String, String) -> Void)?
     /// What the output the frames are for can do, known before any reader opens (the output
-    /// opens first): its colour conversion (`.cpu`: each frame becomes RGBA on the decode thread)
-    /// and its largest texture side (larger frames are scaled down there, keeping their aspect).
-    /// `.unconstrained`: frames as decoded.
+    /// opens first): its largest texture side (larger frames are scaled down on the decode thread,
+    /// keeping their aspect). Frames stay as decoded whatever its colour conversion: with `.cpu`
+    /// the player layer turns each into RGBA as it uploads it. `.unconstrained`: frames as decoded.
     public var output: OutputCapabilities
     /// The output's DMA-BUF decision (zero-copy), made from its capabilities: each hardware
     /// decoder asks it once, at its first frame. nil: hardware frames are copied.
@@ -77,15 +77,19 @@ public struct FFmpegBackend: MediaBackend {
     /// frames, not those of every frame thread, while the playing item's decoder runs too (its
     /// item's own reader opens when that item is next). A hardware path opens as for playback, so
     /// that an item's frames all come the same way.
+    /// Its first picture comes from the file's first packet alone where that is the stream's
+    /// first picture (`VideoDecoder.decodesFirstPacketAlone`): one picture buffer, not the
+    /// decoder's reordering delay's worth.
     public func openPrerollReader(_ url: URL) throws -> any FrameReader {
-        try openReader(url, threads: hardware == .none ? 1 : threads)
+        try openReader(url, threads: hardware == .none ? 1 : threads, firstPacketAlone: hardware == .none)
     }
 
-    private func openReader(_ url: URL, threads: Int) throws -> any FrameReader {
+    private func openReader(_ url: URL, threads: Int, firstPacketAlone: Bool = false) throws -> any FrameReader {
         let decoder = try VideoDecoder(path: url.path, threads: threads, hardware: hardware, interop: interop)
+        if firstPacketAlone { decoder.decodesFirstPacketAlone() }
         if decoder.info.isStillImage { decoder.stillDuration = still(url.path) }
         onOpen?(url.path, decoder.info, decoder.decodingPath)
-        return DecoderReader(decoder: decoder, conversion: output.colorConversion, maxTextureSide: output.maxTextureSize,
+        return DecoderReader(decoder: decoder, maxTextureSide: output.maxTextureSize,
                              onChange: onOpen, onConversion: onConversion, onDownscale: onDownscale)
     }
 }
@@ -94,30 +98,25 @@ public struct FFmpegBackend: MediaBackend {
 /// decoding path (hardware failing over to software mid-stream) through `onChange`.
 final class DecoderReader: FrameReader {
     let decoder: VideoDecoder
-    /// The output's conversion: `.cpu` turns every frame into RGBA here.
-    private let conversion: ColorConversion
     /// The output's largest texture side: larger frames are scaled down here (nil: no limit).
     private let maxTextureSide: Int?
     private let onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)?
     private let onConversion: (@Sendable (String, String, String) -> Void)?
     private let onDownscale: (@Sendable (String, String, String) -> Void)?
-    /// Made at the first frame converted to RGBA.
-    private var rgba: RGBAConverter?
     private var path: DecodingPath
     private var first = true
     /// Made at the first frame larger than the texture limit.
     private var downscaler: RGBAConverter?
     private var reportedDownscale = false
     private var frameDrop = DecoderFrameDrop.none
-    /// Decoded frames ending by this item time are discarded unconverted (they are late).
+    /// Decoded frames ending by this item time are discarded (they are late).
     private var discardEndingBy: (@Sendable () -> MediaTime?)?
 
-    init(decoder: VideoDecoder, conversion: ColorConversion = .shader, maxTextureSide: Int? = nil,
+    init(decoder: VideoDecoder, maxTextureSide: Int? = nil,
          onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil,
          onConversion: (@Sendable (String, String, String) -> Void)? = nil,
          onDownscale: (@Sendable (String, String, String) -> Void)? = nil) {
         self.decoder = decoder
-        self.conversion = conversion
         self.maxTextureSide = maxTextureSide
         self.onChange = onChange
         self.onConversion = onConversion
@@ -127,19 +126,12 @@ final class DecoderReader: FrameReader {
 
     func nextFrame() throws -> (any PresentableFrame)? {
         var frame = try decoder.nextFrame()
-        // Late frames go unconverted, but every fourth is handed over: the feeder learns from it
+        // Late frames are discarded, but every fourth is handed over: the feeder learns from it
         // how far behind decoding is (and skips more).
         var discarded = 0
         while discarded < 3, let late = frame, let limit = discardEndingBy?(), late.pts + late.duration <= limit {
             frame = try decoder.nextFrame()
             discarded += 1
-        }
-        // Every frame, the first one included, in the form the output draws fastest: the output
-        // said which before this reader opened.
-        if let decoded = frame, conversion == .cpu {
-            let converter = rgba ?? RGBAConverter()
-            rgba = converter
-            frame = try converter.convert(decoded)  // the decoded frame is freed here, its buffers reused
         }
         // A frame the output cannot hold as a texture is scaled down to fit.
         if let decoded = frame, let limit = maxTextureSide, decoded.width > limit || decoded.height > limit {

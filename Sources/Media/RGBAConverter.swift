@@ -16,7 +16,8 @@ import Playback
 ///   2/255, 8-12 ms.
 /// Adding `SWS_ACCURATE_RND` would be exact (0.5/255) but costs 27-55 ms a frame.
 ///
-/// Used from one thread at a time (a decode thread); owns its swscale context and its pool.
+/// Used from one thread at a time (the player layer's, or a decode thread's for frames too large
+/// for the output); owns its swscale context and its pool.
 public final class RGBAConverter {
     /// swscale's brightness, 16.16: +320 recentres the fast path's truncation (measured, see above).
     static let roundingBias: Int32 = 320
@@ -32,6 +33,10 @@ public final class RGBAConverter {
     private let scaler = RGBScaler()
     private var pool: OpaquePointer?
     private var poolBufferSize = 0
+    /// `convertInBands`: its one band buffer, and the contexts for a whole band and the last one.
+    private var band: [UInt8] = []
+    private let bandScaler = RGBScaler()
+    private let lastBandScaler = RGBScaler()
 
     public init() {}
 
@@ -87,6 +92,67 @@ public final class RGBAConverter {
         return VideoFrame(taking: out, format: .rgba, pts: frame.pts, duration: frame.duration,
                           colorMatrix: frame.colorMatrix, colorRange: frame.colorRange, chromaLocation: frame.chromaLocation,
                           rotation: frame.rotation, pixelAspect: frame.pixelAspect, convertedFrom: frame.convertedFrom)
+    }
+
+    /// Rows per band of `convertInBands` (at 1080p a band is 0.5 MB, a whole frame 8 MB).
+    public static let bandRows = 64
+
+    /// Converts `frame` to RGBA as `convert` does, handing the picture to `body` a band of rows at
+    /// a time (the band's first row, and its pixels: valid only inside `body`), all in one small
+    /// buffer reused from band to band and frame to frame: for a caller that copies the picture
+    /// on (a texture upload) and needs no RGBA frame of its own. yuv420p and yuv422p frames of an
+    /// even height, whose conversion (swscale's unscaled path) makes each row from its own luma
+    /// and chroma rows only, come in bands of `rows` rows with exactly the pixels of a whole
+    /// conversion; any other frame comes whole (one band, from the pool).
+    public func convertInBands(_ frame: VideoFrame, rows: Int = RGBAConverter.bandRows, _ body: (_ firstRow: Int, _ band: Plane) throws -> Void) throws {
+        let format = frame.pixelFormat
+        guard format == .yuv420p || format == .yuv422p, frame.height % 2 == 0, rows >= 2, rows % 2 == 0,
+              frame.height > rows, frame.drmPrime == nil else {
+            let whole = try convert(frame)
+            try whole.withPlanes { try body(0, $0[0]) }
+            return
+        }
+        let name = "\(format.rawValue) \(frame.width)x\(frame.height) frame"
+        guard let w = Int32(exactly: frame.width), let fullRows = Int32(exactly: rows) else {
+            throw MediaError(uri: name, call: "sws_getCachedContext", reason: "size out of range")
+        }
+        let stride = (frame.width * 4 + 63) & ~63
+        let size = stride * rows + 64
+        if band.count != size { band = [UInt8](repeating: 0, count: size) }
+        let settings = Self.settings(for: format)
+        let chromaShiftY = format.chromaShift.y
+        try band.withUnsafeMutableBytes { buffer in
+            let out = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            var y = 0
+            while y < frame.height {
+                let count = min(rows, frame.height - y)
+                let h = count == rows ? fullRows : Int32(count)
+                let scaler = count == rows ? bandScaler : lastBandScaler
+                let context = try scaler.context(for: frame, width: w, height: h, outWidth: w, outHeight: h, to: AV_PIX_FMT_RGBA,
+                                                 flags: settings.flags, brightness: settings.brightness, name: name)
+                let r: Int32 = try frame.withAVFrame { f in
+                    let data = [f.pointee.data.0, f.pointee.data.1, f.pointee.data.2]
+                    let lines = [f.pointee.linesize.0, f.pointee.linesize.1, f.pointee.linesize.2]
+                    var planes: [UnsafePointer<UInt8>?] = [nil, nil, nil, nil]
+                    var strides: [Int32] = [0, 0, 0, 0]
+                    for plane in 0..<3 {
+                        guard let p = data[plane] else { continue }
+                        let row = plane == 0 ? y : y >> chromaShiftY
+                        planes[plane] = UnsafePointer(p + row * Int(lines[plane]))
+                        strides[plane] = lines[plane]
+                    }
+                    var dst: [UnsafeMutablePointer<UInt8>?] = [out, nil, nil, nil]
+                    var dstStrides: [Int32] = [Int32(stride), 0, 0, 0]
+                    return sws_scale(context, &planes, &strides, 0, h, &dst, &dstStrides)
+                }
+                guard r == h else {
+                    throw MediaError(uri: name, call: "sws_scale", code: r, reason: r < 0 ? ffmpegErrorString(r) : "converted \(r) of \(h) rows")
+                }
+                try body(y, Plane(bytes: UnsafeRawPointer(out), bytesPerRow: stride, width: frame.width, height: count,
+                                  components: 4, bytesPerSample: 1))
+                y += count
+            }
+        }
     }
 }
 

@@ -2,9 +2,10 @@
 public enum ColorConversion: String, Sendable, CaseIterable {
     /// The player layer's shader converts the planes as it draws them (any format, any scaling).
     case shader
-    /// Each decode thread converts its frames to RGBA with swscale (`RGBAConverter`), and the layer
-    /// draws one RGBA texture with a plain texture fetch: for software renderers (llvmpipe), where
-    /// running the conversion shader over every pixel costs more than the whole conversion on the CPU.
+    /// The player layer converts each frame to RGBA with swscale as it uploads it (`RGBAConverter`,
+    /// into one reused buffer: decode threads queue frames as decoded, which are smaller) and draws
+    /// one RGBA texture with a plain texture fetch: for software renderers (llvmpipe), where running
+    /// the conversion shader over every pixel costs more than the whole conversion on the CPU.
     case cpu
 }
 

@@ -18,7 +18,7 @@ public func chooseColorConversion(_ mode: ColorConversionMode, renderer: String)
     case .auto:
         let lower = renderer.lowercased()
         if let software = ["llvmpipe", "softpipe", "swrast"].first(where: { lower.contains($0) }) {
-            return ColorConversionChoice(conversion: .cpu, reason: "\(software) is a software rasterizer: frames are converted to RGBA with swscale on the decode thread")
+            return ColorConversionChoice(conversion: .cpu, reason: "\(software) is a software rasterizer: frames are converted to RGBA with swscale as they are uploaded")
         }
         return ColorConversionChoice(conversion: .shader, reason: "a GPU renderer converts in the shader")
     }
@@ -26,7 +26,7 @@ public func chooseColorConversion(_ mode: ColorConversionMode, renderer: String)
 
 /// What an output drawing with `context` through `layer` can do, read once as it opens (on its
 /// presentation thread, where the context is current), before any player is made for it: the
-/// colour conversion for `mode` and the renderer, `GL_MAX_TEXTURE_SIZE`, and DMA-BUF import. Where
+/// colour conversion for `mode` and the renderer (set on `layer` too), `GL_MAX_TEXTURE_SIZE`, and DMA-BUF import. Where
 /// the EGL display can import DMA-BUFs, `layer` gets its importer (and the external-image shader)
 /// here; where that fails, the capabilities say why and hardware frames are copied.
 public func openOutputCapabilities(name: String, context: GLContext, layer: PlayerLayer, refresh: RefreshRate?,
@@ -44,6 +44,7 @@ public func openOutputCapabilities(name: String, context: GLContext, layer: Play
         }
     }
     let choice = chooseColorConversion(mode, renderer: context.renderer)
+    layer.colorConversion = choice.conversion
     return OutputCapabilities(name: name, renderer: context.renderer, refresh: refresh, colorConversion: choice.conversion,
                               colorConversionReason: choice.reason, maxTextureSize: context.maxTextureSize, dmabuf: dmabuf,
                               scanoutFormat: scanoutFormat)

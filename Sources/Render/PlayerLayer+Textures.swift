@@ -29,6 +29,28 @@ extension PlayerLayer {
         try checkGL("glTexSubImage2D")
     }
 
+    /// Converts a Y'CbCr frame to RGBA (the cpu colour conversion) into the first texture, a
+    /// band of rows at a time through the converter's one small buffer: no RGBA frame is made.
+    func uploadConverted(_ frame: VideoFrame) throws {
+        let converter = rgbaConverter ?? RGBAConverter()
+        rgbaConverter = converter
+        glPixelStorei(GLenum(GL_UNPACK_ALIGNMENT), 1)
+        glActiveTexture(GLenum(GL_TEXTURE0))
+        let storage = TextureStorage.rgba
+        if textures[0].width != frame.width || textures[0].height != frame.height || textures[0].storage != storage {
+            try remakeTexture(0, width: frame.width, height: frame.height, storage: storage)
+        } else {
+            glBindTexture(GLenum(GL_TEXTURE_2D), textures[0].name)
+        }
+        defer { glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), 0) }
+        try converter.convertInBands(frame) { firstRow, band in
+            glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), GLint(band.bytesPerRow / band.bytesPerTexel))
+            glTexSubImage2D(GLenum(GL_TEXTURE_2D), 0, 0, GLint(firstRow), GLsizei(band.width), GLsizei(band.height),
+                            storage.format, storage.type, band.bytes)
+        }
+        try checkGL("glTexSubImage2D(converted to RGBA)")
+    }
+
     func remakeTexture(_ i: Int, width: Int, height: Int, storage: TextureStorage) throws {
         // Immutable storage cannot be resized: a new size or format gets a new texture.
         if textures[i].name != 0 { glDeleteTextures(1, &textures[i].name) }
@@ -80,6 +102,15 @@ struct TextureStorage: Equatable {
     var filterable = true
 
     init() {}
+
+    /// One 8-bit RGBA plane.
+    static let rgba = TextureStorage(internalFormat: GLenum(GL_RGBA8), format: GLenum(GL_RGBA), type: GLenum(GL_UNSIGNED_BYTE))
+
+    private init(internalFormat: GLenum, format: GLenum, type: GLenum) {
+        self.internalFormat = internalFormat
+        self.format = format
+        self.type = type
+    }
 
     init(_ plane: Plane, integer: Bool) {
         let two = plane.components == 2

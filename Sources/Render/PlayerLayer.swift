@@ -17,8 +17,9 @@ public enum HighDepthSampling: String, Sendable, CaseIterable {
 /// `gravity` on the `background` colour.
 ///
 /// Draws yuv420p, yuvj420p, nv12, yuv422p, yuv444p, yuv420p10le (and 4:2:2/4:4:4 10-bit) and p010
-/// without a CPU conversion. Frames already converted to RGBA (`ColorConversion.cpu`) are drawn
-/// from one texture by a plain texture fetch, nearest where the draw is 1:1. Lives on its GL
+/// without a CPU conversion. With `colorConversion` `.cpu` (software renderers) Y'CbCr frames are
+/// converted to RGBA with swscale as they are uploaded, and RGBA frames are drawn from one texture
+/// by a plain texture fetch, nearest where the draw is 1:1. Lives on its GL
 /// context's thread; owns its GL objects. The render path allocates nothing per frame: textures
 /// are made once per plane size and format, uniforms are set only when they change.
 public final class PlayerLayer {
@@ -55,6 +56,16 @@ public final class PlayerLayer {
     public private(set) var framesTooLarge = 0
     /// Pictures drawn as a transition's mix.
     public private(set) var mixedDraws = 0
+    /// Where Y'CbCr frames become RGB: `.shader` (the default) draws their planes with the
+    /// colour-conversion shader; `.cpu` converts each to RGBA with swscale as it is uploaded
+    /// (`RGBAConverter.convertInBands`: a band of 64 rows at a time into one small buffer, reused)
+    /// and draws one texture with a plain fetch: the
+    /// faster way on a software renderer. Set from the output's capabilities when it opens.
+    public var colorConversion: ColorConversion = .shader
+    /// Frames the cpu conversion could not convert (drawn by the shader instead).
+    public private(set) var conversionFailures = 0
+    /// Made at the first frame converted on the CPU; it keeps the one buffer the conversion uses.
+    var rgbaConverter: RGBAConverter?
     /// `GL_MAX_TEXTURE_SIZE` of the context the layer draws with (asked at the first draw).
     private lazy var maxTextureSize = currentMaxTextureSize()
     /// The EGL images of the DMA-BUF frames drawn by the last draw call, each with the frame it
@@ -250,9 +261,21 @@ public final class PlayerLayer {
             return
         }
         let format = frame.pixelFormat
-        let kind: ProgramKind = format == .rgba ? .rgb : format.bytesPerSample == 2 && highDepthSampling == .integer ? .integer : .float
+        let shaderKind: ProgramKind = format.bytesPerSample == 2 && highDepthSampling == .integer ? .integer : .float
+        var kind: ProgramKind = format == .rgba ? .rgb : shaderKind
+        if colorConversion == .cpu && format.isYCbCr {
+            // The cpu colour conversion: the frame becomes RGBA as it is uploaded (the decode
+            // thread's queue and the player hold the decoder's own frames: 1080p 4:2:0 is 3 MB,
+            // RGBA 8 MB). A frame swscale cannot convert is drawn by the shader instead.
+            do {
+                try uploadConverted(frame)
+                kind = .rgb
+            } catch {
+                conversionFailures += 1
+            }
+        }
         let program = try program(kind)
-        try upload(frame, integer: kind == .integer)
+        if kind != .rgb || format == .rgba { try upload(frame, integer: kind == .integer) }
 
         let turn = frame.rotation + rotation
         let rect = piece?.destination ?? Render.videoRect(contentWidth: frame.displayWidth, contentHeight: frame.height, bounds: bounds,

@@ -125,8 +125,9 @@ struct RecordingBackend: MediaBackend {
         let probed = try #require(happened.firstIndex { $0.hasPrefix("probe ") }, "\(happened)")
         let decoded = try #require(happened.firstIndex { $0.hasPrefix("open ") }, "\(happened)")
         #expect(opened < made && made < probed && probed < decoded, "\(happened)")
-        // The first frame is already in the form the output asked for (cpu: RGBA), nothing waited.
-        #expect(happened.contains("first frame rgba 160x90"), "\(happened)")
+        // The first frame comes as decoded (the layer converts it for the cpu conversion as it
+        // uploads it), at a size the output can draw: nothing waited for the output's answer.
+        #expect(happened.contains("first frame yuv420p 160x90"), "\(happened)")
         #expect(session.output.name == "headless-0" && session.output.colorConversion == .cpu)
         #expect((session.output.maxTextureSize ?? 0) >= 2048)
     }

@@ -83,6 +83,63 @@ import Testing
         #expect(Self.image(again) == Self.image(held))
     }
 
+    /// The bands hold exactly the whole conversion's pixels, in order: yuv420p and yuv422p of an
+    /// even height in bands of the rows asked for (the last one shorter), anything else whole.
+    @Test(arguments: [(Media.PixelFormat.yuv420p, 70, 38, 8), (.yuv422p, 70, 38, 8), (.yuv420p, 64, 36, 64),
+                      (.yuv420p, 65, 37, 8), (.nv12, 70, 38, 8), (.yuv444p10le, 40, 20, 8)])
+    func bandsHoldTheWholeConversionsPixels(format: Media.PixelFormat, width: Int, height: Int, rows: Int) throws {
+        let source = try VideoFrame(format: format, width: width, height: height, colorMatrix: .bt709, colorRange: .limited) { c, x, y in
+            let top = format.bitsPerSample > 8 ? 1023 : 255
+            return c == 0 ? (x * 7 + y * 13) % (top + 1) : (x * 29 + y * 3 + c * 50) % (top + 1)
+        }
+        let whole = Self.image(try RGBAConverter().convert(source))
+        var firstRows: [Int] = []
+        var banded: [UInt8] = []
+        try RGBAConverter().convertInBands(source, rows: rows) { firstRow, band in
+            #expect(band.width == width && band.components == 4 && band.bytesPerSample == 1)
+            #expect(firstRow == banded.count / (width * 4), "bands come in order, without gaps")
+            firstRows.append(firstRow)
+            for y in 0..<band.height {
+                banded += UnsafeRawBufferPointer(start: band.bytes + y * band.bytesPerRow, count: width * 4)
+            }
+        }
+        let inBands = (format == .yuv420p || format == .yuv422p) && height % 2 == 0 && height > rows
+        #expect(firstRows == (inBands ? Array(stride(from: 0, to: height, by: rows)) : [0]), "\(firstRows)")
+        #expect(banded == whole, "\(format) \(width)x\(height): the bands differ from the whole conversion")
+    }
+
+    /// With the cpu conversion the layer converts Y'CbCr frames as it uploads them: drawn 1:1, the
+    /// picture is exactly the RGBA frame the decode thread used to make (`RGBAConverter.convert`),
+    /// in bands (yuv420p, 150 rows: 64 + 64 + 22) or whole (nv12); the texture is made once.
+    @Test(arguments: [Media.PixelFormat.yuv420p, .nv12])
+    func theLayerConvertsAsItUploads(format: Media.PixelFormat) throws {
+        let (w, h) = (96, 150)
+        let output = try HeadlessOutput(mode: DisplayMode(width: w, height: h, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        output.layer.colorConversion = .cpu
+        for shift in 0..<3 {
+            let frame = try VideoFrame(format: format, width: w, height: h, colorMatrix: .bt709, colorRange: .limited) { c, x, y in
+                c == 0 ? 16 + (x * 5 + y * 3 + shift * 40) % 220 : 16 + (x * 11 + y * 7 + c * 60) % 225
+            }
+            try output.draw([frame])
+            let expected = Self.image(try RGBAConverter().convert(frame))
+            #expect(try output.screenshot().pixels == expected, "\(format) frame \(shift)")
+        }
+        #expect(output.layer.textureAllocations == 1 && output.layer.conversionFailures == 0)
+        // The shader path still draws the same frames when asked (the layer's default).
+        output.layer.colorConversion = .shader
+        let frame = try VideoFrame(format: format, width: w, height: h, colorMatrix: .bt709, colorRange: .limited) { c, _, _ in c == 0 ? 120 : 128 }
+        try output.draw([frame])
+        #expect(output.layer.textureAllocations > 1, "the planes' textures are made for the shader")
+    }
+
+    /// An output that chooses the cpu conversion tells its layer so as it opens.
+    @Test func anOutputChoosingTheCPUConversionTellsItsLayer() throws {
+        let output = try HeadlessOutput(mode: DisplayMode(width: 64, height: 48, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        #expect(output.layer.colorConversion == .shader)
+        #expect(output.openCapabilities(conversion: .cpu).colorConversion == .cpu && output.layer.colorConversion == .cpu)
+        #expect(output.openCapabilities(conversion: .shader).colorConversion == .shader && output.layer.colorConversion == .shader)
+    }
+
     /// Drawn 1:1, an RGBA frame reaches the screen unchanged: nearest sampling, no half-pixel shift.
     @Test func oneToOneDrawIsAnExactCopy() throws {
         let (w, h) = (61, 35)

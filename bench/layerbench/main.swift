@@ -81,12 +81,11 @@ do {
                    result, textures: output.layer.textureAllocations)
         }
         if format.isYCbCr {
-            // The cpu colour conversion: swscale to RGBA on this thread, then one texture drawn.
+            // The cpu colour conversion: the layer converts to RGBA with swscale as it uploads,
+            // then draws one texture.
             let output = try HeadlessOutput(mode: mode, clock: .virtual)
-            let converter = RGBAConverter()
-            let result = try measure(frames: frames) { i in
-                try output.draw([try converter.convert(pair[i % 2])])
-            }
+            output.layer.colorConversion = .cpu
+            let result = try measure(frames: frames) { i in try output.draw([pair[i % 2]]) }
             report("\(format.rawValue) (cpu)", result, textures: output.layer.textureAllocations)
         }
         if format.bitsPerSample > 8 {
