@@ -86,6 +86,12 @@ public final class VideoDecoder {
     let feedback = InteropFeedback()
     /// The first hardware frame, decoded while the interop was chosen; handed out first.
     var pending: UnsafeMutablePointer<AVFrame>?
+    /// A first frame from the first packet alone (`decodesFirstPacketAlone`): `.armed` until the
+    /// first packet is sent, `.draining` while the decoder gives what that packet made,
+    /// `.restartDue` once its picture (that timestamp) was handed out: the next frame asked for
+    /// starts decoding again from the start.
+    enum FirstPacket { case off, armed, draining, restartDue(Int64) }
+    var firstPacket = FirstPacket.off
 
     /// Opens `path` and its decoder. Throws a `MediaError` naming the file and FFmpeg's reason.
     /// - Parameters:
@@ -228,6 +234,7 @@ public final class VideoDecoder {
     /// frames already shown before a switch skipped; the caller owns it.
     func decodeRaw() throws -> UnsafeMutablePointer<AVFrame>? {
         guard let packet else { return nil }
+        if case .restartDue(let shown) = firstPacket { try restartAfterFirstPacket(skipping: shown) }
         while true {
             guard let allocated = av_frame_alloc() else {
                 throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory")
@@ -237,6 +244,25 @@ public final class VideoDecoder {
             if r == 0 {
                 let frame = allocated
                 let ts = frame.pointee.best_effort_timestamp
+                if case .draining = firstPacket {
+                    // The first packet's picture: the stream's first one when it is due at the
+                    // stream's start (no earlier picture follows it in decoding order), handed
+                    // out, and skipped once decoding starts again from the start (when a next
+                    // frame is asked for); otherwise dropped, and the stream decoded from its
+                    // start as usual.
+                    guard ts != noPTS && ts == startTime else {
+                        var dropped: UnsafeMutablePointer<AVFrame>? = frame
+                        av_frame_free(&dropped)
+                        try restartAfterFirstPacket(skipping: nil)
+                        continue
+                    }
+                    firstPacket = .restartDue(ts)
+                    consecutiveErrors = 0
+                    delivered += 1
+                    previousDelivered = lastDelivered
+                    lastDelivered = ts
+                    return frame
+                }
                 if let skip = skipThrough, ts != noPTS, ts <= skip {
                     // Already shown before the switch to software.
                     var shown: UnsafeMutablePointer<AVFrame>? = frame
@@ -252,6 +278,11 @@ public final class VideoDecoder {
             }
             var frame: UnsafeMutablePointer<AVFrame>? = allocated
             av_frame_free(&frame)
+            if case .draining = firstPacket, r == averrorEOF || r == averrorEAGAIN {
+                // The first packet made no picture on its own: decode from the start as usual.
+                try restartAfterFirstPacket(skipping: nil)
+                continue
+            }
             if r == averrorEOF { return try endOfStream() }
             guard r == averrorEAGAIN else {
                 try countError(call: "avcodec_receive_frame", code: r)
@@ -277,7 +308,36 @@ public final class VideoDecoder {
             if sent < 0 && sent != averrorEAGAIN {
                 try countError(call: "avcodec_send_packet", code: sent)
             }
+            if case .armed = firstPacket {
+                if sent >= 0 && packet.pointee.flags & AV_PKT_FLAG_KEY != 0 {
+                    firstPacket = .draining
+                    avcodec_send_packet(codec, nil)  // what this packet makes, without the pictures after it
+                } else {
+                    firstPacket = .off  // not a keyframe: decoded as usual
+                }
+            }
         }
+    }
+
+    /// Decodes the stream's first picture from its first packet alone, where it can (a software
+    /// decoder from the start of the file: call before the first `nextFrame`): a preroll that
+    /// needs only that picture then holds one picture buffer, not the several a decoder fills
+    /// before its first picture is due (the reordering delay: 3 at 1080p H.264 with B-frames,
+    /// 9 MB). Later frames come as usual, decoded again from the start.
+    func decodesFirstPacketAlone() {
+        guard session.kind == nil, delivered == 0, !sought, pending == nil else { return }
+        firstPacket = .armed
+    }
+
+    /// After the first packet's picture: the decoder starts again at the stream's start, skipping
+    /// the picture handed out (`skipping`, its timestamp) when there was one.
+    private func restartAfterFirstPacket(skipping shown: Int64?) throws {
+        firstPacket = .off
+        draining = false
+        avcodec_flush_buffers(session.context)
+        let r = av_seek_frame(format, streamIndex, startTime, AVSEEK_FLAG_BACKWARD)
+        guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
+        skipThrough = shown
     }
 
     /// The end of the stream: nil, unless not one frame was decoded from the start of the file;
@@ -307,6 +367,7 @@ public final class VideoDecoder {
         av_frame_free(&pending)
         sought = true
         draining = false
+        firstPacket = .off
         nextPTS = nil
         segmentOffset = 0  // a seek's target is a time of the file: its own timestamps again
         skipThrough = nil

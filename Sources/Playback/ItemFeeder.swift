@@ -44,16 +44,21 @@ final class ItemFeeder: @unchecked Sendable {
     /// The owner's count of its running decode threads (besides the process's, `running`).
     private let threads: ThreadCount?
 
-    /// At most this much memory of frames waits in the queue: big frames (4K, or RGBA from the
-    /// decode thread's conversion) run fewer frames ahead than the player asks, but at least 1.
-    /// 1080p RGBA (8 MB a frame) runs 1 ahead, 1080p 4:2:0 (3 MB) 5. The player holds two more
+    /// At most this much memory of frames waits in the queue: big frames (4K, or a frame scaled
+    /// down to RGBA on the decode thread) run fewer frames ahead than the player asks, but at
+    /// least 1. 1080p 4:2:0 (3 MB a frame, as decoded: the cpu colour conversion happens as the
+    /// layer uploads it) runs 2 ahead, 1080p RGBA and 4K 1. Each frame queued is one more buffer
+    /// in its decoder's pool, which keeps it until the decoder closes. The player holds two more
     /// (the next frame, taken from the queue a vsync or more before it is due, and the one shown),
-    /// so the decode thread still has a frame's time to make its next one while two wait.
-    static let aheadBytes = 16 << 20
+    /// so the decode thread still has two frames' time to make its next one while they wait.
+    static let aheadBytes = 8 << 20
 
     /// A preroll's decoder, closed once its first frames are queued (`parks`), waits here until the
     /// feeder before it lets its decoder go (`handDecoder(to:)`) or the item plays (`setAhead`).
     private let parking: Monitor<(parks: Bool, resumed: Bool)>
+    /// The frames a parking preroll's reader gives before it closes: its capacity less the ready
+    /// event's place (a preroll reader is never asked for more: `MediaBackend.openPrerollReader`).
+    private let prerollFrames: Int
     /// Whether this feeder's decoder is gone (the end reached, stopped, failed), and the parked
     /// feeders to resume then.
     private let handOver = Mutex<(released: Bool, next: [ItemFeeder])>((false, []))
@@ -78,6 +83,7 @@ final class ItemFeeder: @unchecked Sendable {
         self.name = name
         queue = FrameQueue(capacity: capacity)
         ahead = Mutex((capacity, 0))
+        prerollFrames = max(1, capacity - 1)
     }
 
     /// The player's clock in this item's time at its last vsync (nil while it does not play), and
@@ -238,7 +244,7 @@ final class ItemFeeder: @unchecked Sendable {
         let before = policy.level
         let level = policy.update(lead: lead, resumedLead: resumedLead, frameDuration: duration, lateDropRate: lateDropRate)
         guard level != before else { return }
-        // While skipping, frames that are late by the time they are decoded go unconverted too.
+        // While skipping, frames that are late by the time they are decoded are discarded too.
         let presentationClock: @Sendable () -> MediaTime? = { [weak self] in self?.presentation.withLock { $0.clock } }
         reader.setFrameDrop(level, discardingFramesEndingBy: level == .none ? nil : presentationClock)
         logger.debug("decoder frame drop", ["uri": asset.url.path, "skip": "\(level)",
@@ -264,8 +270,9 @@ final class ItemFeeder: @unchecked Sendable {
             var handed = 0
             var repeating = 0
             while !isStopped, reader != nil {
-                if prerolling && (!isParking || !queue.waitForRoom(timeout: 0)) {
-                    // Resumed, or the first frames are queued: the preroll's decoder goes; once
+                if prerolling && (!isParking || handed >= prerollFrames || !queue.waitForRoom(timeout: 0)) {
+                    // Resumed, or the first frames are queued (the queue holds them, and its ready
+                    // event until the player takes it): the preroll's decoder goes; once
                     // the item before has let its own go (or this one plays), the item's own
                     // decoder opens and skips the frames already given.
                     reader = nil

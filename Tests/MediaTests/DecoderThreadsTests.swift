@@ -1,5 +1,5 @@
 import Foundation
-import Media
+@testable import Media
 import Playback
 import Synchronization
 import Testing
@@ -24,5 +24,68 @@ import TestSupport
             while let frame = try reader.nextFrame() { times[i].append(frame.pts.seconds) }
         }
         #expect(times[0].count == 15 && times[0] == times[1])
+    }
+}
+
+/// A preroll reader decodes its first picture from the file's first packet alone (one picture
+/// buffer, not the three a 1080p H.264 decoder with B-frames fills before its first picture is
+/// due), and then gives the rest as any reader does.
+@Suite struct FirstPacketAloneTests {
+    /// Frame times and a checksum of each frame's luma, from `reader` to its end.
+    static func frames(_ reader: any FrameReader) throws -> [String] {
+        var out: [String] = []
+        while let frame = try reader.nextFrame() as? VideoFrame {
+            let sum = frame.withPlanes { planes -> Int in
+                let p = planes[0]
+                var s = 0
+                for y in 0..<p.height {
+                    for x in 0..<p.width { s = (s &* 31) &+ Int(p.bytes.load(fromByteOffset: y * p.bytesPerRow + x, as: UInt8.self)) }
+                }
+                return s
+            }
+            out.append("\(frame.pts.seconds.formatted(decimals: 4)) \(sum)")
+        }
+        return out
+    }
+
+    static func bFrameClip() throws -> String {
+        try TestMedia.make("bframes-160x90-30fps.mp4", [
+            "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30", "-t", "1",
+            "-c:v", "libx264", "-preset", "veryfast", "-bf", "3", "-g", "12", "-pix_fmt", "yuv420p", "-f", "mp4",
+        ])
+    }
+
+    @Test func theFirstPictureComesFromTheFirstPacketAndTheRestFollowInOrder() throws {
+        let url = URL(fileURLWithPath: try Self.bFrameClip())
+        let backend = FFmpegBackend(threads: 1)
+        let expected = try Self.frames(try backend.openReader(url))
+        #expect(expected.count == 30)
+        let decoder = try VideoDecoder(path: url.path, threads: 1)
+        decoder.decodesFirstPacketAlone()
+        let first = try #require(try decoder.nextFrame())
+        guard case .restartDue = decoder.firstPacket else {
+            Issue.record("the first picture did not come from the first packet alone: \(decoder.firstPacket)")
+            return
+        }
+        #expect(first.pts == .zero)
+        #expect(try Self.frames(try backend.openPrerollReader(url)) == expected, "the preroll reader's frames differ")
+    }
+
+    /// A still picture: one frame, then the end, as from any reader.
+    @Test func aStillGivesItsOnePicture() throws {
+        let png = try TestMedia.make("still-64x48.png", ["-f", "lavfi", "-i", "color=c=red:size=64x48", "-frames:v", "1", "-c:v", "png", "-f", "image2"])
+        let url = URL(fileURLWithPath: png)
+        #expect(try Self.frames(try FFmpegBackend().openPrerollReader(url)).count == 1)
+    }
+
+    /// A reader that was positioned decodes as usual (the first packet is not the start).
+    @Test func aSeekTurnsItOff() throws {
+        let url = URL(fileURLWithPath: try Self.bFrameClip())
+        let decoder = try VideoDecoder(path: url.path, threads: 1)
+        decoder.decodesFirstPacketAlone()
+        try decoder.seek(to: MediaTime(value: 1, timescale: 2))
+        let frame = try #require(try decoder.nextFrame())
+        guard case .off = decoder.firstPacket else { Issue.record("\(decoder.firstPacket)"); return }
+        #expect(frame.pts.seconds <= 0.5)
     }
 }

@@ -64,9 +64,9 @@ import Testing
         guard case .closed = queue.pop(timeout: 0) else { Issue.record("expected closed"); return }
     }
 
-    /// Decoding runs up to `decodeAhead` frames ahead, but big frames (4K, RGBA) stop it at 16 MB
+    /// Decoding runs up to `decodeAhead` frames ahead, but big frames (4K, RGBA) stop it at 8 MB
     /// of frames, and never fewer than 1.
-    @Test(arguments: [(0, 6), (1 << 20, 6), (12 << 20, 1), (100 << 20, 1), (8 << 20, 2), (4 << 20, 4)])
+    @Test(arguments: [(0, 6), (1 << 20, 6), (12 << 20, 1), (100 << 20, 1), (8 << 20, 1), (4 << 20, 2), (3 << 20, 2), (2 << 20, 4)])
     func bigFramesRunFewerFramesAhead(frameBytes: Int, ahead: Int) throws {
         let backend = FakeBackend()
         let url = backend.add("big.mp4", .init(frames: 60, fps: 30, frameBytes: frameBytes))
