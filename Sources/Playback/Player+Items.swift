@@ -242,9 +242,13 @@ extension Player {
 
     /// The next item's decode thread starts while the current item plays (and the one after it
     /// too when the next one is known to have failed): once the current item's first frame is
-    /// shown, so that it does not compete with that frame for the CPU.
+    /// shown, so that it does not compete with that frame for the CPU, and its queue holds no more
+    /// than it may once playing (the first frames queued before the start whatever their size,
+    /// `ItemFeeder.startFrames`, have been shown down to that: big frames), so that the preroll's
+    /// decoder does not add its memory to theirs.
     func startPrerollsLocked() {
-        if let run, run.shownFrames == 0, !run.ended, run.item.status != .failed, !run.feeder.hasFailed { return }
+        if let run, !run.ended, run.item.status != .failed, !run.feeder.hasFailed,
+           run.shownFrames == 0 || run.feeder.queue.count > run.feeder.queue.capacity { return }
         var index = 1
         while index < queue.count && index <= 3 {
             let item = queue[index]
