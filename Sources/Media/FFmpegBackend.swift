@@ -73,15 +73,16 @@ public struct FFmpegBackend: MediaBackend {
         try openReader(url, threads: threads)
     }
 
-    /// In software, one decoding thread: a preroll's first frames then cost one decoder's reference
-    /// frames, not those of every frame thread, while the playing item's decoder runs too (its
-    /// item's own reader opens when that item is next). A hardware path opens as for playback, so
-    /// that an item's frames all come the same way.
-    /// Its first picture comes from the file's first packet alone where that is the stream's
-    /// first picture (`VideoDecoder.decodesFirstPacketAlone`): one picture buffer, not the
-    /// decoder's reordering delay's worth.
+    /// A hardware path is tried as for playback, so that an item's frames all come the same way;
+    /// in software (none asked for, or none that works: `hwdec` `auto` on a machine without),
+    /// one decoding thread: a preroll's first frames then cost one decoder's reference frames,
+    /// not those of every frame thread, while the playing item's decoder runs too (its item's own
+    /// reader opens when that item is next). Its first picture comes from the file's first
+    /// packet alone where that is the stream's first picture
+    /// (`VideoDecoder.decodesFirstPacketAlone`): one picture buffer, not the decoder's
+    /// reordering delay's worth.
     public func openPrerollReader(_ url: URL) throws -> any FrameReader {
-        try openReader(url, threads: hardware == .none ? 1 : threads, firstPacketAlone: hardware == .none)
+        try openReader(url, threads: 1, firstPacketAlone: true)
     }
 
     private func openReader(_ url: URL, threads: Int, firstPacketAlone: Bool = false) throws -> any FrameReader {

@@ -25,6 +25,26 @@ import TestSupport
         }
         #expect(times[0].count == 15 && times[0] == times[1])
     }
+
+    /// With `hwdec` `auto` where no hardware decoder works (here), the preroll reader still falls
+    /// back to one thread, and its first picture comes from the first packet alone.
+    @Test func aPrerollReaderThatFallsBackToSoftwareDecodesOnOneThread() throws {
+        let clip = try TestMedia.clip(seconds: 0.5, fps: 30, width: 640, height: 360)
+        let opened = Mutex<[String]>([])
+        let backend = FFmpegBackend(hardware: .auto, onOpen: { _, info, path in
+            opened.withLock { $0.append("\(path.hwdecCurrent == "no" ? "software" : path.hwdecCurrent) \(info.threads)") }
+        })
+        let url = URL(fileURLWithPath: clip)
+        let preroll = try backend.openPrerollReader(url)
+        let playback = try backend.openReader(url)
+        let paths = opened.withLock { $0 }
+        try #require(paths.count == 2)
+        guard paths[0].hasPrefix("software") else { return }  // a working hardware decoder: threads do not apply
+        let cores = min(ProcessInfo.processInfo.activeProcessorCount, 16)
+        #expect(paths == ["software 1", "software \(cores)"])
+        #expect(try preroll.nextFrame()?.pts == .zero)
+        #expect(try playback.nextFrame()?.pts == .zero)
+    }
 }
 
 /// A preroll reader decodes its first picture from the file's first packet alone (one picture
