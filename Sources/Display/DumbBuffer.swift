@@ -3,34 +3,54 @@ import Foundation
 import Media
 import Render
 
-/// One XRGB8888 dumb buffer of a DRM card, mapped into memory, with its framebuffer: the one owner
-/// of the kernel's buffer handle, the mapping and the framebuffer id, which `deinit` removes
-/// (`drmModeRmFB`, `munmap`, `DRM_IOCTL_MODE_DESTROY_DUMB`), while the card is open.
-final class DumbBuffer {
-    let layout: DumbBufferLayout
-    let handle: UInt32
-    let framebuffer: UInt32
-    /// What was last painted into it (the pieces and background), so that an unchanged layout is
-    /// not cleared again; nil: unknown (clear everything).
-    var painted: (pieces: [PixelRect], background: RGBColor)?
-    /// Where overlays were blended in over what was painted (ScanoutLayer).
-    var overlaid: [PixelRect] = []
-    private let device: DRMDevice
-    private let bytes: UnsafeMutableRawPointer
+/// What a dumb buffer's picture needs of it: the bytes to map and where each plane lies.
+protocol DumbBufferPlanes {
+    var size: Int { get }
+    var spans: [(offset: Int, pitch: Int)] { get }
+}
 
-    init(device: DRMDevice, width: Int, height: Int) throws {
-        guard let w = UInt32(exactly: width), let h = UInt32(exactly: height), width > 0, height > 0 else {
-            throw DRMError(call: "DRM_IOCTL_MODE_CREATE_DUMB", detail: "size \(width)x\(height) out of range")
+extension DumbBufferLayout: DumbBufferPlanes {
+    var spans: [(offset: Int, pitch: Int)] { [(0, pitch)] }
+}
+
+extension YUVBufferLayout: DumbBufferPlanes {
+    var spans: [(offset: Int, pitch: Int)] { planes.map { ($0.offset, $0.pitch) } }
+}
+
+/// A dumb buffer of a DRM card, mapped into memory, with a framebuffer over all of its planes (one
+/// allocation: each plane at its own offset and pitch): the one owner of the kernel's buffer
+/// handle, the mapping and the framebuffer id, which `deinit` removes (`drmModeRmFB`, `munmap`,
+/// `DRM_IOCTL_MODE_DESTROY_DUMB`), while the card is open. `DumbBuffer` is an XRGB8888 one;
+/// the Y'CbCr plane route uses `MappedDumbBuffer<YUVBufferLayout>` (YUVPlaneScanout.swift).
+final class MappedDumbBuffer<Layout: DumbBufferPlanes> {
+    let layout: Layout
+    let framebuffer: UInt32
+    /// The mapping's first byte, valid while this lives.
+    let bytes: UnsafeMutableRawPointer
+    private let handle: UInt32
+    private let device: DRMDevice
+
+    /// Asks the driver for a buffer of `request` (width, height, bits per pixel), reads its pitch
+    /// and size into a layout (`makeLayout`: nil when they cannot hold the picture), maps it and
+    /// makes a `fourcc` framebuffer of `width` x `height` over the layout's planes. `what` names
+    /// the buffer in errors.
+    init(device: DRMDevice, what: String, request: (width: Int, height: Int, bitsPerPixel: Int),
+         fourcc: UInt32, width: Int, height: Int, layout makeLayout: (_ pitch: UInt32, _ size: UInt64) -> Layout?) throws {
+        guard width > 0, height > 0, let w = UInt32(exactly: width), let h = UInt32(exactly: height),
+              let requestWidth = UInt32(exactly: request.width), let requestHeight = UInt32(exactly: request.height),
+              let bitsPerPixel = UInt32(exactly: request.bitsPerPixel) else {
+            throw DRMError(call: "DRM_IOCTL_MODE_CREATE_DUMB", detail: "size \(what) out of range")
         }
         var create = drm_mode_create_dumb()
-        create.width = w
-        create.height = h
-        create.bpp = 32
-        try drmCheck("DRM_IOCTL_MODE_CREATE_DUMB(\(width)x\(height), 32 bpp)", marquee_drm_create_dumb(device.fd, &create))
+        create.width = requestWidth
+        create.height = requestHeight
+        create.bpp = bitsPerPixel
+        try drmCheck("DRM_IOCTL_MODE_CREATE_DUMB(\(what): \(request.width)x\(request.height), \(request.bitsPerPixel) bpp)",
+                     marquee_drm_create_dumb(device.fd, &create))
         let handle = create.handle
-        guard let layout = DumbBufferLayout(width: width, height: height, pitch: create.pitch, size: create.size) else {
+        guard let layout = makeLayout(create.pitch, create.size), (1...4).contains(layout.spans.count) else {
             _ = marquee_drm_destroy_dumb(device.fd, handle)
-            throw DRMError(call: "DRM_IOCTL_MODE_CREATE_DUMB(\(width)x\(height))",
+            throw DRMError(call: "DRM_IOCTL_MODE_CREATE_DUMB(\(what))",
                            detail: "the driver's pitch \(create.pitch) and size \(create.size) cannot hold the picture")
         }
         var map = drm_mode_map_dumb()
@@ -46,24 +66,19 @@ final class DumbBuffer {
               mapped != MAP_FAILED else {
             let error = errno
             _ = marquee_drm_destroy_dumb(device.fd, handle)
-            throw DRMError(call: "mmap(dumb buffer \(width)x\(height), \(layout.size) bytes)", errno: error)
+            throw DRMError(call: "mmap(dumb buffer \(what), \(layout.size) bytes)", errno: error)
         }
-        var handles: (UInt32, UInt32, UInt32, UInt32) = (handle, 0, 0, 0)
-        var pitches: (UInt32, UInt32, UInt32, UInt32) = (create.pitch, 0, 0, 0)
-        var offsets: (UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0)
+        // Every plane is in the one buffer: the same handle, its own offset and pitch.
+        var handles: [UInt32] = [0, 0, 0, 0], pitches: [UInt32] = [0, 0, 0, 0], offsets: [UInt32] = [0, 0, 0, 0]
+        for (i, span) in layout.spans.enumerated() {
+            handles[i] = handle
+            pitches[i] = UInt32(clamping: span.pitch)
+            offsets[i] = UInt32(clamping: span.offset)
+        }
         var fb: UInt32 = 0
-        let result = withUnsafePointer(to: &handles) { hp in
-            withUnsafePointer(to: &pitches) { pp in
-                withUnsafePointer(to: &offsets) { op in
-                    drmModeAddFB2(device.fd, w, h, ScanoutFormat.xrgb8888.code,
-                                  UnsafeRawPointer(hp).assumingMemoryBound(to: UInt32.self),
-                                  UnsafeRawPointer(pp).assumingMemoryBound(to: UInt32.self),
-                                  UnsafeRawPointer(op).assumingMemoryBound(to: UInt32.self), &fb, 0)
-                }
-            }
-        }
+        let result = drmModeAddFB2(device.fd, w, h, fourcc, handles, pitches, offsets, &fb, 0)
         do {
-            try drmCheck("drmModeAddFB2(dumb buffer \(width)x\(height) XR24)", result)
+            try drmCheck("drmModeAddFB2(dumb buffer \(what))", result)
         } catch {
             munmap(mapped, layout.size)
             _ = marquee_drm_destroy_dumb(device.fd, handle)
@@ -86,6 +101,32 @@ final class DumbBuffer {
     /// Calls `body` with the mapping (valid only inside it).
     func withBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeMutableRawBufferPointer(start: bytes, count: layout.size))
+    }
+}
+
+/// One XRGB8888 dumb buffer of a DRM card, mapped into memory, with its framebuffer
+/// (`MappedDumbBuffer`), and what the planes scan-out painted into it.
+final class DumbBuffer {
+    /// What was last painted into it (the pieces and background), so that an unchanged layout is
+    /// not cleared again; nil: unknown (clear everything).
+    var painted: (pieces: [PixelRect], background: RGBColor)?
+    /// Where overlays were blended in over what was painted (ScanoutLayer).
+    var overlaid: [PixelRect] = []
+    private let mapped: MappedDumbBuffer<DumbBufferLayout>
+    var layout: DumbBufferLayout { mapped.layout }
+    var framebuffer: UInt32 { mapped.framebuffer }
+    private var bytes: UnsafeMutableRawPointer { mapped.bytes }
+
+    init(device: DRMDevice, width: Int, height: Int) throws {
+        mapped = try MappedDumbBuffer(device: device, what: "\(width)x\(height) XR24", request: (width, height, 32),
+                                      fourcc: ScanoutFormat.xrgb8888.code, width: width, height: height) { pitch, size in
+            DumbBufferLayout(width: width, height: height, pitch: pitch, size: size)
+        }
+    }
+
+    /// Calls `body` with the mapping (valid only inside it).
+    func withBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        try mapped.withBytes(body)
     }
 
     /// Fills `rect` (clipped to the buffer) with `color`.

@@ -5,83 +5,18 @@ import Playback
 import Render
 
 /// A Y'CbCr dumb buffer (NV12, YU12 or P010) holding all of a picture's planes in one allocation
-/// (`YUVBufferLayout`: chroma rows below the luma), mapped, with its framebuffer. The one owner of
-/// the kernel's handle, the mapping and the framebuffer id, removed in `deinit` while the card is
-/// open (`drmModeRmFB`, `munmap`, `DRM_IOCTL_MODE_DESTROY_DUMB`).
-final class YUVDumbBuffer {
-    let layout: YUVBufferLayout
-    let framebuffer: UInt32
-    private let handle: UInt32
-    private let device: DRMDevice
-    private let bytes: UnsafeMutableRawPointer
+/// (`YUVBufferLayout`: chroma rows below the luma), mapped, with its framebuffer.
+typealias YUVDumbBuffer = MappedDumbBuffer<YUVBufferLayout>
 
-    init(device: DRMDevice, format: YUVScanoutFormat, width: Int, height: Int) throws {
-        let what = "\(format) \(width)x\(height)"
-        guard let request = YUVBufferLayout.dumbRequest(format, width: width, height: height),
-              let w = UInt32(exactly: width), let h = UInt32(exactly: height) else {
-            throw DRMError(call: "DRM_IOCTL_MODE_CREATE_DUMB", detail: "size \(what) out of range")
+extension MappedDumbBuffer where Layout == YUVBufferLayout {
+    convenience init(device: DRMDevice, format: YUVScanoutFormat, width: Int, height: Int) throws {
+        guard let request = YUVBufferLayout.dumbRequest(format, width: width, height: height) else {
+            throw DRMError(call: "DRM_IOCTL_MODE_CREATE_DUMB", detail: "size \(format) \(width)x\(height) out of range")
         }
-        var create = drm_mode_create_dumb()
-        create.width = UInt32(request.width)
-        create.height = UInt32(request.height)
-        create.bpp = UInt32(request.bitsPerPixel)
-        try drmCheck("DRM_IOCTL_MODE_CREATE_DUMB(\(what): \(request.width)x\(request.height), \(request.bitsPerPixel) bpp)",
-                     marquee_drm_create_dumb(device.fd, &create))
-        let handle = create.handle
-        guard create.size <= UInt64(Int.max),
-              let layout = YUVBufferLayout(format, width: width, height: height, pitch: Int(create.pitch), size: Int(create.size)) else {
-            _ = marquee_drm_destroy_dumb(device.fd, handle)
-            throw DRMError(call: "DRM_IOCTL_MODE_CREATE_DUMB(\(what))",
-                           detail: "the driver's pitch \(create.pitch) and size \(create.size) cannot hold the picture's planes")
+        try self.init(device: device, what: "\(format) \(width)x\(height)", request: request, fourcc: format.fourcc,
+                      width: width, height: height) { pitch, size in
+            size <= UInt64(Int.max) ? YUVBufferLayout(format, width: width, height: height, pitch: Int(pitch), size: Int(size)) : nil
         }
-        var map = drm_mode_map_dumb()
-        map.handle = handle
-        do {
-            try drmCheck("DRM_IOCTL_MODE_MAP_DUMB(handle \(handle))", marquee_drm_map_dumb(device.fd, &map))
-        } catch {
-            _ = marquee_drm_destroy_dumb(device.fd, handle)
-            throw error
-        }
-        guard map.offset <= UInt64(Int.max),
-              let mapped = mmap(nil, layout.size, PROT_READ | PROT_WRITE, MAP_SHARED, device.fd, off_t(map.offset)),
-              mapped != MAP_FAILED else {
-            let error = errno
-            _ = marquee_drm_destroy_dumb(device.fd, handle)
-            throw DRMError(call: "mmap(dumb buffer \(what), \(layout.size) bytes)", errno: error)
-        }
-        // Every plane is in the one buffer: the same handle, its own offset and pitch.
-        var handles: [UInt32] = [0, 0, 0, 0], pitches: [UInt32] = [0, 0, 0, 0], offsets: [UInt32] = [0, 0, 0, 0]
-        for (i, span) in layout.planes.enumerated() {
-            handles[i] = handle
-            pitches[i] = UInt32(clamping: span.pitch)
-            offsets[i] = UInt32(clamping: span.offset)
-        }
-        var fb: UInt32 = 0
-        let result = drmModeAddFB2(device.fd, w, h, format.fourcc, handles, pitches, offsets, &fb, 0)
-        do {
-            try drmCheck("drmModeAddFB2(dumb buffer \(what))", result)
-        } catch {
-            munmap(mapped, layout.size)
-            _ = marquee_drm_destroy_dumb(device.fd, handle)
-            throw error
-        }
-        self.device = device
-        self.layout = layout
-        self.handle = handle
-        self.framebuffer = fb
-        self.bytes = mapped
-    }
-
-    deinit {
-        munmap(bytes, layout.size)
-        guard device.isOpen else { return }  // closing the card freed them already
-        _ = drmModeRmFB(device.fd, framebuffer)
-        _ = marquee_drm_destroy_dumb(device.fd, handle)
-    }
-
-    /// Calls `body` with the mapping (valid only inside it).
-    func withBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
-        try body(UnsafeMutableRawBufferPointer(start: bytes, count: layout.size))
     }
 }
 

@@ -109,20 +109,7 @@ public final class ScanoutConverter {
                        pitch: Int, rows: Int32, name: String) throws {
         let format = frame.pixelFormat
         let r: Int32 = try frame.withAVFrame { f in
-            let (sx, sy) = format.isYCbCr ? format.chromaShift : (0, 0)
-            let bps = format.bytesPerSample
-            var planes: [UnsafePointer<UInt8>?] = [nil, nil, nil, nil]
-            var strides: [Int32] = [0, 0, 0, 0]
-            let data = [f.pointee.data.0, f.pointee.data.1, f.pointee.data.2]
-            let lines = [f.pointee.linesize.0, f.pointee.linesize.1, f.pointee.linesize.2]
-            for plane in 0..<format.planeCount {
-                guard let p = data[plane] else { continue }
-                let chroma = plane > 0
-                let texel = format == .rgba ? 4 : bps * (chroma && format.interleavedChroma ? 2 : 1)
-                let x = chroma ? crop.x >> sx : crop.x, y = chroma ? crop.y >> sy : crop.y
-                planes[plane] = UnsafePointer(p + y * Int(lines[plane]) + x * texel)
-                strides[plane] = lines[plane]
-            }
+            var (planes, strides) = croppedPlanes(of: f, format: format, crop: crop)
             var dst: [UnsafeMutablePointer<UInt8>?] = [start.assumingMemoryBound(to: UInt8.self), nil, nil, nil]
             var dstStrides: [Int32] = [Int32(clamping: pitch), 0, 0, 0]
             return sws_scale(scaler, &planes, &strides, 0, Int32(crop.height), &dst, &dstStrides)
@@ -171,4 +158,24 @@ public final class ScanoutConverter {
             }
         }
     }
+}
+
+/// swscale's source planes and strides for `crop` of a decoded frame: each plane's first byte of
+/// the crop (chroma planes at the crop's position shifted by the format's subsampling).
+func croppedPlanes(of f: UnsafePointer<AVFrame>, format: PixelFormat, crop: FrameCrop) -> (planes: [UnsafePointer<UInt8>?], strides: [Int32]) {
+    let (sx, sy) = format.isYCbCr ? format.chromaShift : (0, 0)
+    let bps = format.bytesPerSample
+    var planes: [UnsafePointer<UInt8>?] = [nil, nil, nil, nil]
+    var strides: [Int32] = [0, 0, 0, 0]
+    let data = [f.pointee.data.0, f.pointee.data.1, f.pointee.data.2]
+    let lines = [f.pointee.linesize.0, f.pointee.linesize.1, f.pointee.linesize.2]
+    for plane in 0..<format.planeCount {
+        guard let p = data[plane] else { continue }
+        let chroma = plane > 0
+        let texel = format == .rgba ? 4 : bps * (chroma && format.interleavedChroma ? 2 : 1)
+        let x = chroma ? crop.x >> sx : crop.x, y = chroma ? crop.y >> sy : crop.y
+        planes[plane] = UnsafePointer(p + y * Int(lines[plane]) + x * texel)
+        strides[plane] = lines[plane]
+    }
+    return (planes, strides)
 }

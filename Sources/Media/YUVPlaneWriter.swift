@@ -170,20 +170,7 @@ public final class YUVPlaneWriter {
         }
         let format = frame.pixelFormat
         let r: Int32 = try frame.withAVFrame { f in
-            let (sx, sy) = format.isYCbCr ? format.chromaShift : (0, 0)
-            let bps = format.bytesPerSample
-            var src: [UnsafePointer<UInt8>?] = [nil, nil, nil, nil]
-            var srcStrides: [Int32] = [0, 0, 0, 0]
-            let data = [f.pointee.data.0, f.pointee.data.1, f.pointee.data.2]
-            let lines = [f.pointee.linesize.0, f.pointee.linesize.1, f.pointee.linesize.2]
-            for plane in 0..<format.planeCount {
-                guard let p = data[plane] else { continue }
-                let chroma = plane > 0
-                let texel = format == .rgba ? 4 : bps * (chroma && format.interleavedChroma ? 2 : 1)
-                let x = chroma ? crop.x >> sx : crop.x, y = chroma ? crop.y >> sy : crop.y
-                src[plane] = UnsafePointer(p + y * Int(lines[plane]) + x * texel)
-                srcStrides[plane] = lines[plane]
-            }
+            var (src, srcStrides) = croppedPlanes(of: f, format: format, crop: crop)
             var dst: [UnsafeMutablePointer<UInt8>?] = [nil, nil, nil, nil]
             var dstStrides: [Int32] = [0, 0, 0, 0]
             for (index, span) in layout.planes.enumerated() {
