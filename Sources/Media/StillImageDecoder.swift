@@ -60,8 +60,10 @@ public enum StillImageDecoder {
                              reason: r == averrorEOF ? "no picture in the file" : ffmpegErrorString(r))
         }
         let width = Int(frame.pointee.width), height = Int(frame.pointee.height)
-        guard (1...32768).contains(width), (1...32768).contains(height) else {
-            throw MediaError(uri: path, call: "avcodec_receive_frame", reason: "picture size \(width)x\(height) out of range")
+        // At most 64 megapixels (256 MB as RGBA): a picture the file says is larger is refused
+        // before its pixels are allocated.
+        guard (1...32768).contains(width), (1...32768).contains(height), width * height <= 1 << 26 else {
+            throw MediaError(uri: path, call: "avcodec_receive_frame", reason: "picture size \(width)x\(height) out of range (at most 64 megapixels)")
         }
         var pixels = [UInt8](repeating: 0, count: width * height * 4)
         try convert(source: frame.pointee, format: AVPixelFormat(rawValue: frame.pointee.format), width: width, height: height,
