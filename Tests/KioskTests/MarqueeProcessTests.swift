@@ -373,13 +373,14 @@ import TestSupport
         #expect(first.wait() == 0)
         let early = frames(try first.traceLines()), late = frames(try second.traceLines())
         #expect(late.count > 30)
-        let (worst, compared, eligible, at, overOneVsync) = syncError(of: late, against: early)
-        #expect(eligible >= late.count - 2 && compared >= eligible - 5,
+        let (worst, compared, eligible, at, overOneVsync, missed) = syncError(of: late, against: early)
+        #expect(eligible >= late.count - 2 && compared + missed >= eligible - 5,
                 "the first process showed the frames the second did: \(compared) of \(eligible) of \(late.count) compared")
         // Within one vsync, allowing a busy machine (the suite runs in parallel) one late vsync on
-        // at most 2% of the frames compared; never two.
-        #expect(overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001,
-                "\(overOneVsync) of \(compared) frames over one vsync; worst \(worst * 1000) ms: \(at)")
+        // at most 2% of the frames compared; never two. Frames an output showed late on its own
+        // schedule are left out, and at most 10% of them may be.
+        #expect(overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001 && missed * 10 <= eligible,
+                "\(overOneVsync) of \(compared) frames over one vsync (\(missed) shown late on their own output); worst \(worst * 1000) ms: \(at)")
     }
 
     struct Shown { let item: Int; let pts: Double; let wall: Double }
@@ -391,17 +392,40 @@ import TestSupport
         }
     }
 
+    /// The indices of the frames an output showed at least one vsync after its own schedule: a
+    /// run (one item, pts rising) keeps wall - pts within one vsync while on time (0 ms at 30 fps
+    /// on 60 Hz, up to 13.3 ms at 25 fps), so a frame at least a vsync above the run's least
+    /// wall - pts missed its vsync on that output: a late frame (a busy machine), not a sync error.
+    func lateOnsets(_ frames: [Shown]) -> Set<Int> {
+        var late = Set<Int>(), run: [Int] = []
+        func close() {
+            guard let least = run.map({ frames[$0].wall - frames[$0].pts }).min() else { return }
+            late.formUnion(run.filter { frames[$0].wall - frames[$0].pts - least >= 1.0 / 60 - 0.0005 })
+            run.removeAll()
+        }
+        for i in frames.indices.dropFirst() {
+            if let last = run.last, frames[last].item != frames[i].item || frames[i].pts < frames[last].pts { close() }
+            run.append(i)
+        }
+        close()
+        return late
+    }
+
     /// For each frame of `late` after its first, shown while `early` was still showing frames: how
     /// far (seconds) its wall time is from the nearest wall time at which `early` put the same
     /// (item, pts) on screen. The worst (with the frame, to say which), and how many frames were
     /// compared out of how many could be. The first frame of each is left out: it is shown, held,
     /// from the output's start until the clock reaches it, so its onset says nothing about sync.
     /// So are the frames `late` shows in the last 0.1 s of `early`'s trace, or after it: outputs
-    /// stopping together can stop a frame apart, and the other's onset is then a loop away.
-    func syncError(of late: [Shown], against early: [Shown]) -> (worst: Double, compared: Int, eligible: Int, at: String, overOneVsync: Int) {
-        var worst = 0.0, compared = 0, eligible = 0, at = "", overOneVsync = 0
-        guard early.count > 1, let end = early.last?.wall else { return (0, 0, 0, "no frames to compare with", 0) }
-        for shown in late.dropFirst() where shown.wall > early[1].wall && shown.wall < end - 0.1 {
+    /// stopping together can stop a frame apart, and the other's onset is then a loop away. A frame
+    /// either output showed late on its own schedule (`lateOnsets`) is counted in `missed`, not
+    /// compared: the outputs agreeing on the schedule is sync; keeping to it under load is not.
+    func syncError(of late: [Shown], against early: [Shown])
+        -> (worst: Double, compared: Int, eligible: Int, at: String, overOneVsync: Int, missed: Int) {
+        var worst = 0.0, compared = 0, eligible = 0, at = "", overOneVsync = 0, missed = 0
+        guard early.count > 1, let end = early.last?.wall else { return (0, 0, 0, "no frames to compare with", 0, 0) }
+        let lateHere = lateOnsets(late), lateThere = lateOnsets(early)
+        for (index, shown) in late.enumerated().dropFirst() where shown.wall > early[1].wall && shown.wall < end - 0.1 {
             eligible += 1
             // When the other output put the same frame on screen.
             let onsets = early.indices.filter { i in
@@ -413,6 +437,10 @@ import TestSupport
             // leave too few frames compared.
             guard let nearest = onsets.min(by: { abs(early[$0].wall - shown.wall) < abs(early[$1].wall - shown.wall) }),
                   nearest > 0, abs(early[nearest].wall - shown.wall) < 0.25 else { continue }
+            if lateHere.contains(index) || lateThere.contains(nearest) {
+                missed += 1
+                continue
+            }
             let error = abs(early[nearest].wall - shown.wall)
             if error > 1.0 / 60 + 0.001 { overOneVsync += 1 }
             if error > worst {
@@ -421,7 +449,7 @@ import TestSupport
             }
             compared += 1
         }
-        return (worst, compared, eligible, at, overOneVsync)
+        return (worst, compared, eligible, at, overOneVsync, missed)
     }
 
     /// The pixel (r, g, b) three quarters across and half down a PNG, decoded with the ffmpeg command.
@@ -508,12 +536,13 @@ import TestSupport
         let lines = try running.traceLines()
         let left = frames(lines, output: "headless-left"), right = frames(lines, output: "headless-right")
         #expect(left.count > 100 && right.count > 100, "\(left.count) and \(right.count) frames")
-        let (worst, compared, eligible, at, overOneVsync) = syncError(of: right, against: left)
-        #expect(eligible >= right.count - 15 && compared >= eligible - 5, "\(compared) of \(eligible) of \(right.count) frames compared")
+        let (worst, compared, eligible, at, overOneVsync, missed) = syncError(of: right, against: left)
+        #expect(eligible >= right.count - 15 && compared + missed >= eligible - 5, "\(compared) of \(eligible) of \(right.count) frames compared")
         // Within one vsync, allowing a busy machine (the suite runs in parallel) one late vsync on
-        // at most 2% of the frames compared; never two.
-        #expect(overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001,
-                "\(overOneVsync) of \(compared) frames over one vsync; worst \(worst * 1000) ms: \(at)")
+        // at most 2% of the frames compared; never two. Frames an output showed late on its own
+        // schedule are left out, and at most 10% of them may be.
+        #expect(overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001 && missed * 10 <= eligible,
+                "\(overOneVsync) of \(compared) frames over one vsync (\(missed) shown late on their own output); worst \(worst * 1000) ms: \(at)")
     }
 
     /// One output showing two regions of the canvas, each with its own playlist (a mosaic on one
@@ -584,11 +613,12 @@ import TestSupport
         #expect(held[0]?["pts"] as? Double != nil && held[0]?["pts"] as? Double == held[1]?["pts"] as? Double)
         let moving = lines.filter { line in !held.contains { $0?["wall"] as? Double == line["wall"] as? Double && $0?["output"] as? String == line["output"] as? String } }
         let left = frames(moving, output: "headless-left"), right = frames(moving, output: "headless-right")
-        let (worst, compared, eligible, at, overOneVsync) = syncError(of: right, against: left)
-        #expect(eligible >= right.count - 15 && compared >= eligible - 5, "\(compared) of \(eligible) of \(right.count) frames compared")
+        let (worst, compared, eligible, at, overOneVsync, missed) = syncError(of: right, against: left)
+        #expect(eligible >= right.count - 15 && compared + missed >= eligible - 5, "\(compared) of \(eligible) of \(right.count) frames compared")
         // Within one vsync, allowing a busy machine (the suite runs in parallel) one late vsync on
-        // at most 2% of the frames compared; never two.
-        #expect(overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001,
-                "\(overOneVsync) of \(compared) frames over one vsync; worst \(worst * 1000) ms: \(at)")
+        // at most 2% of the frames compared; never two. Frames an output showed late on its own
+        // schedule are left out, and at most 10% of them may be.
+        #expect(overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001 && missed * 10 <= eligible,
+                "\(overOneVsync) of \(compared) frames over one vsync (\(missed) shown late on their own output); worst \(worst * 1000) ms: \(at)")
     }
 }
