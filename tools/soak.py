@@ -434,24 +434,26 @@ def soak(binary, folder, transitions, max_growth_kb, tolerance):
 
     # The trace: no gap, drop, repeat, cadence error or blank; every good pass complete. A pause
     # moves the virtual clock on by however many vsyncs the paused loop let pass (a few: it
-    # waits while every player is paused), so the trace is checked in pieces between the pauses.
-    # On the virtual clock frames follow each other within milliseconds of wall time; a pause
-    # (0.4 s) shows as a wall-time gap between two frames, and the cut goes right after the
-    # frame before it (the trace is written with a lag, so the line counts read at the pauses
-    # say only how many there were).
+    # waits while every player is paused), so the trace is checked in pieces between the pauses:
+    # each piece ends at a `pause` line (a picture pulled before the pause may be drawn, and its
+    # frame line written, after it) and the next starts at the first start-file after the
+    # `unpause` line (the item that was paused resumes off its vsync grid: a 25 fps frame is 2.4
+    # vsyncs, so the resumed remainder is left out). Wall times say nothing here: a starved
+    # process writes its lines late.
     figures = {"frames": 0, "item_changes": 0, "gaps": 0, "drops": 0, "repeats": 0, "cadence_errors": 0,
                "blanks_after_start": 0, "problems": []}
-    walls = [(i, line["wall"]) for i, line in enumerate(m.lines) if line.get("type") == "frame" and "wall" in line]
-    cuts = [before + 1 for (before, w0), (_, w1) in zip(walls, walls[1:]) if w1 - w0 > 0.3]
     result["pauses"] = len(splits)
-    # The item that was paused resumes off its vsync grid (a 25 fps frame is 2.4 vsyncs): each
-    # piece starts at the next start-file after the jump, and the resumed remainder is left out.
-    pieces, lo = [], 0
-    for cut in cuts:
-        resume = next((i for i in range(cut, len(m.lines)) if m.lines[i].get("event") == "start-file"), len(m.lines))
-        pieces.append((lo, cut))
-        lo = resume
-    pieces.append((lo, len(m.lines)))
+    pieces, lo, paused_at = [], 0, None
+    for i, line in enumerate(m.lines):
+        event = line.get("event") if line.get("type") == "event" else None
+        if event == "pause" and paused_at is None:
+            pieces.append((lo, i))
+            paused_at = i
+        elif event == "unpause" and paused_at is not None:
+            lo = next((j for j in range(i, len(m.lines)) if m.lines[j].get("event") == "start-file"), len(m.lines))
+            paused_at = None
+    if paused_at is None:
+        pieces.append((lo, len(m.lines)))
     result["trace_pieces"] = len(pieces)
     for lo, hi in pieces:
         piece = figures_of(m.lines[lo:hi])

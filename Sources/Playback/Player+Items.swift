@@ -207,6 +207,7 @@ extension Player {
         case .pause:
             pausedPosition = end
             anchor = nil
+            tracePauseLocked(from: _rate, to: 0)
             _rate = 0
             changeBroadcast.send(.rate(0))
             updateTimeControlLocked()

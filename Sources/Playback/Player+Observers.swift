@@ -98,11 +98,25 @@ extension Player {
     func traceFile(_ name: String, item: PlayerItem, reason: String?, error: (any Error)?, vsync: Int64? = nil) {
         guard let trace = _trace else { return }
         let v = vsync ?? lastVsync ?? 0
-        let t = refresh.map { MediaTime(value: v * $0.denominator, timescale: Int32(clamping: $0.numerator)).seconds } ?? 0
+        let t = traceSeconds(ofVsync: v)
         var line = "{\"type\":\"event\",\"event\":\"\(name)\",\"item\":\(item.traceIndex),\"uri\":\(jsonStringLiteral(item.asset.url.path)),\"output\":\(jsonStringLiteral(outputName)),\"vsync\":\(v),\"t\":\(t.formatted(decimals: 6))"
         if let reason { line += ",\"reason\":\"\(reason)\"" }
         if let error { line += ",\"error\":\(jsonStringLiteral("\(error)"))" }
         trace.event(line + "}")
+    }
+
+    /// A `pause` or `unpause` line when the rate goes to or from 0, on the last vsync asked for (a
+    /// picture pulled before it may still be drawn, and its frame line come after this one).
+    func tracePauseLocked(from old: Float, to new: Float) {
+        guard let trace = _trace, (old == 0) != (new == 0) else { return }
+        let v = lastVsync ?? 0
+        let t = traceSeconds(ofVsync: v)
+        trace.event("{\"type\":\"event\",\"event\":\"\(new == 0 ? "pause" : "unpause")\",\"output\":\(jsonStringLiteral(outputName)),\"vsync\":\(v),\"t\":\(t.formatted(decimals: 6))}")
+    }
+
+    /// The timeline time of vsync `v` as trace lines give it (`t`).
+    private func traceSeconds(ofVsync v: Int64) -> Double {
+        refresh.map { MediaTime(value: v * $0.denominator, timescale: Int32(clamping: $0.numerator)).seconds } ?? 0
     }
 
     func itemStatusChanged(_ item: PlayerItem) {}

@@ -368,6 +368,7 @@ public class Player: @unchecked Sendable {
         hostStartVsync = nil
         hostStartTime = nil
         _rate = newRate
+        tracePauseLocked(from: old, to: newRate)
         wakeLocked()
         changeBroadcast.send(.rate(newRate))
         updateTimeControlLocked()

@@ -56,6 +56,44 @@ func checkTrace(_ path: String) throws -> (status: Int32, report: [String: Any])
         #expect(text.contains(#""event":"start-file","item":0"#) && text.contains(#""reason":"eof""#))
     }
 
+    /// A pause and the play after it are lines of their own, so that a reader can tell the
+    /// timeline's wait from a gap: no new frame between them.
+    @Test func pauseAndUnpauseAreTraceLines() throws {
+        let backend = FakeBackend()
+        let player = QueuePlayer(items: [PlayerItem(url: backend.add("clip.mp4", .init(frames: 90, fps: 30, size: VideoSize(width: 160, height: 90))),
+                                                    backend: backend)], logger: quiet)
+        let path = NSTemporaryDirectory() + "pause-trace-\(getpid()).jsonl"
+        let trace = try TraceWriter(path: path)
+        let presenter = try PlayerPresenter(player: player, output: TraceTestOutput(refresh: RefreshRate(numerator: 60)),
+                                            trace: trace, logger: quiet, exitAfter: MediaTime(value: 2, timescale: 1))
+        player.play()
+        var asked = 0
+        _ = try presenter.run {
+            asked += 1
+            if asked == 30 {
+                player.pause()
+                DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { player.play() }
+            }
+            return true
+        }
+        trace.flush()
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").compactMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        // The first play is an unpause on vsync 0, before any frame.
+        let pauses = lines.indices.filter { lines[$0]["event"] as? String == "pause" }
+        let unpauses = lines.indices.filter { lines[$0]["event"] as? String == "unpause" }
+        try #require(pauses.count == 1 && unpauses.count == 2 && unpauses[0] < pauses[0] && pauses[0] < unpauses[1],
+                     "\(lines.filter { $0["type"] as? String == "event" })")
+        #expect(lines[unpauses[0]]["vsync"] as? Int == 0 && !lines[..<unpauses[0]].contains { $0["type"] as? String == "frame" })
+        let between = lines[pauses[0]..<unpauses[1]].filter { $0["type"] as? String == "frame" }
+        #expect(between.count <= 1, "only a picture pulled before the pause is drawn after it: \(between)")
+        let vsync = try #require(lines[pauses[0]]["vsync"] as? Int)
+        #expect((28...31).contains(vsync), "paused on vsync \(vsync)")
+        #expect(lines[pauses[0]]["output"] as? String == "test-0")
+        #expect(lines[unpauses[1]...].contains { $0["type"] as? String == "frame" }, "frames after the play")
+    }
+
     @Test func theCheckerReportsABlankARepeatAndADrop() throws {
         let path = NSTemporaryDirectory() + "bad-trace-\(getpid()).jsonl"
         var lines: [String] = []
