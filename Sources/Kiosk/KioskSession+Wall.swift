@@ -96,9 +96,12 @@ extension KioskSession {
             start(clock.earliestVsync(after: -1), shared)
         }
         clockSyncCheck = { [player, weak self] shown, picture in
-            guard shown >= moving.value, let item = picture.item, let index = item.playlistIndex, index < starts.count,
-                  let wall = clock.wallTime(ofVsync: shown) else { return }
-            let action = sync.check(vsync: shown, wall: wall, index: index, itemTime: picture.itemTime - starts[index], refresh: refresh)
+            // The timeline against the clock where the picture was asked for: one the output
+            // showed late (a busy machine) says nothing about the timeline.
+            let asked = picture.askedVsync ?? shown
+            guard asked >= moving.value, let item = picture.item, let index = item.playlistIndex, index < starts.count,
+                  let wall = clock.wallTime(ofVsync: asked) else { return }
+            let action = sync.check(vsync: asked, wall: wall, index: index, itemTime: picture.itemTime - starts[index], refresh: refresh)
             switch action {
             case .none: break
             case .shift(let vsyncs): player.shiftTimeline(byVsyncs: vsyncs)

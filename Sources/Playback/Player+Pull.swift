@@ -22,6 +22,12 @@ extension Player {
         public var mix: PictureMix?
         /// True when only the mix changed (the same frame, new weights): drawn again, not a new frame.
         public var isNewMix = false
+        /// The vsync the frame was due on, on this player's timeline: a picture shown on a later
+        /// one is late by the difference (the trace's `late`).
+        public var dueVsync: Int64?
+        /// The vsync the picture was asked for: `itemTime` is the timeline's there (the output may
+        /// show it on a later one).
+        public var askedVsync: Int64?
     }
 
     /// Returns the attachment's number, which `detachOutput` takes.
@@ -112,7 +118,7 @@ extension Player {
     func currentPicture(isNew: Bool, waiting: Bool = false, newMix: Bool = false) -> Picture {
         let mix = currentMix.flatMap { current in run.map(ObjectIdentifier.init) == current.run && shown?.run === run ? current.mix : nil }
         return Picture(frame: shown?.frame, item: shown?.item, isNew: isNew, itemTime: itemTimeLocked() ?? .zero, isWaiting: waiting,
-                       mix: mix, isNewMix: newMix && !isNew)
+                       mix: mix, isNewMix: newMix && !isNew, dueVsync: shown?.due, askedVsync: lastVsync)
     }
 
     func pullLocked(_ n: Int64, waited: Double, _ outbox: inout Outbox) -> Picture {
@@ -149,7 +155,7 @@ extension Player {
                 let next = peekLocked()
                 if case .frame(let frame, let t)? = next {
                     pending = nil
-                    show(frame, t: t, vsync: n, run: run, &outbox)
+                    show(frame, t: t, vsync: n, due: n, run: run, &outbox)
                     return currentPicture(isNew: true)
                 }
                 if next == nil {
@@ -229,7 +235,7 @@ extension Player {
             // late, with nothing newer ready) counts as delayed.
             if s.vsync < n { _stats.delayed += 1 }
             noteDropLocked(late: false)
-            show(s.frame, t: s.t, vsync: n, run: s.run, &outbox)
+            show(s.frame, t: s.t, vsync: n, due: s.vsync, run: s.run, &outbox)
         } else if run == nil && queue.isEmpty {
             shown = nil
             return currentPicture(isNew: hadPicture)
@@ -288,8 +294,8 @@ extension Player {
         run.feeder.report(clock: base + elapsed, lateDropRate: lateDropRate)
     }
 
-    func show(_ frame: any PresentableFrame, t: MediaTime, vsync n: Int64, run: Run, _ outbox: inout Outbox) {
-        shown = Shown(frame: frame, run: run, t: t, vsync: n)
+    func show(_ frame: any PresentableFrame, t: MediaTime, vsync n: Int64, due: Int64, run: Run, _ outbox: inout Outbox) {
+        shown = Shown(frame: frame, run: run, t: t, vsync: n, due: due)
         run.shownFrames += 1
         _stats.presented += 1
         emptyRuns = 0

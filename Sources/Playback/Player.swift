@@ -155,6 +155,8 @@ public class Player: @unchecked Sendable {
         var item: PlayerItem { run.item }
         let t: MediaTime
         let vsync: Int64
+        /// The vsync the frame was due on (earlier than `vsync` when it was decoded late).
+        let due: Int64
     }
 
     /// Work to do once the lock is released: callbacks never run under it.

@@ -198,7 +198,7 @@ public final class PlayerPresenter<Output: OutputDriver> {
                     trace?.frame(vsync: shown, t: clock.time(ofVsync: shown), output: traceNames[i], item: item.traceIndex,
                                  uri: item.asset.url.path, pts: presentable.pts,
                                  wall: clock.wallTime(ofVsync: shown)?.unixSeconds ?? Date().timeIntervalSince1970,
-                                 mix: pictures[i].mix)
+                                 late: pictures[i].dueVsync.map { max(0, shown - $0) } ?? 0, mix: pictures[i].mix)
                     if !pictures[i].isNewMix { didPresent?(i, shown, pictures[i]) }
                     showingBlank[i] = false
                 } else {

@@ -383,32 +383,14 @@ import TestSupport
                 "\(overOneVsync) of \(compared) frames over one vsync (\(missed) shown late on their own output); worst \(worst * 1000) ms: \(at)")
     }
 
-    struct Shown { let item: Int; let pts: Double; let wall: Double }
+    /// A frame line: `late` is how many vsyncs after its due one the output showed it.
+    struct Shown { let item: Int; let pts: Double; let wall: Double; let late: Int }
 
     /// The frame lines of a trace (of one output, when named).
     func frames(_ lines: [[String: Any]], output: String? = nil) -> [Shown] {
         lines.filter { $0["type"] as? String == "frame" && (output == nil || $0["output"] as? String == output) }.map {
-            Shown(item: $0["item"] as! Int, pts: $0["pts"] as! Double, wall: $0["wall"] as! Double)
+            Shown(item: $0["item"] as! Int, pts: $0["pts"] as! Double, wall: $0["wall"] as! Double, late: $0["late"] as? Int ?? 0)
         }
-    }
-
-    /// The indices of the frames an output showed at least one vsync after its own schedule: a
-    /// run (one item, pts rising) keeps wall - pts within one vsync while on time (0 ms at 30 fps
-    /// on 60 Hz, up to 13.3 ms at 25 fps), so a frame at least a vsync above the run's least
-    /// wall - pts missed its vsync on that output: a late frame (a busy machine), not a sync error.
-    func lateOnsets(_ frames: [Shown]) -> Set<Int> {
-        var late = Set<Int>(), run: [Int] = []
-        func close() {
-            guard let least = run.map({ frames[$0].wall - frames[$0].pts }).min() else { return }
-            late.formUnion(run.filter { frames[$0].wall - frames[$0].pts - least >= 1.0 / 60 - 0.0005 })
-            run.removeAll()
-        }
-        for i in frames.indices.dropFirst() {
-            if let last = run.last, frames[last].item != frames[i].item || frames[i].pts < frames[last].pts { close() }
-            run.append(i)
-        }
-        close()
-        return late
     }
 
     /// For each frame of `late` after its first, shown while `early` was still showing frames: how
@@ -418,14 +400,14 @@ import TestSupport
     /// from the output's start until the clock reaches it, so its onset says nothing about sync.
     /// So are the frames `late` shows in the last 0.1 s of `early`'s trace, or after it: outputs
     /// stopping together can stop a frame apart, and the other's onset is then a loop away. A frame
-    /// either output showed late on its own schedule (`lateOnsets`) is counted in `missed`, not
-    /// compared: the outputs agreeing on the schedule is sync; keeping to it under load is not.
+    /// either output showed after its due vsync (the trace's `late`: a busy machine) is counted in
+    /// `missed`, not compared: the outputs agreeing on the schedule is sync; keeping to it under
+    /// load is not.
     func syncError(of late: [Shown], against early: [Shown])
         -> (worst: Double, compared: Int, eligible: Int, at: String, overOneVsync: Int, missed: Int) {
         var worst = 0.0, compared = 0, eligible = 0, at = "", overOneVsync = 0, missed = 0
         guard early.count > 1, let end = early.last?.wall else { return (0, 0, 0, "no frames to compare with", 0, 0) }
-        let lateHere = lateOnsets(late), lateThere = lateOnsets(early)
-        for (index, shown) in late.enumerated().dropFirst() where shown.wall > early[1].wall && shown.wall < end - 0.1 {
+        for shown in late.dropFirst() where shown.wall > early[1].wall && shown.wall < end - 0.1 {
             eligible += 1
             // When the other output put the same frame on screen.
             let onsets = early.indices.filter { i in
@@ -437,7 +419,7 @@ import TestSupport
             // leave too few frames compared.
             guard let nearest = onsets.min(by: { abs(early[$0].wall - shown.wall) < abs(early[$1].wall - shown.wall) }),
                   nearest > 0, abs(early[nearest].wall - shown.wall) < 0.25 else { continue }
-            if lateHere.contains(index) || lateThere.contains(nearest) {
+            if shown.late > 0 || early[nearest].late > 0 {
                 missed += 1
                 continue
             }

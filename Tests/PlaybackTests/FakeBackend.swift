@@ -100,7 +100,7 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
             lock.broadcast()
             let deadline = Date(timeIntervalSinceNow: 5)
             while !(finished || (parked && spent >= frames)) && Date() < deadline {
-                lock.wait(until: Date(timeIntervalSinceNow: 0.05))
+                _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05))
             }
         }
     }
@@ -122,7 +122,7 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
             while let b = budget, spent >= b, Date() < deadline {
                 parked = true
                 lock.broadcast()
-                lock.wait(until: Date(timeIntervalSinceNow: 0.05))
+                _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05))
             }
             parked = false
             spent += 1
@@ -161,7 +161,7 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
     func probe(_ url: URL) throws -> AssetDescription {
         let clip: Clip? = lock.withLock {
             probes += 1
-            while probeHeld { lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+            while probeHeld { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
             return clips[url.path]
         }
         guard let clip else { throw Missing(path: url.path) }
@@ -185,7 +185,7 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
     func waitWhileHeld() {
         lock.withLock {
             let deadline = Date(timeIntervalSinceNow: 10)
-            while held && Date() < deadline { lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+            while held && Date() < deadline { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
         }
     }
 
