@@ -455,6 +455,10 @@ public final class PlayerAudioOutput: @unchecked Sendable {
             }
             // At the seam the seek back takes the primed pictures: the primed sound stays for it.
             if next == nil, let up = upcoming, up.loopsBack, !view.playing { return }
+        } else if let up = upcoming, up.item === view.item {
+            // The pictures are in the next item already and the sound is behind them (a writer
+            // held up): the primed sound of the pictures' item follows this one's end.
+            return
         } else {
             next = nil  // the sound is ahead in the next item already: primed when it is current
         }
