@@ -10,12 +10,13 @@ shown and the Unix time of the vsync that showed it, "wall").
 
 The clip has a click at the start of each second of its timeline and a white flash on the frames
 of [k, k + S) (S = --flash-seconds). For each click heard (the first loud sample after 100 ms of
-quiet), its time is read off the capture's own timestamps (between the two nearest stamps), put
+quiet), its time is read off the capture's own timestamps (their lower envelope: see frame_time), put
 on Unix time, and compared with the first frame of the flash the trace shows near it: the sound
 of that frame's pts p is heard at click + (p - k), and the offset is that minus the frame's vsync
 time. Positive: the sound comes late. Prints JSON: the offsets (ms, with the time into the run),
 p50/p95/max of their magnitude, the drift (a line fitted to offset over time, ms per minute), the
-capture clock's rate against the system clock (ppm), and what was left unmatched.
+capture clock's rate against the system clock (ppm), what was left unmatched, and how the pictures
+kept time after the skip (shown, shown late, never shown: see picture_timing).
 """
 import argparse
 import array
@@ -27,28 +28,38 @@ RATE = 48000
 
 
 def read_stamps(path):
-    offset, points = None, []
+    """The header's offset and the stamps (frame, time, segment): a segment ends at an overrun or
+    error the helper noted (frames were lost there, so times are compared within a segment)."""
+    offset, points, segment = None, [], 0
     for line in open(path):
         if line.startswith("# realtime-monotonic"):
             offset = float(line.split()[2])
+        elif line.startswith("# overrun") or line.startswith("# error"):
+            segment += 1
         elif line.strip() and not line.startswith("#"):
             frame, t = line.split()
-            points.append((int(frame), float(t)))
+            points.append((int(frame), float(t), segment))
     if offset is None or len(points) < 2:
         sys.exit(f"av-offsets: {path} has no timing (offset {offset}, {len(points)} stamps)")
     points.sort()
     return offset, points
 
 
-def frame_time(points, frames, f):
-    """Monotonic time of capture frame f, between the nearest stamps (or past the ends, at the nominal rate)."""
+def frame_time(points, frames, f, window=2 * RATE):
+    """Monotonic time of capture frame f. A stamp says the device's pointer stood at a frame at a
+    time, but that time is when the pointer was last updated, which can come after the frame was
+    reached (snd-aloop moves its pointer on the kernel's timer ticks: 4 ms steps at HZ=250), never
+    before it. So each stamp within `window` frames of f (in f's segment) is carried to f at the
+    nominal rate and the earliest is taken: the lower envelope, where the stamps are exact."""
     i = bisect.bisect_left(frames, f)
-    if 0 < i < len(points):
-        (f0, t0), (f1, t1) = points[i - 1], points[i]
-        if f1 > f0:
-            return t0 + (f - f0) * (t1 - t0) / (f1 - f0)
-    f0, t0 = points[0] if i == 0 else points[-1]
-    return t0 + (f - f0) / RATE
+    near = points[max(0, i - 1)] if points else None
+    segment = near[2]
+    lo, hi = bisect.bisect_left(frames, f - window), bisect.bisect_right(frames, f + window)
+    carried = [t + (f - fr) / RATE for fr, t, seg in points[lo:hi] if seg == segment]
+    if carried:
+        return min(carried)
+    fr, t, _ = near
+    return t + (f - fr) / RATE
 
 
 def clicks(samples, threshold=0.3 * 32768, quiet_frames=RATE // 10):
@@ -80,6 +91,39 @@ def percentile(sorted_values, q):
     return sorted_values[k]
 
 
+def picture_timing(shown, skip):
+    """How the pictures kept time after the first `skip` seconds, from the trace's frame lines
+    (wall, timeline t, pts) in the order shown: `late` pictures were shown on a later vsync than
+    their time (a flash shown late moves its offset by that much whatever the sound does),
+    `missing` were never shown (dropped, or skipped by the decoder: a jump in pts). A loop starts
+    again where pts goes back. On time means t - pts at its smallest for that pass, within a
+    quarter of a frame."""
+    if not shown:
+        return {"pictures_shown": 0, "pictures_late": 0, "pictures_missing": 0}
+    start = shown[0][0] + skip
+    passes, current = [], []
+    for wall, t, pts in shown:
+        if current and pts < current[-1][2]:
+            passes.append(current)
+            current = []
+        current.append((wall, t, pts))
+    passes.append(current)
+    counted = late = missing = 0
+    for frames in passes:
+        steps = sorted(b[2] - a[2] for a, b in zip(frames, frames[1:]) if b[2] > a[2])
+        duration = steps[len(steps) // 2] if steps else 1 / 30
+        base = min(t - pts for _, t, pts in frames)
+        for i, (wall, t, pts) in enumerate(frames):
+            if wall < start:
+                continue
+            counted += 1
+            if t - pts - base > duration / 4:
+                late += 1
+            if i > 0 and pts - frames[i - 1][2] > 1.5 * duration:
+                missing += int(round((pts - frames[i - 1][2]) / duration)) - 1
+    return {"pictures_shown": counted, "pictures_late": late, "pictures_missing": missing}
+
+
 def analyse(raw_path, stamps_path, trace_path, flash_seconds=0.1, skip=0.0):
     offset, points = read_stamps(stamps_path)
     frames = [p[0] for p in points]
@@ -88,7 +132,7 @@ def analyse(raw_path, stamps_path, trace_path, flash_seconds=0.1, skip=0.0):
         samples.frombytes(f.read())
     if sys.byteorder != "little":
         samples.byteswap()
-    flashes = []
+    flashes, shown = [], []
     for line in open(trace_path):
         try:
             e = json.loads(line)
@@ -97,6 +141,8 @@ def analyse(raw_path, stamps_path, trace_path, flash_seconds=0.1, skip=0.0):
         if e.get("type") != "frame" or "wall" not in e:
             continue
         pts = e["pts"]
+        if "t" in e:
+            shown.append((e["wall"], e["t"], pts))
         k = int(pts + 1e-6)
         if pts - k < flash_seconds - 1e-6:
             flashes.append((e["wall"], pts, k))
@@ -127,7 +173,7 @@ def analyse(raw_path, stamps_path, trace_path, flash_seconds=0.1, skip=0.0):
         results.append({"t": wall - firsts[0][0], "ms": 1000 * (t + (pts - k) - wall), "pts": pts})
     magnitudes = sorted(abs(r["ms"]) for r in results)
     slope = fit_line([r["t"] for r in results], [r["ms"] for r in results])
-    rate = fit_line([t for _, t in points], [f for f, _ in points])
+    rate = fit_line([t for _, t, _ in points], [f for f, _, _ in points])
     span = (points[-1][1] - points[0][1])
     return {
         "clicks_heard": len(heard), "flashes_shown": len(firsts), "offsets_measured": len(results),
@@ -138,6 +184,7 @@ def analyse(raw_path, stamps_path, trace_path, flash_seconds=0.1, skip=0.0):
         "mean_ms": sum(r["ms"] for r in results) / len(results) if results else None,
         "drift_ms_per_minute": 60 * slope if slope is not None else None,
         "capture_clock_ppm": 1e6 * (rate / RATE - 1) if rate else None,
+        **picture_timing(shown, skip),
         "offsets": results,
     }
 

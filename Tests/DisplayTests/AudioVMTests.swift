@@ -30,21 +30,40 @@ enum AudioVM {
         var mean_ms: Double?
         var drift_ms_per_minute: Double?
         var capture_clock_ppm: Double?
+        /// After the skip: pictures shown, shown on a later vsync than their time, never shown.
+        var pictures_shown: Int
+        var pictures_late: Int
+        var pictures_missing: Int
+    }
+
+    /// The marquee the guest runs: the release build of this repository when there is one built
+    /// after the debug build next to this test bundle (under TCG a debug build costs the guest
+    /// about 1.6 times the CPU), else the debug build.
+    static var marquee: String {
+        let release = Command.repository + "/.build/release/marquee", debug = KMSVM.marquee
+        func modified(_ path: String) -> Date? {
+            (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+        }
+        guard let built = modified(release), let debugBuilt = modified(debug), built >= debugBuilt else { return debug }
+        return release
     }
 
     /// Plays the click-and-flash clip (looped) for `seconds` in the guest; returns marquee's run
     /// and the offsets, leaving out the first `skip` seconds (the start). The pictures go to a
-    /// small headless output on the real clock: the guest's virtio-gpu has no vblank (its flips
-    /// complete at once), so its vsyncs are no better a master there, and converting pictures for
-    /// it under TCG costs more than the guest can spare; the sound's device is the real one.
+    /// small headless output on the real clock at 30 Hz (the clip's rate: one picture a vsync):
+    /// the guest's virtio-gpu has no vblank (its flips complete at once), so its vsyncs are no
+    /// better a master there, and converting pictures for it under TCG costs more than the guest
+    /// can spare; the sound's device and path are the real ones.
     static func measure(seconds: Int, clipSeconds: Int = 30, skip: Double = 5) throws -> (KMSVM.Run, Offsets, String) {
         let clip = try clickAndFlash(seconds: clipSeconds)
         let name = "vm-audio-\(seconds)s"
+        let binary = marquee
+        print("VM click vs flash: marquee \(binary)")
         let run = try KMSVM.run(config: """
             {"playlist": [{"uri": "\(clip)"}], "loop": true,
-             "display": {"output": "headless", "mode": "160x90@60"},
+             "display": {"output": "headless", "mode": "160x90@30"},
              "audio": {"device": "plughw:Loopback,0,0"}}
-            """, name: name, seconds: seconds, environment: ["KMS_RUN_AUDIO": "aloop"])
+            """, name: name, seconds: seconds, environment: ["KMS_RUN_AUDIO": "aloop", "MARQUEE": binary])
         let base = "\(TestMedia.folder)/\(name)"
         let analysed = try Command.run("python3", [Command.repository + "/tools/av-offsets.py",
                                                    base + "-capture.raw", base + "-capture.stamps", base + "-trace.jsonl",
@@ -55,6 +74,16 @@ enum AudioVM {
     }
 
     struct CommandFailed: Error, CustomStringConvertible { var description: String }
+
+    /// Whether the guest kept real time after the start: the presentation never stalled, and at
+    /// most a tenth of the pictures due were shown late or not at all (from the trace).
+    static func keptRealTime(_ offsets: Offsets, log: String) -> (Bool, String) {
+        let stalled = log.contains("presentation stalled")
+        let due = offsets.pictures_shown + offsets.pictures_missing
+        let ok = offsets.pictures_shown > 0 && !stalled && (offsets.pictures_late + offsets.pictures_missing) * 10 <= due
+        return (ok, "\(offsets.pictures_shown) pictures shown, \(offsets.pictures_late) of them late, \(offsets.pictures_missing) never shown"
+                    + (stalled ? ", presentation stalled" : ""))
+    }
 }
 
 @Suite("Sound against the picture in a QEMU guest (snd-aloop)", .serialized,
@@ -62,19 +91,19 @@ enum AudioVM {
 struct AudioVMTests {
     /// 40 s: every click is heard within 10 ms of its flash's vsync, measured with the loopback
     /// card's timestamps against the trace's vsync times. A guest that cannot show the pictures
-    /// in real time (TCG on a busy host: pictures dropped, the presentation stalled) cannot judge
-    /// sync: the figures are printed and the test cancels itself, saying why it did not judge.
+    /// in real time (TCG on a busy host: pictures dropped, shown late or skipped by the decoder,
+    /// the presentation stalled) cannot judge sync: a flash shown late moves its offset by the
+    /// lateness whatever the sound does. The figures are printed and the test cancels itself,
+    /// saying why it did not judge.
     @Test("the click is heard within 10 ms of the flash's vsync, on the loopback card's clock")
     func clickAndFlashOnRealClocks() throws {
         let (run, offsets, json) = try AudioVM.measure(seconds: 40)
         print("VM click vs flash: \(json.split(separator: "\n").filter { !$0.contains("\"t\"") && !$0.contains("\"ms\"") && !$0.contains("\"pts\"") }.joined())")
         #expect(run.status == 0, "marquee exited with \(run.status): \(run.output)")
         #expect(run.output.contains("audio on"), "\(run.output)")
-        let stopped = run.output.firstMatch(of: /msg=stopped frames=(\d+) dropped=(\d+)/)
-        let shown = stopped.flatMap { Int($0.1) } ?? 0, dropped = stopped.flatMap { Int($0.2) } ?? 0
-        if run.output.contains("presentation stalled") || dropped * 10 > shown + dropped {
-            let stalled = run.output.contains("presentation stalled") ? ", presentation stalled" : ""
-            try Test.cancel("not judged: the guest could not show the pictures in real time (\(shown) shown, \(dropped) dropped\(stalled)): the host is too busy for TCG")
+        let (realTime, timing) = AudioVM.keptRealTime(offsets, log: run.output)
+        if !realTime {
+            try Test.cancel("not judged: the guest could not show the pictures in real time (\(timing)): the host is too busy for TCG")
         }
         #expect(offsets.offsets_measured >= 20, "only \(offsets.offsets_measured) offsets (\(offsets.clicks_heard) clicks heard, \(offsets.flashes_shown) flashes shown): \(run.output)")
         #expect((offsets.max_ms ?? 1000) <= 10, "worst offset \(offsets.max_ms ?? -1) ms (p50 \(offsets.p50_ms ?? -1), p95 \(offsets.p95_ms ?? -1))")
