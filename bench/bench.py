@@ -1237,14 +1237,18 @@ def audio_markdown(audio):
 
 def vm_offsets_line(off, title):
     judged = ("judged: the guest showed its pictures in real time" if vm_run_judged(off) else
-              "not judged: the guest fell behind (a stall, or over 10 % of its pictures dropped), so these figures "
-              "measure the guest, not the sync")
+              "not judged: the guest fell behind (a stall, or over a tenth of its pictures late or never shown), so "
+              "these figures measure the guest, not the sync")
+    if "pictures_late" in off:
+        pictures = (f"after the start {off['pictures_shown']} pictures shown, {off['pictures_late']} of them late, "
+                    f"{off['pictures_missing']} never shown")
+    else:  # a record from before av-offsets.py counted them: marquee's own totals
+        pictures = f"{off.get('pictures_shown', '?')} pictures shown, {off.get('pictures_dropped', '?')} dropped"
     load = (f"; host load {off['host_load_before']} before, {off['host_load_after']} after"
             if off.get("host_load_before") else "")
     return (f"{title} ({off['seconds']} s, snd-aloop{load}): {off['offsets_measured']} offsets "
             f"({off['clicks_heard']} clicks heard, {off['flashes_shown']} flashes shown; "
-            f"after the start {off.get('pictures_shown', '?')} pictures shown, {off.get('pictures_late', '?')} of them late, "
-            f"{off.get('pictures_missing', '?')} never shown; {off.get('realignments', '?')} sound realignments): "
+            f"{pictures}; {off.get('realignments', '?')} sound realignments): "
             f"|offset| p50 {fmt(off['p50_ms'], 1)} ms, "
             f"p95 {fmt(off['p95_ms'], 1)} ms, max {fmt(off['max_ms'], 1)} ms; mean {fmt(off['mean_ms'], 1)} ms; "
             f"drift {fmt(off['drift_ms_per_minute'], 2)} ms/min; {judged}.")

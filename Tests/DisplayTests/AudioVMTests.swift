@@ -37,8 +37,8 @@ enum AudioVM {
     }
 
     /// The marquee the guest runs: the release build of this repository when there is one built
-    /// after the debug build next to this test bundle (under TCG a debug build costs the guest
-    /// about 1.6 times the CPU), else the debug build.
+    /// after the debug build next to this test bundle (a debug build costs about 1.6 times the
+    /// CPU, and the guest has none to spare), else the debug build.
     static var marquee: String {
         let release = Command.repository + "/.build/release/marquee", debug = KMSVM.marquee
         func modified(_ path: String) -> Date? {
