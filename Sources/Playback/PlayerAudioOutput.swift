@@ -289,10 +289,14 @@ public final class PlayerAudioOutput: @unchecked Sendable {
                 return true
             case .timedOut, .closed:
                 // Decoding is behind: keep the device from running dry with a little silence.
+                // The silence takes the place of sound due meanwhile, as a gap would: the next
+                // block is put back in place at once (what is late of it dropped), not played
+                // 10 ms late and resampled back over seconds.
                 guard decodeWait == nil, active, try sink.delay() < 0.015 else { return false }
                 let frames = silenceFormat.sampleRate / 100
                 shared.withLock { $0.silentFrames += frames }
                 try write(PCMBuffer.silence(silenceFormat, frames: frames, pts: .zero), gainFor: item)
+                aligned = false
                 return true
             }
         }
