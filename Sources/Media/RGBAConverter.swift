@@ -17,7 +17,8 @@ import Playback
 /// Adding `SWS_ACCURATE_RND` would be exact (0.5/255) but costs 27-55 ms a frame.
 ///
 /// Used from one thread at a time (the player layer's, or a decode thread's for frames too large
-/// for the output); owns its swscale context and its pool.
+/// for the output); owns its swscale contexts and its pool. (`convertBand`, with a context of its
+/// caller's, is what `PipelinedRGBAConverter`'s worker converts each band with.)
 public final class RGBAConverter {
     /// swscale's brightness, 16.16: +320 recentres the fast path's truncation (measured, see above).
     static let roundingBias: Int32 = 320
@@ -105,53 +106,71 @@ public final class RGBAConverter {
     /// and chroma rows only, come in bands of `rows` rows with exactly the pixels of a whole
     /// conversion; any other frame comes whole (one band, from the pool).
     public func convertInBands(_ frame: VideoFrame, rows: Int = RGBAConverter.bandRows, _ body: (_ firstRow: Int, _ band: Plane) throws -> Void) throws {
-        let format = frame.pixelFormat
-        guard format == .yuv420p || format == .yuv422p, frame.height % 2 == 0, rows >= 2, rows % 2 == 0,
-              frame.height > rows, frame.drmPrime == nil else {
+        guard Self.convertsInBands(frame, rows: rows) else {
             let whole = try convert(frame)
             try whole.withPlanes { try body(0, $0[0]) }
             return
         }
-        let name = "\(format.rawValue) \(frame.width)x\(frame.height) frame"
-        guard let w = Int32(exactly: frame.width), let fullRows = Int32(exactly: rows) else {
-            throw MediaError(uri: name, call: "sws_getCachedContext", reason: "size out of range")
-        }
-        let stride = (frame.width * 4 + 63) & ~63
+        let stride = Self.bandStride(width: frame.width)
         let size = stride * rows + 64
         if band.count != size { band = [UInt8](repeating: 0, count: size) }
-        let settings = Self.settings(for: format)
-        let chromaShiftY = format.chromaShift.y
         try band.withUnsafeMutableBytes { buffer in
             let out = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
             var y = 0
             while y < frame.height {
                 let count = min(rows, frame.height - y)
-                let h = count == rows ? fullRows : Int32(count)
-                let scaler = count == rows ? bandScaler : lastBandScaler
-                let context = try scaler.context(for: frame, width: w, height: h, outWidth: w, outHeight: h, to: AV_PIX_FMT_RGBA,
-                                                 flags: settings.flags, brightness: settings.brightness, name: name)
-                let r: Int32 = try frame.withAVFrame { f in
-                    let data = [f.pointee.data.0, f.pointee.data.1, f.pointee.data.2]
-                    let lines = [f.pointee.linesize.0, f.pointee.linesize.1, f.pointee.linesize.2]
-                    var planes: [UnsafePointer<UInt8>?] = [nil, nil, nil, nil]
-                    var strides: [Int32] = [0, 0, 0, 0]
-                    for plane in 0..<3 {
-                        guard let p = data[plane] else { continue }
-                        let row = plane == 0 ? y : y >> chromaShiftY
-                        planes[plane] = UnsafePointer(p + row * Int(lines[plane]))
-                        strides[plane] = lines[plane]
-                    }
-                    var dst: [UnsafeMutablePointer<UInt8>?] = [out, nil, nil, nil]
-                    var dstStrides: [Int32] = [Int32(stride), 0, 0, 0]
-                    return sws_scale(context, &planes, &strides, 0, h, &dst, &dstStrides)
-                }
-                guard r == h else {
-                    throw MediaError(uri: name, call: "sws_scale", code: r, reason: r < 0 ? ffmpegErrorString(r) : "converted \(r) of \(h) rows")
-                }
+                try Self.convertBand(frame, firstRow: y, count: count, into: out, stride: stride,
+                                     scaler: count == rows ? bandScaler : lastBandScaler)
                 try body(y, Plane(bytes: UnsafeRawPointer(out), bytesPerRow: stride, width: frame.width, height: count,
                                   components: 4, bytesPerSample: 1))
                 y += count
             }
+        }
+    }
+
+    /// Whether `convertInBands` hands `frame` over in bands of `rows` rows (else whole): yuv420p
+    /// and yuv422p in memory, of an even height larger than `rows`, `rows` even.
+    static func convertsInBands(_ frame: VideoFrame, rows: Int) -> Bool {
+        let format = frame.pixelFormat
+        return (format == .yuv420p || format == .yuv422p) && frame.height % 2 == 0 && rows >= 2 && rows % 2 == 0
+            && frame.height > rows && frame.drmPrime == nil
+    }
+
+    /// Bytes per row of a band: RGBA rows padded to 64 bytes (a band buffer has 64 bytes of slack
+    /// after its last row for SIMD stores).
+    static func bandStride(width: Int) -> Int { (width * 4 + 63) & ~63 }
+
+    /// Converts rows `y ..< y + count` of `frame` (one that `convertsInBands`) into `out`, `stride`
+    /// bytes per row, with `scaler`'s context (one per band height: a context keeps its height).
+    /// The one band conversion of `convertInBands` and `PipelinedRGBAConverter`'s worker.
+    static func convertBand(_ frame: VideoFrame, firstRow y: Int, count: Int, into out: UnsafeMutablePointer<UInt8>, stride: Int,
+                            scaler: RGBScaler) throws {
+        let format = frame.pixelFormat
+        let name = "\(format.rawValue) \(frame.width)x\(frame.height) frame"
+        guard let w = Int32(exactly: frame.width), let h = Int32(exactly: count), let outStride = Int32(exactly: stride) else {
+            throw MediaError(uri: name, call: "sws_getCachedContext", reason: "size out of range")
+        }
+        let settings = settings(for: format)
+        let chromaShiftY = format.chromaShift.y
+        let context = try scaler.context(for: frame, width: w, height: h, outWidth: w, outHeight: h, to: AV_PIX_FMT_RGBA,
+                                         flags: settings.flags, brightness: settings.brightness, name: name)
+        let r: Int32 = try frame.withAVFrame { f in
+            let data = [f.pointee.data.0, f.pointee.data.1, f.pointee.data.2]
+            let lines = [f.pointee.linesize.0, f.pointee.linesize.1, f.pointee.linesize.2]
+            var planes: [UnsafePointer<UInt8>?] = [nil, nil, nil, nil]
+            var strides: [Int32] = [0, 0, 0, 0]
+            for plane in 0..<3 {
+                guard let p = data[plane] else { continue }
+                let row = plane == 0 ? y : y >> chromaShiftY
+                planes[plane] = UnsafePointer(p + row * Int(lines[plane]))
+                strides[plane] = lines[plane]
+            }
+            var dst: [UnsafeMutablePointer<UInt8>?] = [out, nil, nil, nil]
+            var dstStrides: [Int32] = [outStride, 0, 0, 0]
+            return sws_scale(context, &planes, &strides, 0, h, &dst, &dstStrides)
+        }
+        guard r == h else {
+            throw MediaError(uri: name, call: "sws_scale", code: r, reason: r < 0 ? ffmpegErrorString(r) : "converted \(r) of \(h) rows")
         }
     }
 }

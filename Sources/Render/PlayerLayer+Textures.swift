@@ -30,10 +30,10 @@ extension PlayerLayer {
     }
 
     /// Converts a Y'CbCr frame to RGBA (the cpu colour conversion) into the first texture, a
-    /// band of rows at a time through the converter's one small buffer: no RGBA frame is made.
+    /// band of rows at a time: the layer's conversion worker (`PipelinedRGBAConverter`) converts
+    /// the next bands into its small ring while this thread uploads the last one; no RGBA frame
+    /// is made.
     func uploadConverted(_ frame: VideoFrame) throws {
-        let converter = rgbaConverter ?? RGBAConverter()
-        rgbaConverter = converter
         glPixelStorei(GLenum(GL_UNPACK_ALIGNMENT), 1)
         glActiveTexture(GLenum(GL_TEXTURE0))
         let storage = TextureStorage.rgba
@@ -43,6 +43,8 @@ extension PlayerLayer {
             glBindTexture(GLenum(GL_TEXTURE_2D), textures[0].name)
         }
         defer { glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), 0) }
+        let converter = rgbaConverter ?? PipelinedRGBAConverter()
+        rgbaConverter = converter
         try converter.convertInBands(frame) { firstRow, band in
             glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), GLint(band.bytesPerRow / band.bytesPerTexel))
             glTexSubImage2D(GLenum(GL_TEXTURE_2D), 0, 0, GLint(firstRow), GLsizei(band.width), GLsizei(band.height),
