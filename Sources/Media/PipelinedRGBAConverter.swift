@@ -47,11 +47,14 @@ public final class PipelinedRGBAConverter {
         }
     }
 
-    /// As `RGBAConverter.convertInBands(_:rows:_:)`: `body` gets each band in order, on the
-    /// caller's thread, its pixels valid only inside `body`.
-    public func convertInBands(_ frame: VideoFrame, _ body: (_ firstRow: Int, _ band: Plane) throws -> Void) throws {
+    /// Whether `convertInBands` hands `frame` over in bands (else whole, and never flipped).
+    public func convertsInBands(_ frame: VideoFrame) -> Bool { RGBAConverter.convertsInBands(frame, rows: rows) }
+
+    /// As `RGBAConverter.convertInBands(_:rows:flipped:_:)`: `body` gets each band in order, on the
+    /// caller's thread, its pixels valid only inside `body` (`flipped`: each band's rows bottom-up).
+    public func convertInBands(_ frame: VideoFrame, flipped: Bool = false, _ body: (_ firstRow: Int, _ band: Plane) throws -> Void) throws {
         guard givenUp == nil, RGBAConverter.convertsInBands(frame, rows: rows) else {
-            try serial.convertInBands(frame, rows: rows, body)
+            try serial.convertInBands(frame, rows: rows, flipped: flipped, body)
             return
         }
         startWorker()
@@ -61,7 +64,8 @@ public final class PipelinedRGBAConverter {
         guard let buffers else { return }
         lastJob += 1
         let bandCount = (frame.height + rows - 1) / rows
-        let job = BandJob(id: lastJob, frame: frame, buffers: buffers, rows: rows, stride: stride, bandCount: bandCount)
+        let job = BandJob(id: lastJob, frame: frame, buffers: buffers, rows: rows, stride: stride, bandCount: bandCount,
+                          flipped: flipped)
         shared.update { state in
             state.job = job
             state.produced = 0
@@ -130,7 +134,7 @@ public final class PipelinedRGBAConverter {
                 let count = min(job.rows, job.frame.height - y)
                 do {
                     try RGBAConverter.convertBand(job.frame, firstRow: y, count: count, into: job.buffers.slot(k % slots),
-                                                  stride: job.stride, scaler: count == job.rows ? full : last)
+                                                  stride: job.stride, flipped: job.flipped, scaler: count == job.rows ? full : last)
                 } catch {
                     shared.update { state in
                         if state.job?.id == job.id { state.failure = error }
@@ -168,14 +172,16 @@ private final class BandJob: @unchecked Sendable {
     let frame: VideoFrame
     let buffers: BandBuffers
     let rows: Int, stride: Int, bandCount: Int
+    let flipped: Bool
 
-    init(id: Int, frame: VideoFrame, buffers: BandBuffers, rows: Int, stride: Int, bandCount: Int) {
+    init(id: Int, frame: VideoFrame, buffers: BandBuffers, rows: Int, stride: Int, bandCount: Int, flipped: Bool) {
         self.id = id
         self.frame = frame
         self.buffers = buffers
         self.rows = rows
         self.stride = stride
         self.bandCount = bandCount
+        self.flipped = flipped
     }
 }
 

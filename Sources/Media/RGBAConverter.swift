@@ -105,7 +105,10 @@ public final class RGBAConverter {
     /// even height, whose conversion (swscale's unscaled path) makes each row from its own luma
     /// and chroma rows only, come in bands of `rows` rows with exactly the pixels of a whole
     /// conversion; any other frame comes whole (one band, from the pool).
-    public func convertInBands(_ frame: VideoFrame, rows: Int = RGBAConverter.bandRows, _ body: (_ firstRow: Int, _ band: Plane) throws -> Void) throws {
+    /// With `flipped` each band's rows come bottom-up (the band's last row first) for a caller that
+    /// stores the picture bottom-up (GL's order); frames that come whole are never flipped.
+    public func convertInBands(_ frame: VideoFrame, rows: Int = RGBAConverter.bandRows, flipped: Bool = false,
+                               _ body: (_ firstRow: Int, _ band: Plane) throws -> Void) throws {
         guard Self.convertsInBands(frame, rows: rows) else {
             let whole = try convert(frame)
             try whole.withPlanes { try body(0, $0[0]) }
@@ -119,7 +122,7 @@ public final class RGBAConverter {
             var y = 0
             while y < frame.height {
                 let count = min(rows, frame.height - y)
-                try Self.convertBand(frame, firstRow: y, count: count, into: out, stride: stride,
+                try Self.convertBand(frame, firstRow: y, count: count, into: out, stride: stride, flipped: flipped,
                                      scaler: count == rows ? bandScaler : lastBandScaler)
                 try body(y, Plane(bytes: UnsafeRawPointer(out), bytesPerRow: stride, width: frame.width, height: count,
                                   components: 4, bytesPerSample: 1))
@@ -141,10 +144,12 @@ public final class RGBAConverter {
     static func bandStride(width: Int) -> Int { (width * 4 + 63) & ~63 }
 
     /// Converts rows `y ..< y + count` of `frame` (one that `convertsInBands`) into `out`, `stride`
-    /// bytes per row, with `scaler`'s context (one per band height: a context keeps its height).
-    /// The one band conversion of `convertInBands` and `PipelinedRGBAConverter`'s worker.
+    /// bytes per row (`flipped`: the last row first), with `scaler`'s context (one per band height:
+    /// a context keeps its height). The one band conversion of `convertInBands` and
+    /// `PipelinedRGBAConverter`'s worker. (swscale's SIMD rows stay within the stride's span, so
+    /// writing them bottom-up overwrites no row already written.)
     static func convertBand(_ frame: VideoFrame, firstRow y: Int, count: Int, into out: UnsafeMutablePointer<UInt8>, stride: Int,
-                            scaler: RGBScaler) throws {
+                            flipped: Bool = false, scaler: RGBScaler) throws {
         let format = frame.pixelFormat
         let name = "\(format.rawValue) \(frame.width)x\(frame.height) frame"
         guard let w = Int32(exactly: frame.width), let h = Int32(exactly: count), let outStride = Int32(exactly: stride) else {
@@ -165,8 +170,8 @@ public final class RGBAConverter {
                 planes[plane] = UnsafePointer(p + row * Int(lines[plane]))
                 strides[plane] = lines[plane]
             }
-            var dst: [UnsafeMutablePointer<UInt8>?] = [out, nil, nil, nil]
-            var dstStrides: [Int32] = [outStride, 0, 0, 0]
+            var dst: [UnsafeMutablePointer<UInt8>?] = [flipped ? out + (count - 1) * stride : out, nil, nil, nil]
+            var dstStrides: [Int32] = [flipped ? -outStride : outStride, 0, 0, 0]
             return sws_scale(context, &planes, &strides, 0, h, &dst, &dstStrides)
         }
         guard r == h else {

@@ -32,8 +32,11 @@ extension PlayerLayer {
     /// Converts a Y'CbCr frame to RGBA (the cpu colour conversion) into the first texture, a
     /// band of rows at a time: the layer's conversion worker (`PipelinedRGBAConverter`) converts
     /// the next bands into its small ring while this thread uploads the last one; no RGBA frame
-    /// is made.
-    func uploadConverted(_ frame: VideoFrame) throws {
+    /// is made. With `bottomUp` the picture is stored bottom-up (row 0 of the texture is its last
+    /// row: GL's order, so that a 1:1 copy needs no flip) where it comes in bands; returns whether
+    /// it was.
+    @discardableResult
+    func uploadConverted(_ frame: VideoFrame, bottomUp: Bool = false) throws -> Bool {
         glPixelStorei(GLenum(GL_UNPACK_ALIGNMENT), 1)
         glActiveTexture(GLenum(GL_TEXTURE0))
         let storage = TextureStorage.rgba
@@ -45,12 +48,15 @@ extension PlayerLayer {
         defer { glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), 0) }
         let converter = rgbaConverter ?? PipelinedRGBAConverter()
         rgbaConverter = converter
-        try converter.convertInBands(frame) { firstRow, band in
+        let flipped = bottomUp && converter.convertsInBands(frame)
+        try converter.convertInBands(frame, flipped: flipped) { firstRow, band in
             glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), GLint(band.bytesPerRow / band.bytesPerTexel))
-            glTexSubImage2D(GLenum(GL_TEXTURE_2D), 0, 0, GLint(firstRow), GLsizei(band.width), GLsizei(band.height),
+            let y = flipped ? frame.height - firstRow - band.height : firstRow
+            glTexSubImage2D(GLenum(GL_TEXTURE_2D), 0, 0, GLint(y), GLsizei(band.width), GLsizei(band.height),
                             storage.format, storage.type, band.bytes)
         }
         try checkGL("glTexSubImage2D(converted to RGBA)")
+        return flipped
     }
 
     func remakeTexture(_ i: Int, width: Int, height: Int, storage: TextureStorage) throws {

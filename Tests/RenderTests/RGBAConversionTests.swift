@@ -125,11 +125,68 @@ import Testing
             #expect(try output.screenshot().pixels == expected, "\(format) frame \(shift)")
         }
         #expect(output.layer.textureAllocations == 1 && output.layer.conversionFailures == 0)
+        // Shown 1:1, a picture that comes in bands is copied (glBlitFramebuffer), a whole one drawn.
+        #expect(output.layer.copiedDraws == (format == .yuv420p ? 3 : 0))
         // The shader path still draws the same frames when asked (the layer's default).
         output.layer.colorConversion = .shader
         let frame = try VideoFrame(format: format, width: w, height: h, colorMatrix: .bt709, colorRange: .limited) { c, _, _ in c == 0 ? 120 : 128 }
         try output.draw([frame])
         #expect(output.layer.textureAllocations > 1, "the planes' textures are made for the shader")
+    }
+
+    /// A picture shown 1:1 is copied into place (stored bottom-up for the copy) wherever the bounds
+    /// put it, with exactly the converted pixels and the background around it; turned, blended or
+    /// scaled it is drawn from the same texture stored top-down; one after the other, each right.
+    @Test func aOneToOnePictureIsCopiedIntoPlace() throws {
+        let (w, h, W, H) = (70, 150, 100, 170)
+        let output = try HeadlessOutput(mode: DisplayMode(width: W, height: H, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        output.layer.colorConversion = .cpu
+        output.layer.background = RGBColor(red: 20, green: 40, blue: 60)
+        let bounds = PixelRect(x: 13, y: 9, width: w, height: h)
+        for shift in 0..<2 {
+            let frame = try VideoFrame(format: .yuv420p, width: w, height: h, colorMatrix: .bt709, colorRange: .limited) { c, x, y in
+                c == 0 ? 16 + (x * 5 + y * 3 + shift * 40) % 220 : 16 + (x * 11 + y * 7 + c * 60) % 225
+            }
+            let picture = Self.image(try RGBAConverter().convert(frame))
+            for (rotation, copied) in [(Rotation.none, true), (.upsideDown, false), (.none, true)] {
+                output.layer.rotation = rotation
+                let copies = output.layer.copiedDraws
+                try output.draw([nil])  // binds the target, clears it to the background
+                try output.layer.draw(frame, bounds: bounds, targetHeight: H)
+                #expect(output.layer.copiedDraws == copies + (copied ? 1 : 0), "\(rotation)")
+                #expect(output.layer.videoRect == bounds)
+                let shot = try output.screenshot()
+                var inside: [UInt8] = [], outside = 0
+                for y in 0..<H {
+                    for x in 0..<W {
+                        let p = shot.pixel(x: x, y: y)
+                        if x >= bounds.x && x < bounds.x + w && y >= bounds.y && y < bounds.y + h {
+                            inside += [p.r, p.g, p.b, p.a]
+                        } else if !(p.r == 20 && p.g == 40 && p.b == 60) {
+                            outside += 1
+                        }
+                    }
+                }
+                // Turned upside down, the picture's pixel (w-1-x, h-1-y) shows at (x, y).
+                var expected: [UInt8] = []
+                for y in 0..<h {
+                    for x in 0..<w {
+                        let (px, py) = rotation == .none ? (x, y) : (w - 1 - x, h - 1 - y)
+                        let i = (py * w + px) * 4
+                        expected += picture[i..<i + 4]
+                    }
+                }
+                #expect(inside == expected, "frame \(shift) \(rotation): the picture differs from the conversion")
+                #expect(outside == 0, "frame \(shift) \(rotation): \(outside) pixels around the picture are not the background")
+            }
+        }
+        output.layer.rotation = .none
+        // Scaled (bounds twice the picture): drawn, not copied.
+        let frame = try VideoFrame(format: .yuv420p, width: 40, height: 30, colorMatrix: .bt709, colorRange: .limited) { c, _, _ in c == 0 ? 100 : 128 }
+        let copies = output.layer.copiedDraws
+        try output.draw([nil])
+        try output.layer.draw(frame, bounds: PixelRect(x: 0, y: 0, width: 80, height: 60), targetHeight: H)
+        #expect(output.layer.copiedDraws == copies && output.layer.videoRect == PixelRect(x: 0, y: 0, width: 80, height: 60))
     }
 
     /// An output that chooses the cpu conversion tells its layer so as it opens.
@@ -238,6 +295,45 @@ import Testing
         }
         #expect(converter.framesThroughWorker == (inBands ? 6 : 0))
         #expect(converter.givenUp == nil)
+    }
+
+    /// Bands asked for bottom-up hold the same rows, each band's last row first, from the worker
+    /// and from the serial conversion alike; frames that come whole are never flipped.
+    @Test(arguments: [
+        Case(format: .yuv420p, width: 71, height: 38, rows: 8, slots: 2),
+        Case(format: .yuv422p, width: 97, height: 150, rows: 64, slots: 2),
+        Case(format: .yuv420p, width: 33, height: 90, rows: 2, slots: 1),
+        Case(format: .nv12, width: 70, height: 38, rows: 8, slots: 2),
+    ])
+    func flippedBandsHoldTheRowsBottomUp(_ c: Case) throws {
+        let pipelined = PipelinedRGBAConverter(rows: c.rows, slots: c.slots)
+        let serial = RGBAConverter()
+        for shift in 0..<3 {
+            let frame = try Self.frame(c.format, c.width, c.height, shift: shift)
+            let whole = RGBADrawingTests.image(try RGBAConverter().convert(frame))
+            let rowBytes = c.width * 4
+            let inBands = pipelined.convertsInBands(frame)
+            for serialPath in [false, true] {
+                var rebuilt = [UInt8](repeating: 0, count: whole.count)
+                var covered = 0
+                let body = { (firstRow: Int, band: Plane) in
+                    for r in 0..<band.height {
+                        // Row r of a flipped band is the band's row (height - 1 - r).
+                        let pictureRow = firstRow + (inBands ? band.height - 1 - r : r)
+                        let bytes = UnsafeRawBufferPointer(start: band.bytes + r * band.bytesPerRow, count: rowBytes)
+                        rebuilt.replaceSubrange(pictureRow * rowBytes..<(pictureRow + 1) * rowBytes, with: bytes)
+                        covered += 1
+                    }
+                }
+                if serialPath {
+                    try serial.convertInBands(frame, rows: c.rows, flipped: true, body)
+                } else {
+                    try pipelined.convertInBands(frame, flipped: true, body)
+                }
+                #expect(covered == c.height)
+                #expect(rebuilt == whole, "\(c) frame \(shift) \(serialPath ? "serial" : "worker"): flipped bands differ")
+            }
+        }
     }
 
     /// Frames of changing sizes through one converter: the ring is remade for a new width, and no
