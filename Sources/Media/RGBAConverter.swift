@@ -17,8 +17,7 @@ import Playback
 /// Adding `SWS_ACCURATE_RND` would be exact (0.5/255) but costs 27-55 ms a frame.
 ///
 /// Used from one thread at a time (the player layer's, or a decode thread's for frames too large
-/// for the output); owns its swscale contexts and its pool. (`convertBand`, with a context of its
-/// caller's, is what `PipelinedRGBAConverter`'s worker converts each band with.)
+/// for the output); owns its swscale contexts and its pool.
 public final class RGBAConverter {
     /// swscale's brightness, 16.16: +320 recentres the fast path's truncation (measured, see above).
     static let roundingBias: Int32 = 320
@@ -133,7 +132,7 @@ public final class RGBAConverter {
 
     /// Whether `convertInBands` hands `frame` over in bands of `rows` rows (else whole): yuv420p
     /// and yuv422p in memory, of an even height larger than `rows`, `rows` even.
-    static func convertsInBands(_ frame: VideoFrame, rows: Int) -> Bool {
+    public static func convertsInBands(_ frame: VideoFrame, rows: Int = bandRows) -> Bool {
         let format = frame.pixelFormat
         return (format == .yuv420p || format == .yuv422p) && frame.height % 2 == 0 && rows >= 2 && rows % 2 == 0
             && frame.height > rows && frame.drmPrime == nil
@@ -145,9 +144,8 @@ public final class RGBAConverter {
 
     /// Converts rows `y ..< y + count` of `frame` (one that `convertsInBands`) into `out`, `stride`
     /// bytes per row (`flipped`: the last row first), with `scaler`'s context (one per band height:
-    /// a context keeps its height). The one band conversion of `convertInBands` and
-    /// `PipelinedRGBAConverter`'s worker. (swscale's SIMD rows stay within the stride's span, so
-    /// writing them bottom-up overwrites no row already written.)
+    /// a context keeps its height). (swscale's SIMD rows stay within the stride's span, so writing
+    /// them bottom-up overwrites no row already written.)
     static func convertBand(_ frame: VideoFrame, firstRow y: Int, count: Int, into out: UnsafeMutablePointer<UInt8>, stride: Int,
                             flipped: Bool = false, scaler: RGBScaler) throws {
         let format = frame.pixelFormat

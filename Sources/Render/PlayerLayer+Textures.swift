@@ -30,9 +30,9 @@ extension PlayerLayer {
     }
 
     /// Converts a Y'CbCr frame to RGBA (the cpu colour conversion) into the first texture, a
-    /// band of rows at a time: the layer's conversion worker (`PipelinedRGBAConverter`) converts
-    /// the next bands into its small ring while this thread uploads the last one; no RGBA frame
-    /// is made. With `bottomUp` the picture is stored bottom-up (row 0 of the texture is its last
+    /// band of rows at a time through the converter's one small buffer: no RGBA frame is made.
+    /// (Converting the bands on a worker thread instead made pictures late at real time on a busy
+    /// machine: each band waited for that thread to be scheduled.) With `bottomUp` the picture is stored bottom-up (row 0 of the texture is its last
     /// row: GL's order, so that a 1:1 copy needs no flip) where it comes in bands; returns whether
     /// it was.
     @discardableResult
@@ -46,9 +46,9 @@ extension PlayerLayer {
             glBindTexture(GLenum(GL_TEXTURE_2D), textures[0].name)
         }
         defer { glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), 0) }
-        let converter = rgbaConverter ?? PipelinedRGBAConverter()
+        let converter = rgbaConverter ?? RGBAConverter()
         rgbaConverter = converter
-        let flipped = bottomUp && converter.convertsInBands(frame)
+        let flipped = bottomUp && RGBAConverter.convertsInBands(frame)
         try converter.convertInBands(frame, flipped: flipped) { firstRow, band in
             glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), GLint(band.bytesPerRow / band.bytesPerTexel))
             let y = flipped ? frame.height - firstRow - band.height : firstRow

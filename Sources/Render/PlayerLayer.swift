@@ -58,8 +58,7 @@ public final class PlayerLayer {
     public private(set) var mixedDraws = 0
     /// Where Y'CbCr frames become RGB: `.shader` (the default) draws their planes with the
     /// colour-conversion shader; `.cpu` converts each to RGBA with swscale as it is uploaded
-    /// (`PipelinedRGBAConverter`: a band of 64 rows at a time, converted on a worker thread into a
-    /// ring of two small buffers while this thread uploads the band before)
+    /// (`RGBAConverter.convertInBands`: a band of 64 rows at a time into one small buffer, reused)
     /// and draws one texture with a plain fetch: the
     /// faster way on a software renderer. Set from the output's capabilities when it opens.
     public var colorConversion: ColorConversion = .shader
@@ -70,8 +69,8 @@ public final class PlayerLayer {
     public private(set) var copiedDraws = 0
     /// The read framebuffer of those copies (made at the first).
     var copyFramebuffer: GLuint = 0
-    /// Made at the first frame converted on the CPU: its worker thread and ring of band buffers.
-    var rgbaConverter: PipelinedRGBAConverter?
+    /// Made at the first frame converted on the CPU; it keeps the one buffer the conversion uses.
+    var rgbaConverter: RGBAConverter?
     /// `GL_MAX_TEXTURE_SIZE` of the context the layer draws with (asked at the first draw).
     private lazy var maxTextureSize = currentMaxTextureSize()
     /// The EGL images of the DMA-BUF frames drawn by the last draw call, each with the frame it

@@ -238,15 +238,10 @@ import Testing
     }
 }
 
-/// The cpu conversion through the layer's worker thread (`PipelinedRGBAConverter`): whatever the
-/// order in which the worker and the caller run, the caller gets the bands of the serial
-/// conversion, in order, with exactly its pixels, frame after frame.
-@Suite struct PipelinedConversionTests {
-    struct Case: CustomStringConvertible, Sendable {
-        var format: Media.PixelFormat, width: Int, height: Int, rows: Int, slots: Int
-        var description: String { "\(format) \(width)x\(height) rows \(rows) slots \(slots)" }
-    }
-
+/// Bands converted bottom-up (for the layer's 1:1 copy, which needs the picture stored in GL's
+/// row order): the same rows as the whole conversion, each band's last row first, at odd sizes and
+/// band heights; frames that come whole are never flipped.
+@Suite struct BottomUpBandTests {
     static func frame(_ format: Media.PixelFormat, _ width: Int, _ height: Int, shift: Int) throws -> VideoFrame {
         try VideoFrame(format: format, width: width, height: height, colorMatrix: .bt709, colorRange: .limited) { c, x, y in
             let top = format.bitsPerSample > 8 ? 1023 : 255
@@ -254,119 +249,29 @@ import Testing
         }
     }
 
-    /// The bands `converter` hands over for `frame`, joined; `slowBands` makes the caller dawdle on
-    /// every third band, so that the worker fills the ring and waits for a slot.
-    static func banded(_ converter: PipelinedRGBAConverter, _ frame: VideoFrame, slowBands: Bool) throws -> (rows: [Int], pixels: [UInt8]) {
-        var firstRows: [Int] = []
-        var pixels: [UInt8] = []
-        try converter.convertInBands(frame) { firstRow, band in
-            #expect(band.width == frame.width && band.components == 4 && band.bytesPerSample == 1)
-            firstRows.append(firstRow)
-            if slowBands && firstRows.count % 3 == 1 { Thread.sleep(forTimeInterval: 0.002) }
-            for y in 0..<band.height {
-                pixels += UnsafeRawBufferPointer(start: band.bytes + y * band.bytesPerRow, count: frame.width * 4)
-            }
-        }
-        return (firstRows, pixels)
-    }
-
-    /// Odd widths, heights that are not a multiple of the band, a ring of one slot up to more
-    /// slots than bands, and frames the worker does not take (handed over whole, on this thread).
-    @Test(arguments: [
-        Case(format: .yuv420p, width: 71, height: 38, rows: 8, slots: 1),
-        Case(format: .yuv420p, width: 97, height: 150, rows: 64, slots: 4),
-        Case(format: .yuv422p, width: 33, height: 62, rows: 4, slots: 2),
-        Case(format: .yuv420p, width: 130, height: 90, rows: 2, slots: 3),
-        Case(format: .yuv420p, width: 48, height: 40, rows: 8, slots: 9),
-        Case(format: .yuv420p, width: 64, height: 36, rows: 64, slots: 4),
-        Case(format: .yuv420p, width: 65, height: 37, rows: 8, slots: 4),
-        Case(format: .nv12, width: 70, height: 38, rows: 8, slots: 4),
-    ])
-    func theWorkersBandsAreTheSerialConversions(_ c: Case) throws {
-        let converter = PipelinedRGBAConverter(rows: c.rows, slots: c.slots)
-        let inBands = (c.format == .yuv420p || c.format == .yuv422p) && c.height % 2 == 0 && c.height > c.rows
-        // Six frames, each different, the caller fast and slow in turn.
-        for shift in 0..<6 {
-            let frame = try Self.frame(c.format, c.width, c.height, shift: shift)
-            let whole = RGBADrawingTests.image(try RGBAConverter().convert(frame))
-            let got = try Self.banded(converter, frame, slowBands: shift % 2 == 1)
-            #expect(got.rows == (inBands ? Array(stride(from: 0, to: c.height, by: c.rows)) : [0]), "\(c) frame \(shift): \(got.rows)")
-            #expect(got.pixels == whole, "\(c) frame \(shift): the bands differ from the whole conversion")
-        }
-        #expect(converter.framesThroughWorker == (inBands ? 6 : 0))
-        #expect(converter.givenUp == nil)
-    }
-
-    /// Bands asked for bottom-up hold the same rows, each band's last row first, from the worker
-    /// and from the serial conversion alike; frames that come whole are never flipped.
-    @Test(arguments: [
-        Case(format: .yuv420p, width: 71, height: 38, rows: 8, slots: 2),
-        Case(format: .yuv422p, width: 97, height: 150, rows: 64, slots: 2),
-        Case(format: .yuv420p, width: 33, height: 90, rows: 2, slots: 1),
-        Case(format: .nv12, width: 70, height: 38, rows: 8, slots: 2),
-    ])
-    func flippedBandsHoldTheRowsBottomUp(_ c: Case) throws {
-        let pipelined = PipelinedRGBAConverter(rows: c.rows, slots: c.slots)
-        let serial = RGBAConverter()
+    @Test(arguments: [(Media.PixelFormat.yuv420p, 71, 38, 8), (.yuv422p, 97, 150, 64), (.yuv420p, 33, 90, 2),
+                      (.yuv420p, 64, 36, 64), (.yuv420p, 65, 37, 8), (.nv12, 70, 38, 8)])
+    func flippedBandsHoldTheRowsBottomUp(format: Media.PixelFormat, width: Int, height: Int, rows: Int) throws {
+        let converter = RGBAConverter()
         for shift in 0..<3 {
-            let frame = try Self.frame(c.format, c.width, c.height, shift: shift)
+            let frame = try Self.frame(format, width, height, shift: shift)
             let whole = RGBADrawingTests.image(try RGBAConverter().convert(frame))
-            let rowBytes = c.width * 4
-            let inBands = pipelined.convertsInBands(frame)
-            for serialPath in [false, true] {
-                var rebuilt = [UInt8](repeating: 0, count: whole.count)
-                var covered = 0
-                let body = { (firstRow: Int, band: Plane) in
-                    for r in 0..<band.height {
-                        // Row r of a flipped band is the band's row (height - 1 - r).
-                        let pictureRow = firstRow + (inBands ? band.height - 1 - r : r)
-                        let bytes = UnsafeRawBufferPointer(start: band.bytes + r * band.bytesPerRow, count: rowBytes)
-                        rebuilt.replaceSubrange(pictureRow * rowBytes..<(pictureRow + 1) * rowBytes, with: bytes)
-                        covered += 1
-                    }
-                }
-                if serialPath {
-                    try serial.convertInBands(frame, rows: c.rows, flipped: true, body)
-                } else {
-                    try pipelined.convertInBands(frame, flipped: true, body)
-                }
-                #expect(covered == c.height)
-                #expect(rebuilt == whole, "\(c) frame \(shift) \(serialPath ? "serial" : "worker"): flipped bands differ")
-            }
-        }
-    }
-
-    /// Frames of changing sizes through one converter: the ring is remade for a new width, and no
-    /// band of an earlier frame shows in a later one.
-    @Test func sizesChangeFromFrameToFrame() throws {
-        let converter = PipelinedRGBAConverter(rows: 8, slots: 3)
-        for (i, (w, h)) in [(64, 48), (96, 48), (96, 80), (30, 20), (64, 48), (201, 42)].enumerated() {
-            let frame = try Self.frame(.yuv420p, w, h, shift: i)
-            let got = try Self.banded(converter, frame, slowBands: i % 2 == 0)
-            #expect(got.pixels == RGBADrawingTests.image(try RGBAConverter().convert(frame)), "\(w)x\(h)")
-        }
-        #expect(converter.framesThroughWorker == 6)
-    }
-
-    /// A caller that stops part way (its upload failed) ends the frame; the worker drops the rest
-    /// of it, and the next frame comes whole and right.
-    @Test func aCallerThatStopsEarlyLeavesTheNextFrameRight() throws {
-        struct Stop: Error {}
-        let converter = PipelinedRGBAConverter(rows: 4, slots: 2)
-        for shift in 0..<4 {
-            let frame = try Self.frame(.yuv420p, 40, 64, shift: shift)
-            var seen = 0
-            #expect(throws: Stop.self) {
-                try converter.convertInBands(frame) { _, _ in
-                    seen += 1
-                    if seen == 2 + shift { throw Stop() }
+            let inBands = RGBAConverter.convertsInBands(frame, rows: rows)
+            #expect(inBands == ((format == .yuv420p || format == .yuv422p) && height % 2 == 0 && height > rows))
+            let rowBytes = width * 4
+            var rebuilt = [UInt8](repeating: 0, count: whole.count)
+            var firstRows: [Int] = []
+            try converter.convertInBands(frame, rows: rows, flipped: true) { firstRow, band in
+                firstRows.append(firstRow)
+                for r in 0..<band.height {
+                    // Row r of a flipped band is the band's row (height - 1 - r).
+                    let pictureRow = firstRow + (inBands ? band.height - 1 - r : r)
+                    rebuilt.replaceSubrange(pictureRow * rowBytes..<(pictureRow + 1) * rowBytes,
+                                            with: UnsafeRawBufferPointer(start: band.bytes + r * band.bytesPerRow, count: rowBytes))
                 }
             }
-            let next = try Self.frame(.yuv420p, 40, 64, shift: shift + 10)
-            let got = try Self.banded(converter, next, slowBands: false)
-            #expect(got.rows == Array(stride(from: 0, to: 64, by: 4)))
-            #expect(got.pixels == RGBADrawingTests.image(try RGBAConverter().convert(next)), "after stopping at band \(2 + shift)")
+            #expect(firstRows == (inBands ? Array(stride(from: 0, to: height, by: rows)) : [0]), "\(firstRows)")
+            #expect(rebuilt == whole, "\(format) \(width)x\(height) rows \(rows) frame \(shift): flipped bands differ")
         }
-        #expect(converter.givenUp == nil)
     }
 }
