@@ -46,7 +46,6 @@ extension VideoDecoder {
                              reason: "picture size \(width)x\(height) is out of range (1 to \(ContainerValue.maxPictureSide) a side)")
         }
         let rate = av_guess_frame_rate(fmt, stream, nil)
-        let timeBase = stream.pointee.time_base
         let duration = ContainerValue.duration(of: stream, in: fmt)
         // Pictures come through FFmpeg's image demuxers ("image2", "png_pipe", "jpeg_pipe", ...).
         let demuxer = String(cString: fmt.pointee.iformat.pointee.name)
