@@ -96,6 +96,9 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     /// A gap in an item's sound larger than this (seconds) is filled with silence; one beyond
     /// `realignLimit` is left to the realignment.
     static let gapTolerance = 0.002
+    /// How far the first measure once the device plays may be off before it is put in place
+    /// again (a little above ALSA's pointer steps).
+    static let settleTolerance = 0.005
     static let realignLimit = 1.0
 
     // Writer state.
@@ -104,6 +107,9 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     private var upcoming: Segment?
     private var matchedRun: ObjectIdentifier?
     private var aligned = false
+    /// Aligned while the device was not playing yet (its delay reads 0 until it starts, at its
+    /// start threshold): the first block after it starts is checked and put in place again.
+    private var settling = false
     private var active = false
     private var held: PCMBuffer?
     private var lastGain: Float?
@@ -345,9 +351,19 @@ public final class PlayerAudioOutput: @unchecked Sendable {
                 }
             }
             aligned = true
+            settling = delay == 0
             sync.reset()
             _ = sync.update(timelineNow: now, deviceDelay: try sink.delay(), sampleTime: seg.timeline(block.pts).seconds + shift)
         } else {
+            if settling && delay > 0 {
+                settling = false
+                if abs(now + delay - sampleTime) > Self.settleTolerance {
+                    // Put in place within the stream (the device keeps playing): drop what is late.
+                    aligned = false
+                    held = block
+                    return true
+                }
+            }
             switch sync.update(timelineNow: now, deviceDelay: delay, sampleTime: sampleTime) {
             case .realign(let seconds):
                 logger.info("audio realigned", ["error": seconds.formatted(decimals: 3), "item": "\(seg.item.traceIndex)"])
