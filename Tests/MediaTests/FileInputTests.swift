@@ -124,7 +124,9 @@ import TestSupport
         let error = try #require(throws: MediaError.self) { while try decoder.nextFrame() != nil {} }
         let elapsed = Date().timeIntervalSince(started)
         #expect(error.reason == "cancelled", "\(error)")
-        #expect(elapsed < 1.5, "the cancelled read ended after \(elapsed) s")
+        // Cancelled at 0.5 s: well before the writer gives up at 3 s or the read limit (5 s)
+        // would end it, with room for a busy machine (1.51 s seen in CI, the suite in parallel).
+        #expect(elapsed < 2.5, "the cancelled read ended after \(elapsed) s")
         _ = writer.wait(timeout: .now() + 10)
     }
 
