@@ -31,10 +31,10 @@ extension PlayerLayer {
 
     /// Converts a Y'CbCr frame to RGBA (the cpu colour conversion) into the first texture, a
     /// band of rows at a time through the converter's one small buffer: no RGBA frame is made.
-    /// (Converting the bands on a worker thread instead made pictures late at real time on a busy
-    /// machine: each band waited for that thread to be scheduled.) With `bottomUp` the picture is stored bottom-up (row 0 of the texture is its last
-    /// row: GL's order, so that a 1:1 copy needs no flip) where it comes in bands; returns whether
-    /// it was.
+    /// With `bottomUp` the picture is stored bottom-up where it comes in bands (row 0 of the
+    /// texture is its last row: GL's order, so that a 1:1 copy needs no flip); returns whether it
+    /// was. (Converting the bands on a worker thread instead made pictures late at real time on a
+    /// busy machine: each band waited for that thread to be scheduled.)
     @discardableResult
     func uploadConverted(_ frame: VideoFrame, bottomUp: Bool = false) throws -> Bool {
         glPixelStorei(GLenum(GL_UNPACK_ALIGNMENT), 1)
