@@ -9,7 +9,8 @@
 /// heard at `now + delay`; the difference from its own time is the error. A small error is
 /// corrected by resampling: the filtered error drives a proportional-integral controller whose
 /// output (the resampling ratio) is bounded (`maxCorrection`, 0.5 %) and changes at most
-/// `maxSlew` per second, so the pitch never jumps. An error larger than `realignThreshold` (a
+/// `maxSlew` per second, so the pitch never jumps; it brakes in time so that a correction ends
+/// on zero error rather than past it. An error larger than `realignThreshold` (a
 /// stall, a wrong start) is not resampled away: `update` asks the writer to drop or insert that
 /// much audio at once. A seek or an item change calls `reset()` and re-aligns the same way.
 ///
@@ -39,6 +40,14 @@ public struct AudioClockSync: Sendable {
     /// Time constant of the error's low-pass filter (seconds): ALSA's delay moves in steps of
     /// its pointer's granularity, the filter takes the jitter out before it reaches the pitch.
     public var filterTime = 0.5
+    /// The largest drift between the clocks the integral may learn (0.001: 1000 ppm, ten times
+    /// a poor crystal's).
+    public var maxDrift = 0.001
+    /// The integral learns only while the filtered error is within this (seconds).
+    public var integrateWithin = 0.005
+    /// The share of the braking distance the proportional part may use (below 1: the ratio's
+    /// steps are discrete, and the error is measured with jitter).
+    public var brakeMargin = 0.8
 
     /// The ratio in use now.
     public private(set) var ratio = 1.0
@@ -91,12 +100,25 @@ public struct AudioClockSync: Sendable {
         let elapsed = min(timelineNow - last, 0.1)
         guard elapsed > 0 else { return .resample(ratio: ratio) }
         lastUpdate = timelineNow
-        filteredError += (measured - filteredError) * min(1, elapsed / max(filterTime, 1e-6))
-        // The integral is bounded so that it alone never asks for more than the largest correction.
-        let integralLimit = maxCorrection / max(integralGain, 1e-12)
-        integral = min(max(integral + filteredError * elapsed, -integralLimit), integralLimit)
+        // The filter predicts what the ratio in use does to the error (the correction beyond
+        // the drift's moves it by that much a second), so that its lag never hides a correction
+        // that has already worked: a lagging error kept the pitch bent too long and overshot.
+        let drift = integralGain * integral
+        let predicted = filteredError - ((1 - ratio) - drift) * elapsed
+        filteredError = predicted + (measured - predicted) * min(1, elapsed / max(filterTime, 1e-6))
+        // The integral learns the drift between the clocks, so it runs only near zero error: a
+        // large error taken up by the proportional part would otherwise wind it up.
+        if abs(filteredError) < integrateWithin {
+            let integralLimit = maxDrift / max(integralGain, 1e-12)
+            integral = min(max(integral + filteredError * elapsed, -integralLimit), integralLimit)
+        }
+        // The ratio can only come back at `maxSlew`; on the way back from a correction c it still
+        // takes up c² / (2 maxSlew) seconds of error. So the proportional part never asks for more
+        // than the error left can absorb: it brakes in time and the error lands on zero.
+        let brake = (2 * maxSlew * abs(filteredError)).squareRoot() * brakeMargin
+        let proportional = min(max(proportionalGain * filteredError, -brake), brake)
         // Late sound (positive error) plays faster: fewer output frames per input frame.
-        let correction = proportionalGain * filteredError + integralGain * integral
+        let correction = proportional + drift
         let target = 1 - min(max(correction, -maxCorrection), maxCorrection)
         let step = maxSlew * elapsed
         ratio = min(max(target, ratio - step), ratio + step)

@@ -135,6 +135,22 @@ struct SimulatedSoundDevice {
         #expect((device.errors.suffix(5 * 100).map(abs).max() ?? .infinity) < 0.010)
     }
 
+    @Test(arguments: [0.02, 0.05, -0.03])
+    func aCorrectionEndsOnZeroErrorRatherThanPastIt(initialError: Double) {
+        // Before the controller braked, a 20-50 ms error came back through zero to 6-10 ms on the
+        // other side and took 16-23 s to settle within 2 ms (the guest's sound did the same).
+        for drift in [0, 200e-6, -300e-6] {
+            var device = SimulatedSoundDevice(drift: drift, initialError: initialError)
+            device.run(seconds: 40)
+            let overshoot = device.errors.map { initialError > 0 ? -$0 : $0 }.max() ?? .infinity
+            let lastOutside = device.errors.lastIndex { abs($0) > 0.002 } ?? 0
+            print("\(initialError * 1000) ms at \(drift * 1e6) ppm: overshoot \(overshoot * 1000) ms, within 2 ms from \(Double(lastOutside) / 100) s")
+            #expect(overshoot < 0.003, "\(initialError * 1000) ms at \(drift * 1e6) ppm overshot by \(overshoot * 1000) ms")
+            #expect(lastOutside < 20 * 100, "\(initialError * 1000) ms at \(drift * 1e6) ppm: still over 2 ms at \(Double(lastOutside) / 100) s")
+            #expect(device.realigned.isEmpty)
+        }
+    }
+
     @Test func resetAfterASeekMeasuresAfresh() {
         var sync = AudioClockSync()
         _ = sync.update(timelineNow: 1, deviceDelay: 0.04, sampleTime: 1.04)
