@@ -43,15 +43,18 @@ public protocol AudioReader: AnyObject {
 }
 
 /// A sound device on a virtual clock, for tests and tools that drive time by hand: it starts
-/// playing at the first write, plays `rate * speed` frames per second of the time it is told
-/// (`advance(to:)`), keeps every frame it played (`captured`, silence where it ran dry: an
-/// underrun) and never blocks. `speed` other than 1 is a device whose clock runs fast or slow
+/// playing once it holds `startThreshold` seconds (at the first write by default; ALSA's start
+/// threshold, before which its delay reads 0), plays `rate * speed` frames per second of the
+/// time it is told (`advance(to:)`), keeps every frame it played (`captured`, silence where it
+/// ran dry: an underrun) and never blocks. `speed` other than 1 is a device whose clock runs fast or slow
 /// against the display's.
 public final class VirtualAudioSink: AudioSink, @unchecked Sendable {
     // @unchecked: all state is in `state`.
     public let name: String
     public let format: PCMFormat
     public let speed: Double
+    /// Seconds of sound it must hold before it starts playing; its delay reads 0 until then.
+    public let startThreshold: Double
 
     private struct State {
         var queued: [UInt8] = []
@@ -66,9 +69,10 @@ public final class VirtualAudioSink: AudioSink, @unchecked Sendable {
     }
     private let state = Mutex(State())
 
-    public init(format: PCMFormat, speed: Double = 1, name: String = "virtual") {
+    public init(format: PCMFormat, speed: Double = 1, startThreshold: Double = 0, name: String = "virtual") {
         self.format = format
         self.speed = speed.isFinite && speed > 0.5 && speed < 2 ? speed : 1
+        self.startThreshold = startThreshold.isFinite ? min(max(startThreshold, 0), 10) : 0
         self.name = name
     }
 
@@ -77,14 +81,18 @@ public final class VirtualAudioSink: AudioSink, @unchecked Sendable {
             throw AudioPathError(device: name, reason: "samples in \(buffer.format), the device takes \(format)")
         }
         state.withLock { s in
-            if s.started == nil { s.started = s.now }
             s.idle = false
             s.queued.append(contentsOf: buffer.bytes)
+            if s.started == nil, Double(s.queued.count / format.bytesPerFrame) >= startThreshold * Double(format.sampleRate) {
+                s.started = s.now
+            }
         }
     }
 
     public func delay() throws -> Double {
-        state.withLock { s in Double(s.queued.count / format.bytesPerFrame) / (Double(format.sampleRate) * speed) }
+        state.withLock { s in
+            s.started == nil ? 0 : Double(s.queued.count / format.bytesPerFrame) / (Double(format.sampleRate) * speed)
+        }
     }
 
     public func drop() throws {
@@ -98,7 +106,7 @@ public final class VirtualAudioSink: AudioSink, @unchecked Sendable {
 
     public var underruns: Int { state.withLock { $0.underruns } }
 
-    /// Device time of the first write (nil before it).
+    /// Device time it started playing (nil before it).
     public var startTime: Double? { state.withLock { $0.started } }
 
     /// Device time `seconds` has come: what was due by then is played (silence and an underrun

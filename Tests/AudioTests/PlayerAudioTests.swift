@@ -46,23 +46,24 @@ struct Lockstep {
     /// Vsyncs whose picture was a new frame, with that frame's time.
     var shown: [(vsync: Int64, pts: MediaTime)] = []
 
-    init(player: Player, speed: Double = 1, format: PCMFormat = PCMFormat(sampleRate: 48_000, channels: 2, encoding: .float32)!) throws {
+    init(player: Player, speed: Double = 1, startThreshold: Double = 0,
+         format: PCMFormat = PCMFormat(sampleRate: 48_000, channels: 2, encoding: .float32)!) throws {
         self.player = player
         video = try PlayerVideoOutput(player: player, refresh: refresh)
-        sink = VirtualAudioSink(format: format, speed: speed)
+        sink = VirtualAudioSink(format: format, speed: speed, startThreshold: startThreshold)
         audio = PlayerAudioOutput(player: player, sink: sink, converter: AudioResampler(output: format),
                                   clock: VirtualVsyncClock(refresh: refresh), logger: Logger(level: .error))
     }
 
     /// `writing: false`: the pictures and the device go on but the sound path writes nothing (its
-    /// thread held up).
-    mutating func run(vsyncs: ClosedRange<Int64>, writing: Bool = true) throws {
+    /// thread held up); `blocksPerVsync`: it writes at most that many blocks a vsync (a slow one).
+    mutating func run(vsyncs: ClosedRange<Int64>, writing: Bool = true, blocksPerVsync: Int = 10_000) throws {
         for n in vsyncs {
             let picture = video.picture(forVsync: n, waitingUpTo: 10)
             if picture.isNew, let frame = picture.frame { shown.append((n, frame.pts)) }
             sink.advance(to: Double(n) / refresh.hertz)
             var steps = 0
-            while writing, try sink.delay() < lead, steps < 10_000, audio.pump(decodeWait: 5) { steps += 1 }
+            while writing, try sink.delay() < lead, steps < blocksPerVsync, audio.pump(decodeWait: 5) { steps += 1 }
         }
     }
 
@@ -304,6 +305,22 @@ func clickOffsets(_ step: Lockstep, flashes: [MediaTime], speed: Double = 1) thr
         #expect(worst < 0.010, "worst offset \(worst * 1000) ms")
         #expect(stats.realignments == 0, "\(stats)")
         #expect(step.sink.underruns == 0)
+    }
+
+    /// A device whose delay reads 0 until it holds its start threshold (as ALSA's does) and a
+    /// writer that fills it slowly at first: the sound aligned before the device played is put
+    /// in place once it plays, so the first click is heard with its flash, not a few vsyncs late.
+    @Test func soundAlignedBeforeTheDeviceStartsIsPutInPlaceOnceItPlays() throws {
+        let clip = try AVClips.clickAndFlash(seconds: 10)
+        let player = Player()
+        try player.replaceCurrentItem(with: item(clip))
+        var step = try Lockstep(player: player, startThreshold: 0.04)
+        player.play()
+        try step.run(vsyncs: 0...3, blocksPerVsync: 1)
+        try step.run(vsyncs: 4...Int64(9 * 60))
+        let offsets = try clickOffsets(step, flashes: (1...8).map { MediaTime(value: Int64($0), timescale: 1) })
+        print("device started at its threshold: offsets (ms) \(offsets.map { ($0 * 1000).formatted(decimals: 2) }); \(step.audio.stats)")
+        #expect(offsets.count == 8 && offsets.allSatisfy { abs($0) < 0.003 }, "\(offsets)")
     }
 
     /// A seek puts the sound in place at once: the clicks after it are heard with their flashes.
