@@ -40,11 +40,10 @@ public struct AudioClockSync: Sendable {
     /// Time constant of the error's low-pass filter (seconds): ALSA's delay moves in steps of
     /// its pointer's granularity, the filter takes the jitter out before it reaches the pitch.
     public var filterTime = 0.5
-    /// The largest drift between the clocks the integral may learn (0.001: 1000 ppm, ten times
-    /// a poor crystal's).
-    public var maxDrift = 0.001
-    /// The integral learns only while the filtered error is within this (seconds).
-    public var integrateWithin = 0.005
+    /// The integral learns only while the filtered error is within this (seconds): wide enough
+    /// for the proportional part's share of the largest drift, narrow enough that a large
+    /// error does not wind it up.
+    public var integrateWithin = 0.01
     /// The share of the braking distance the proportional part may use (below 1: the ratio's
     /// steps are discrete, and the error is measured with jitter).
     public var brakeMargin = 0.8
@@ -109,7 +108,8 @@ public struct AudioClockSync: Sendable {
         // The integral learns the drift between the clocks, so it runs only near zero error: a
         // large error taken up by the proportional part would otherwise wind it up.
         if abs(filteredError) < integrateWithin {
-            let integralLimit = maxDrift / max(integralGain, 1e-12)
+            // Bounded so that it alone never asks for more than the largest correction.
+            let integralLimit = maxCorrection / max(integralGain, 1e-12)
             integral = min(max(integral + filteredError * elapsed, -integralLimit), integralLimit)
         }
         // The ratio can only come back at `maxSlew`; on the way back from a correction c it still

@@ -96,9 +96,14 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     /// A gap in an item's sound larger than this (seconds) is filled with silence; one beyond
     /// `realignLimit` is left to the realignment.
     static let gapTolerance = 0.002
-    /// How far the first measure once the device plays may be off before it is put in place
-    /// again (a little above ALSA's pointer steps).
+    /// How far a measure in the first `settleTime` seconds the device plays after an alignment
+    /// may be off before the sound is put in place again (a little above ALSA's pointer steps),
+    /// and how many times it may be put in place so. ALSA's delay reads 0 until the device starts
+    /// at its start threshold, and just after the start it can read tens of milliseconds short
+    /// (seen with snd-aloop in the guest: 3.4 ms read where the sound was 20 ms later than that).
     static let settleTolerance = 0.005
+    static let settleTime = 0.5
+    static let settleTries = 3
     static let realignLimit = 1.0
 
     // Writer state.
@@ -107,8 +112,11 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     private var upcoming: Segment?
     private var matchedRun: ObjectIdentifier?
     private var aligned = false
-    /// Aligned while the device was not playing yet (its delay reads 0 until it starts, at its
-    /// start threshold): the first block after it starts is checked and put in place again.
+    /// After an alignment: the timeline time until which the measures are checked (set at the
+    /// first measure the device plays for), and how many more times the sound may be put in place.
+    private var settleUntil: Double?
+    private var settleTriesLeft = 0
+    /// The alignment under way was asked for by such a check (it keeps the tries left).
     private var settling = false
     private var active = false
     private var held: PCMBuffer?
@@ -351,14 +359,27 @@ public final class PlayerAudioOutput: @unchecked Sendable {
                 }
             }
             aligned = true
-            settling = delay == 0
+            if !settling { settleTriesLeft = Self.settleTries }
+            settling = false
+            settleUntil = nil
             sync.reset()
             _ = sync.update(timelineNow: now, deviceDelay: try sink.delay(), sampleTime: seg.timeline(block.pts).seconds + shift)
+            logger.debug("audio aligned", ["error": error.formatted(decimals: 4), "delay": delay.formatted(decimals: 4),
+                                           "item": "\(seg.item.traceIndex)"])
         } else {
-            if settling && delay > 0 {
-                settling = false
-                if abs(now + delay - sampleTime) > Self.settleTolerance {
-                    // Put in place within the stream (the device keeps playing): drop what is late.
+            if settleTriesLeft > 0 && delay > 0 {
+                let until = settleUntil ?? now + Self.settleTime
+                settleUntil = until
+                let error = now + delay - sampleTime
+                if now > until {
+                    settleTriesLeft = 0
+                } else if abs(error) > Self.settleTolerance {
+                    // Put in place within the stream (the device keeps playing): drop what is late,
+                    // or wait with silence.
+                    logger.debug("audio put in place again", ["error": error.formatted(decimals: 4), "delay": delay.formatted(decimals: 4),
+                                                              "item": "\(seg.item.traceIndex)"])
+                    settleTriesLeft -= 1
+                    settling = true
                     aligned = false
                     held = block
                     return true
@@ -428,6 +449,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         held = nil
         matchedRun = nil
         aligned = false
+        settling = false
         sync.reset()
         if dropDevice { try? sink.drop() }
         active = false

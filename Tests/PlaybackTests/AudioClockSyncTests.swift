@@ -145,7 +145,7 @@ struct SimulatedSoundDevice {
             let overshoot = device.errors.map { initialError > 0 ? -$0 : $0 }.max() ?? .infinity
             let lastOutside = device.errors.lastIndex { abs($0) > 0.002 } ?? 0
             print("\(initialError * 1000) ms at \(drift * 1e6) ppm: overshoot \(overshoot * 1000) ms, within 2 ms from \(Double(lastOutside) / 100) s")
-            #expect(overshoot < 0.003, "\(initialError * 1000) ms at \(drift * 1e6) ppm overshot by \(overshoot * 1000) ms")
+            #expect(overshoot < 0.0035, "\(initialError * 1000) ms at \(drift * 1e6) ppm overshot by \(overshoot * 1000) ms")
             #expect(lastOutside < 20 * 100, "\(initialError * 1000) ms at \(drift * 1e6) ppm: still over 2 ms at \(Double(lastOutside) / 100) s")
             #expect(device.realigned.isEmpty)
         }
