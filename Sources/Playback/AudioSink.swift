@@ -46,7 +46,8 @@ public protocol AudioReader: AnyObject {
 /// playing once it holds `startThreshold` seconds (at the first write by default; ALSA's start
 /// threshold, before which its delay reads 0), plays `rate * speed` frames per second of the
 /// time it is told (`advance(to:)`), keeps every frame it played (`captured`, silence where it
-/// ran dry: an underrun) and never blocks. `speed` other than 1 is a device whose clock runs fast or slow
+/// ran dry: an underrun) and never blocks. `shortAfterStart` makes its delay read short for a
+/// while after it starts, by `seconds` for `during` seconds (as snd-aloop's did in the guest). `speed` other than 1 is a device whose clock runs fast or slow
 /// against the display's.
 public final class VirtualAudioSink: AudioSink, @unchecked Sendable {
     // @unchecked: all state is in `state`.
@@ -55,6 +56,7 @@ public final class VirtualAudioSink: AudioSink, @unchecked Sendable {
     public let speed: Double
     /// Seconds of sound it must hold before it starts playing; its delay reads 0 until then.
     public let startThreshold: Double
+    public let shortAfterStart: (seconds: Double, during: Double)
 
     private struct State {
         var queued: [UInt8] = []
@@ -69,10 +71,12 @@ public final class VirtualAudioSink: AudioSink, @unchecked Sendable {
     }
     private let state = Mutex(State())
 
-    public init(format: PCMFormat, speed: Double = 1, startThreshold: Double = 0, name: String = "virtual") {
+    public init(format: PCMFormat, speed: Double = 1, startThreshold: Double = 0,
+                shortAfterStart: (seconds: Double, during: Double) = (0, 0), name: String = "virtual") {
         self.format = format
         self.speed = speed.isFinite && speed > 0.5 && speed < 2 ? speed : 1
         self.startThreshold = startThreshold.isFinite ? min(max(startThreshold, 0), 10) : 0
+        self.shortAfterStart = shortAfterStart.seconds.isFinite && shortAfterStart.during.isFinite ? shortAfterStart : (0, 0)
         self.name = name
     }
 
@@ -91,7 +95,9 @@ public final class VirtualAudioSink: AudioSink, @unchecked Sendable {
 
     public func delay() throws -> Double {
         state.withLock { s in
-            s.started == nil ? 0 : Double(s.queued.count / format.bytesPerFrame) / (Double(format.sampleRate) * speed)
+            guard let started = s.started else { return 0 }
+            let held = Double(s.queued.count / format.bytesPerFrame) / (Double(format.sampleRate) * speed)
+            return s.now - started < shortAfterStart.during ? max(0, held - shortAfterStart.seconds) : held
         }
     }
 

@@ -46,11 +46,11 @@ struct Lockstep {
     /// Vsyncs whose picture was a new frame, with that frame's time.
     var shown: [(vsync: Int64, pts: MediaTime)] = []
 
-    init(player: Player, speed: Double = 1, startThreshold: Double = 0,
+    init(player: Player, speed: Double = 1, startThreshold: Double = 0, shortAfterStart: (seconds: Double, during: Double) = (0, 0),
          format: PCMFormat = PCMFormat(sampleRate: 48_000, channels: 2, encoding: .float32)!) throws {
         self.player = player
         video = try PlayerVideoOutput(player: player, refresh: refresh)
-        sink = VirtualAudioSink(format: format, speed: speed, startThreshold: startThreshold)
+        sink = VirtualAudioSink(format: format, speed: speed, startThreshold: startThreshold, shortAfterStart: shortAfterStart)
         audio = PlayerAudioOutput(player: player, sink: sink, converter: AudioResampler(output: format),
                                   clock: VirtualVsyncClock(refresh: refresh), logger: Logger(level: .error))
     }
@@ -308,18 +308,20 @@ func clickOffsets(_ step: Lockstep, flashes: [MediaTime], speed: Double = 1) thr
     }
 
     /// A device whose delay reads 0 until it holds its start threshold (as ALSA's does) and a
-    /// writer that fills it slowly at first: the sound aligned before the device played is put
-    /// in place once it plays, so the first click is heard with its flash, not a few vsyncs late.
-    @Test func soundAlignedBeforeTheDeviceStartsIsPutInPlaceOnceItPlays() throws {
+    /// writer that fills it slowly at first; then one whose delay also reads 20 ms short for
+    /// 50 ms after it starts: the sound is put in place once the device plays and its delay reads
+    /// true, so the first click is heard with its flash, not a few vsyncs late.
+    @Test(arguments: [0, 0.02])
+    func soundAlignedBeforeTheDeviceStartsIsPutInPlaceOnceItPlays(short: Double) throws {
         let clip = try AVClips.clickAndFlash(seconds: 10)
         let player = Player()
         try player.replaceCurrentItem(with: item(clip))
-        var step = try Lockstep(player: player, startThreshold: 0.04)
+        var step = try Lockstep(player: player, startThreshold: 0.04, shortAfterStart: (short, 0.05))
         player.play()
         try step.run(vsyncs: 0...3, blocksPerVsync: 1)
         try step.run(vsyncs: 4...Int64(9 * 60))
         let offsets = try clickOffsets(step, flashes: (1...8).map { MediaTime(value: Int64($0), timescale: 1) })
-        print("device started at its threshold: offsets (ms) \(offsets.map { ($0 * 1000).formatted(decimals: 2) }); \(step.audio.stats)")
+        print("device started at its threshold, delay \(short * 1000) ms short at first: offsets (ms) \(offsets.map { ($0 * 1000).formatted(decimals: 2) }); \(step.audio.stats)")
         #expect(offsets.count == 8 && offsets.allSatisfy { abs($0) < 0.003 }, "\(offsets)")
     }
 
