@@ -13,7 +13,9 @@ of [k, k + S) (S = --flash-seconds). For each click heard (the first loud sample
 quiet), its time is read off the capture's own timestamps (their lower envelope: see frame_time), put
 on Unix time, and compared with the first frame of the flash the trace shows near it: the sound
 of that frame's pts p is heard at click + (p - k), and the offset is that minus the frame's vsync
-time. Positive: the sound comes late. Prints JSON: the offsets (ms, with the time into the run),
+time. Positive: the sound comes late. A flash whose first frame was shown after its vsync (the
+trace's `late`) gives no offset (flashes_shown_late counts them): it would measure the picture's
+lateness, which the picture timing counts, not the sound. Prints JSON: the offsets (ms, with the time into the run),
 p50/p95/max of their magnitude, the drift (a line fitted to offset over time, ms per minute), the
 capture clock's rate against the system clock (ppm), what was left unmatched, and how the pictures
 kept time after the skip (shown, shown late, never shown: see picture_timing).
@@ -145,17 +147,20 @@ def analyse(raw_path, stamps_path, trace_path, flash_seconds=0.1, skip=0.0):
             shown.append((e["wall"], e["t"], pts))
         k = int(pts + 1e-6)
         if pts - k < flash_seconds - 1e-6:
-            flashes.append((e["wall"], pts, k))
+            flashes.append((e["wall"], pts, k, e.get("late", 0)))
     flashes.sort()
-    # The first frame shown of each flash (the flash of second k; a loop shows k again later).
-    firsts, last_k, last_wall = [], None, None
-    for wall, pts, k in flashes:
+    # The first frame shown of each flash (the flash of second k; a loop shows k again later),
+    # and whether it was shown after its vsync (the trace's `late`).
+    firsts, late_flashes, last_k, last_wall = [], set(), None, None
+    for wall, pts, k, late in flashes:
         if k != last_k or wall - last_wall > 2 * flash_seconds + 0.1:
+            if late:
+                late_flashes.add(len(firsts))
             firsts.append((wall, pts, k))
         last_k, last_wall = k, wall
     heard = [frame_time(points, frames, f) + offset for f in clicks(samples)]
     start = (firsts[0][0] if firsts else 0) + skip
-    results, unmatched_clicks = [], 0
+    results, unmatched_clicks, late_offsets = [], 0, 0
     used = set()
     walls = [w for w, _, _ in firsts]
     for t in heard:
@@ -170,6 +175,11 @@ def analyse(raw_path, stamps_path, trace_path, flash_seconds=0.1, skip=0.0):
         used.add(j)
         if wall < start:
             continue
+        if j in late_flashes:
+            # Shown after its vsync: the offset would measure the picture's lateness, which
+            # pictures_late counts, not the sound.
+            late_offsets += 1
+            continue
         results.append({"t": wall - firsts[0][0], "ms": 1000 * (t + (pts - k) - wall), "pts": pts})
     magnitudes = sorted(abs(r["ms"]) for r in results)
     slope = fit_line([r["t"] for r in results], [r["ms"] for r in results])
@@ -178,6 +188,7 @@ def analyse(raw_path, stamps_path, trace_path, flash_seconds=0.1, skip=0.0):
     return {
         "clicks_heard": len(heard), "flashes_shown": len(firsts), "offsets_measured": len(results),
         "clicks_without_flash": unmatched_clicks, "flashes_without_click": len(firsts) - len(used),
+        "flashes_shown_late": late_offsets,
         "seconds": span,
         "p50_ms": percentile(magnitudes, 0.5), "p95_ms": percentile(magnitudes, 0.95),
         "max_ms": magnitudes[-1] if magnitudes else None,

@@ -90,11 +90,11 @@ enum AudioVM {
        .disabled(if: KMSVM.qemuMissing, "qemu-system-x86_64 is not installed (make vm installs it)"))
 struct AudioVMTests {
     /// 40 s: every click is heard within 10 ms of its flash's vsync, measured with the loopback
-    /// card's timestamps against the trace's vsync times. A guest that cannot show the pictures
-    /// in real time (TCG on a busy host: pictures dropped, shown late or skipped by the decoder,
-    /// the presentation stalled) cannot judge sync: a flash shown late moves its offset by the
-    /// lateness whatever the sound does. The figures are printed and the test cancels itself,
-    /// saying why it did not judge.
+    /// card's timestamps against the trace's vsync times. A flash shown after its vsync gives no
+    /// offset (it would measure the picture's lateness, not the sound). A guest that cannot show
+    /// the pictures in real time (TCG on a busy host: over a tenth of them dropped, shown late or
+    /// skipped by the decoder, or the presentation stalled) cannot judge sync at all: the figures
+    /// are printed and the test cancels itself, saying why it did not judge.
     @Test("the click is heard within 10 ms of the flash's vsync, on the loopback card's clock")
     func clickAndFlashOnRealClocks() throws {
         let (run, offsets, json) = try AudioVM.measure(seconds: 40)
@@ -106,11 +106,6 @@ struct AudioVMTests {
             try Test.cancel("not judged: the guest could not show the pictures in real time (\(timing)): the host is too busy for TCG")
         }
         #expect(offsets.offsets_measured >= 20, "only \(offsets.offsets_measured) offsets (\(offsets.clicks_heard) clicks heard, \(offsets.flashes_shown) flashes shown): \(run.output)")
-        // Open: in the judged guest runs so far the sound stepped 11-48 ms late now and then and
-        // came back over seconds (bench/AUDIO.md). Recorded as a known issue while it is; the
-        // figures are printed either way, and a run within 10 ms shows as the issue not recorded.
-        withKnownIssue("the 10 ms goal is not met in the TCG guest yet (bench/AUDIO.md)", isIntermittent: true) {
-            #expect((offsets.max_ms ?? 1000) <= 10, "worst offset \(offsets.max_ms ?? -1) ms (p50 \(offsets.p50_ms ?? -1), p95 \(offsets.p95_ms ?? -1))")
-        }
+        #expect((offsets.max_ms ?? 1000) <= 10, "worst offset \(offsets.max_ms ?? -1) ms (p50 \(offsets.p50_ms ?? -1), p95 \(offsets.p95_ms ?? -1))")
     }
 }
