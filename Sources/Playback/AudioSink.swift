@@ -46,9 +46,9 @@ public protocol AudioReader: AnyObject {
 /// playing once it holds `startThreshold` seconds (at the first write by default; ALSA's start
 /// threshold, before which its delay reads 0), plays `rate * speed` frames per second of the
 /// time it is told (`advance(to:)`), keeps every frame it played (`captured`, silence where it
-/// ran dry: an underrun) and never blocks. `shortAfterStart` makes its delay read short for a
-/// while after it starts, by `seconds` for `during` seconds (as snd-aloop's did in the guest). `speed` other than 1 is a device whose clock runs fast or slow
-/// against the display's.
+/// ran dry: an underrun) and never blocks. `speed` other than 1 is a device whose clock runs
+/// fast or slow against the display's; `shortAfterStart` makes its delay read `seconds` short
+/// for `during` seconds after it starts (as snd-aloop's did in the guest).
 public final class VirtualAudioSink: AudioSink, @unchecked Sendable {
     // @unchecked: all state is in `state`.
     public let name: String
