@@ -230,6 +230,7 @@ struct HotplugTests {
         // One picture per 50 Hz vsync (none skipped): 2.4 s, and the session's 60 Hz vsyncs
         // advanced with the time, give or take one.
         let seconds = Double(rig.time.now() - t0) / 1e9
+        #expect(shown.count == 120 && zip(shown, shown.dropFirst()).allSatisfy { $0 < $1 }, "each picture on a vsync of its own: \(shown)")
         #expect(abs(seconds - 2.4) < 0.021, "\(seconds) s for 120 pictures")
         #expect(abs(seconds - Double(last - s0) / 60) <= 0.021, "\(seconds) s for \(last - s0) session vsyncs")
         #expect(rig.card.heads.last!.flipClock.stats.lateFrames == 0)

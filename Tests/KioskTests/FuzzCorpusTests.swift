@@ -30,8 +30,8 @@ import Testing
             let text = try String(contentsOfFile: file, encoding: .utf8)
             let folder = NSTemporaryDirectory() + "/marquee-fuzz-seeds-\(getpid())"
             try FileManager.default.createDirectory(atPath: folder + "/demo", withIntermediateDirectories: true)
-            FileManager.default.createFile(atPath: folder + "/demo/demo.mp4", contents: Data())
-            FileManager.default.createFile(atPath: folder + "/list.m3u", contents: Data("demo/demo.mp4\n".utf8))
+            #expect(FileManager.default.createFile(atPath: folder + "/demo/demo.mp4", contents: Data()))
+            #expect(FileManager.default.createFile(atPath: folder + "/list.m3u", contents: Data("demo/demo.mp4\n".utf8)))
             defer { try? FileManager.default.removeItem(atPath: folder) }
             #expect(throws: Never.self, "\(file)") { try KioskConfig.parse(text, baseDirectory: folder) }
         }
