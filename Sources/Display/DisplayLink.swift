@@ -145,6 +145,8 @@ public final class DisplayLinkClock: VsyncClock {
         guard let (clock, map) = state.withLock({ $0.head }) else { return nil }
         return clock.timeUntilVsync(map.toDisplay(n))
     }
+
+    public var isVirtual: Bool { state.withLock { $0.head?.clock.isVirtual ?? false } }
 }
 
 /// The hotplug state machine: waits for a display, opens it, presents on it, notices when it goes

@@ -23,6 +23,12 @@ public protocol PresentationTime: Sendable {
     func now() -> Int64
     /// Returns at `time` or later (at once when it has passed).
     func sleep(until time: Int64)
+    /// True for time that moves only when something sleeps or a test advances it.
+    var isVirtual: Bool { get }
+}
+
+extension PresentationTime {
+    public var isVirtual: Bool { false }
 }
 
 /// CLOCK_MONOTONIC and `nanosleep`.
@@ -69,6 +75,7 @@ public struct FlipStats: Sendable, Equatable {
 public final class PageFlipClock: VsyncClock, Sendable {
     public let refresh: RefreshRate
     public let time: any PresentationTime
+    public var isVirtual: Bool { time.isVirtual }
     /// How many recent flips the ring keeps.
     public static let ringSize = 64
 

@@ -130,8 +130,8 @@ extension KioskSession {
             guard let mine, mine == chosen else { return off("the wall's sound plays on output \(chosen ?? "none")") }
         }
         // A virtual clock has no real time to play in. (A KMS output's clock has no times before
-        // its first page flip, which comes after this: its type says it runs in real time.)
-        guard !(clock is VirtualVsyncClock) else { return off("a virtual clock has no real time to play sound in") }
+        // its first page flip, which comes after this: it says it runs in real time all the same.)
+        guard !clock.isVirtual else { return off("a virtual clock has no real time to play sound in") }
         let log = logger
         let player = self.player
         let connector = state.withLock { $0.outputName }.flatMap(connectorName(ofOutput:))

@@ -242,7 +242,7 @@ public final class PlayerPresenter<Output: OutputDriver> {
         var asked = start
         let margin = clock.refresh.interval.seconds * planner.margin
         let render = Double(planner.estimate ?? 0) / 1e9
-        let virtual = clock is VirtualVsyncClock
+        let virtual = clock.isVirtual
         while let lane = pictures.firstIndex(where: \.isWaiting) {
             let left: Double
             if virtual {

@@ -20,10 +20,15 @@ public protocol VsyncClock: Sendable {
     /// How long from now until vsync `n` happens (negative when it is past), for clocks that run in
     /// real time; nil for a virtual clock. Maps vsyncs to the system clock (wall sync, traces).
     func timeUntilVsync(_ n: Int64) -> Duration?
+    /// True for a clock whose time moves only as the presentation goes (tests, runs as fast as
+    /// decode allows): a picture still decoding is waited for by real time alone (at most the
+    /// loop's limit), not up to its vsync.
+    var isVirtual: Bool { get }
 }
 
 extension VsyncClock {
     public func timeUntilVsync(_ n: Int64) -> Duration? { nil }
+    public var isVirtual: Bool { false }
 
     /// The system-clock (Unix) time of vsync `n`, for clocks that run in real time.
     public func wallTime(ofVsync n: Int64) -> WallTime? {
@@ -44,6 +49,7 @@ public struct VirtualVsyncClock: VsyncClock {
     public let refresh: RefreshRate
     public init(refresh: RefreshRate) { self.refresh = refresh }
     public func earliestVsync(after vsync: Int64) -> Int64 { vsync + 1 }
+    public var isVirtual: Bool { true }
 }
 
 /// Vsyncs at wall-clock times: vsync `n` at `start + n / refresh` on the monotonic clock, paced like a

@@ -10,6 +10,7 @@ final class VirtualTime: PresentationTime {
     func now() -> Int64 { ns.withLock { $0 } }
     func sleep(until time: Int64) { ns.withLock { $0 = max($0, time) } }
     func advance(by delta: Int64) { ns.withLock { $0 += delta } }
+    var isVirtual: Bool { true }
 }
 
 /// A display with a vsync every `period` ns (vsync k at `start + k * period`, plus `wobble(k)`): a
