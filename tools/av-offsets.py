@@ -15,8 +15,8 @@ on Unix time, and compared with the first frame of the flash the trace shows nea
 of that frame's pts p is heard at click + (p - k), and the offset is that minus the frame's vsync
 time. Positive: the sound comes late. A flash whose first frame was shown after its vsync (the
 trace's `late`) gives no offset (flashes_shown_late counts them): it would measure the picture's
-lateness, which the picture timing counts, not the sound. Prints JSON: the offsets (ms, with the time into the run),
-p50/p95/max of their magnitude, the drift (a line fitted to offset over time, ms per minute), the
+lateness, which the picture timing counts, not the sound. Prints JSON: the offsets (ms, with the
+time into the run), p50/p95/max of their magnitude, the drift (a line fitted to offset over time, ms per minute), the
 capture clock's rate against the system clock (ppm), what was left unmatched, and how the pictures
 kept time after the skip (shown, shown late, never shown: see picture_timing).
 """

@@ -78,8 +78,8 @@ enum AudioVM {
     /// Whether the guest kept real time after the start: the presentation never stalled, and at
     /// most 3 in 100 of the pictures due were shown late or not at all (from the trace). On a
     /// quiet host the guest misses 0.02-0.5 % of them; a guest that misses more is being starved
-    /// by the host, its sound's writer with it (a CI run at 15 % stepped the sound 30-60 ms late
-    /// three times in 40 s).
+    /// by the host, its sound's writer with it (in a CI run at 15 % the sound started 59 ms late
+    /// and stepped about 32 and 18 ms late later in its 40 s).
     static func keptRealTime(_ offsets: Offsets, log: String) -> (Bool, String) {
         let stalled = log.contains("presentation stalled")
         let due = offsets.pictures_shown + offsets.pictures_missing
