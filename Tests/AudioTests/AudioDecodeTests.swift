@@ -44,9 +44,11 @@ enum ToneClips {
 
 /// Plays `items` in turn (each opened afresh, as a looper does) through one resampler into the
 /// capture device; returns the captured left channel and the decoders' corrupt-packet counts.
-func playThrough(_ items: [String], label: String) throws -> (left: [Float], corrupt: Int)? {
+/// `ratio`: the sync's resampling ratio, held throughout.
+func playThrough(_ items: [String], label: String, ratio: Double = 1) throws -> (left: [Float], corrupt: Int)? {
     guard let (output, file) = try CaptureDevice.open(label) else { return nil }
     let resampler = AudioResampler(output: output.format)
+    try resampler.setRatio(ratio)
     var corrupt = 0
     for item in items {
         let decoder = try AudioDecoder(path: item)
@@ -125,6 +127,22 @@ let breakLimit: Float = 0.004
             left[start..<start + 96].map(abs).max() ?? 0 < 0.02
         }
         #expect(quiet.isEmpty, "silent windows at \(quiet.prefix(5))")
+    }
+
+    @Test("with the sync's ratio applied, items of other rates join as cleanly as without it")
+    func aJoinKeepsTheResamplersFractionOfASample() throws {
+        let a = try ToneClips.aac(rate: 48_000, channels: 1)
+        let b = try ToneClips.flac(rate: 44_100, channels: 1)
+        for ratio in [1.0, 1.004, 0.9965] {
+            guard let (left, _) = try playThrough([a, b, a, b, a], label: "ratio-\(ratio)", ratio: ratio) else { return }
+            // Played `ratio` times longer: the tone is lower by as much, and each join that much later.
+            let steps = (1..<5).map { k in
+                phaseStep(left, at: Int((Double(k) * 48_000 * ratio).rounded()), frequency: 1000 / ratio, rate: 48_000).samples
+            }
+            print("AAC 48 kHz / FLAC 44.1 kHz joins at ratio \(ratio): steps \(steps.map { $0.formatted(decimals: 3) }) samples")
+            // A fraction of a sample dropped at a join steps the tone by up to a whole sample.
+            #expect(steps.allSatisfy { abs($0) < 0.1 }, "ratio \(ratio): steps \(steps) samples")
+        }
     }
 
     @Test func buffersCarryTimesThatFollowOnAndMatchThePictures() throws {
