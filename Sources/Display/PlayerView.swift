@@ -91,12 +91,17 @@ public final class PlayerView: Sendable {
     public var player: Player? {
         get { state.withLock { $0.player } }
         set {
-            state.update { state in
-                guard state.player !== newValue else { return }
-                state.player = newValue
-                state.generation += 1
-                state.readyForDisplay = false
+            let replaced = state.update { state -> Player?? in
+                guard state.player !== newValue else { return nil }
+                defer {
+                    state.player = newValue
+                    state.generation += 1
+                    state.readyForDisplay = false
+                }
+                return .some(state.player)
             }
+            // A presentation loop waiting while the old player is paused sees the change now.
+            if case .some(let old?) = replaced { old.wakePresentation() }
         }
     }
 
@@ -166,7 +171,7 @@ public final class PlayerView: Sendable {
                     } catch {
                         // Shown by another view (one output per player): this one keeps its background.
                         record("\(error)", state: state, logger: logger)
-                        try background.show(until: { !current() }, state: state, lastVsync: &lastVsync)
+                        try background.show(generation: generation, state: state, lastVsync: &lastVsync)
                         continue
                     }
                     defer { presenter.videoOutput.detach() }
@@ -179,7 +184,7 @@ public final class PlayerView: Sendable {
                     _ = try presenter.run(while: current)
                     background.forget()
                 } else {
-                    try background.show(until: { !current() }, state: state, lastVsync: &lastVsync)
+                    try background.show(generation: generation, state: state, lastVsync: &lastVsync)
                 }
             } catch {
                 // The output failed (a flip that never came, a lost GL context): the view stops.
@@ -217,8 +222,10 @@ public final class PlayerView: Sendable {
 
         mutating func forget() { drawn = false }
 
-        mutating func show(until changed: () -> Bool, state: Monitor<State>, lastVsync: inout Int64) throws {
-            while !changed() {
+        /// Shows the background until `player` changes from what it was at `generation`, or the view closes.
+        mutating func show(generation: Int, state: Monitor<State>, lastVsync: inout Int64) throws {
+            let changed: @Sendable (State) -> Bool = { $0.generation != generation || $0.closing }
+            while !state.withLock({ changed($0) }) {
                 if !output.isReady {
                     _ = try output.waitForEvent(timeout: slice)
                     drawn = false
@@ -236,7 +243,7 @@ public final class PlayerView: Sendable {
                 }
                 // Nothing to draw: wait for a new player (or a task), looking at the display's
                 // events between waits (a display output notices a lost display there).
-                state.wait(until: { !$0.tasks.isEmpty || $0.closing }, timeout: slice)
+                state.wait(until: { !$0.tasks.isEmpty || changed($0) }, timeout: slice)
                 runTasks(state: state, output: output)
                 if case .lost = try output.waitForEvent(timeout: 0) { drawn = false }
             }

@@ -98,7 +98,8 @@ public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
                                       startFollowers(session)
                                       return session
                                   }, shouldContinue: shouldContinue)
-    logger.info("stopped", ["frames": "\(stats.presented)", "dropped": "\(stats.dropped)",
+    // Who dropped what: presentation for lateness, the cadence (content faster than the output), the decoder.
+    logger.info("stopped", ["frames": "\(stats.presented)", "dropped": "\(stats.dropped)", "cadence-dropped": "\(stats.cadenceDropped)",
                             "delayed": "\(stats.delayed)", "decoder-dropped": "\(stats.decoderDropped)",
                             "stalls": "\(stats.stalls)", "vsync": "\(stats.lastVsync)"])
     return stats

@@ -232,7 +232,9 @@ final class ItemFeeder: @unchecked Sendable {
     private func adjustFrameDrop(after frame: any PresentableFrame, expected: inout MediaTime?, policy: inout FrameDropPolicy,
                                  reader: any FrameReader, logger: Logger) {
         let duration = frame.duration.seconds
-        if policy.level > .none, let expected, duration > 0 {
+        // Frames skipped just before the decoder stopped skipping still come out of its threads
+        // after that: gaps count for a while after as well.
+        if policy.recentlySkipping, let expected, duration > 0 {
             let gap = ((frame.pts - expected).seconds / duration).rounded()
             if gap >= 1 && gap < 1e6 { drops.add(Int(gap)) }
         }
@@ -340,19 +342,29 @@ final class DropCounter: Sendable {
 }
 
 /// What a decoder skips, from how far the frames it decodes lead the presentation clock (mpv's
-/// decoder framedrop, in steps): frames already due when decoded skip non-reference frames; frames
-/// more than `catchUp` late skip everything to the next keyframe; presentation dropping frames for
-/// lateness (it cannot show them all) also skips non-reference frames. It relaxes one step at a
-/// time, once decoded frames lead the clock again. Every change happens right after a decoded
-/// frame, so a keyframe skip ends on the keyframe it reached.
+/// decoder framedrop, in steps): frames that keep missing their vsync (`patience` in a row, or one
+/// more than two frames late) skip non-reference frames; frames more than `catchUp` late skip
+/// everything to the next keyframe; presentation dropping frames for lateness (it cannot show them
+/// all) also skips non-reference frames. One late frame (an item's first ones while its decoder
+/// opens, a hiccup) is not decoding falling behind. It relaxes one step at a time, once decoded
+/// frames lead the clock again. Every change happens right after a decoded frame, so a keyframe
+/// skip ends on the keyframe it reached.
 struct FrameDropPolicy {
     private(set) var level = DecoderFrameDrop.none
     /// Seconds behind past which decoding skips to the next keyframe (at least 4 frames).
     var catchUp = 0.5
+    /// Frames in a row that missed their vsync before non-reference frames are skipped.
+    var patience = 3
+    private var lateInARow = 0
+    /// Frames decoded since the level went back to `.none`.
+    private var sinceSkipping = Int.max
+
+    /// True while skipping, and for the frames a decoder's threads may still hold after it stopped.
+    var recentlySkipping: Bool { level > .none || sinceSkipping < 16 }
 
     /// - Parameters:
-    ///   - lead: seconds the frame just decoded is ahead of the clock (negative: late; infinite:
-    ///     no clock, nothing is behind).
+    ///   - lead: seconds the frame just decoded is ahead of the last moment it can still be shown
+    ///     (negative: late; infinite: no clock, nothing is behind).
     ///   - resumedLead: the same for where decoding resumed after the previous frame (lower than
     ///     `lead` when frames between were skipped or discarded as late); `lead` when not given.
     ///   - frameDuration: that frame's duration in seconds.
@@ -362,6 +374,8 @@ struct FrameDropPolicy {
         let frame = frameDuration.isFinite && frameDuration > 0 ? frameDuration : 1.0 / 30
         let presentationBehind = lateDropRate > 0.2
         let presentationKeepsUp = lateDropRate < 0.05
+        lateInARow = behind < 0 ? lateInARow + 1 : 0
+        if sinceSkipping < Int.max { sinceSkipping += 1 }
         switch level {
         case .nonKey:
             // Only keyframes come out now: caught up once one is not late.
@@ -369,10 +383,11 @@ struct FrameDropPolicy {
         case .none, .nonReference:
             if behind < -max(catchUp, 4 * frame) {
                 level = .nonKey
-            } else if behind < 0 || presentationBehind {
+            } else if (behind < 0 && (lateInARow >= patience || behind < -2 * frame)) || presentationBehind {
                 level = .nonReference
             } else if level == .nonReference && lead >= 2 * frame && presentationKeepsUp {
                 level = .none
+                sinceSkipping = 0
             }
         }
         return level

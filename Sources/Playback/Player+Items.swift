@@ -201,7 +201,10 @@ extension Player {
                 updateTimeControlLocked()
                 return false
             }
-            startRunLocked(next, at: end)
+            // The next item starts on the vsync its first frame is shown on (where `end` rounds
+            // to), so its cadence runs from a vsync as the display shows it: the same pattern on
+            // every pass, and timestamps rounded to milliseconds never put two frames on one vsync.
+            startRunLocked(next, at: vsyncStartLocked(end))
             fireJumpLocked(&outbox)
             return true
         case .pause:
@@ -218,6 +221,13 @@ extension Player {
             openSeamLocked(n, item: item)
             return false  // the last frame stays; time keeps running
         }
+    }
+
+    /// The timeline position of the vsync `t` is shown on (`t` itself without an output).
+    func vsyncStartLocked(_ t: MediaTime) -> MediaTime {
+        let v = vsyncOf(t)
+        guard anchor != nil, _rate == 1, v != .max, v != .min else { return t }
+        return position(atVsync: v)
     }
 
     func ensureRunLocked(at position: MediaTime) {
@@ -238,7 +248,15 @@ extension Player {
         }
         run = newRun
         pending = nil
-        traceFile("start-file", item: item, reason: nil, error: nil)
+        traceStartLocked()
+    }
+
+    /// The current run's start-file line, once: when it starts, or on the first vsync the player
+    /// has a trace for it.
+    func traceStartLocked() {
+        guard let run, !run.startTraced, _trace != nil else { return }
+        run.startTraced = true
+        traceFile("start-file", item: run.item, reason: nil, error: nil)
     }
 
     /// The next item's decode thread starts while the current item plays (and the one after it

@@ -28,13 +28,18 @@ extension Player {
         /// The vsync the picture was asked for: `itemTime` is the timeline's there (the output may
         /// show it on a later one).
         public var askedVsync: Int64?
+        /// True when this picture starts the timeline (its first frame after a held start, or a
+        /// frame shown while paused): shown on a later vsync than asked, it is not late; the
+        /// timeline starts there (`didShow(onVsync:)`).
+        public var startsTimeline = false
     }
 
     /// Returns the attachment's number, which `detachOutput` takes.
-    func attachOutput(refresh: RefreshRate, name: String) throws -> Int {
+    func attachOutput(refresh: RefreshRate, name: String, clockWaitsForDecoding: Bool) throws -> Int {
         try withLock {
             guard !hasVideoOutput else { throw PlayerError.secondVideoOutput }
             hasVideoOutput = true
+            self.clockWaitsForDecoding = clockWaitsForDecoding
             videoOutputSerial += 1
             self.refresh = refresh
             scheduler = CadenceScheduler(refresh: refresh)
@@ -109,6 +114,17 @@ extension Player {
     func didShow(onVsync actual: Int64) {
         withLock {
             guard let last = lastVsync, actual > last else { return }
+            if timelineStartVsync == last {
+                // The picture that starts the timeline (its first draw is the slowest): the
+                // timeline starts where it was shown.
+                timelineStartVsync = nil
+                if let a = anchor { anchor = (a.vsync + (actual - last), a.position) }
+                shown?.vsync = actual
+                shown?.due = actual
+                lastVsync = actual
+                _stats.lastVsync = actual
+                return
+            }
             _stats.delayed += 1
             lastVsync = actual
             _stats.lastVsync = actual
@@ -136,6 +152,7 @@ extension Player {
             retryAtVsync = nil
         }
         ensureRunLocked(at: pausedPositionOrNow(n))
+        traceStartLocked()
         startPrerollsLocked()
         primeStartLocked()
         guard run != nil else {
@@ -156,7 +173,10 @@ extension Player {
                 if case .frame(let frame, let t)? = next {
                     pending = nil
                     show(frame, t: t, vsync: n, due: n, run: run, &outbox)
-                    return currentPicture(isNew: true)
+                    timelineStartVsync = n
+                    var picture = currentPicture(isNew: true)
+                    picture.startsTimeline = true
+                    return picture
                 }
                 if next == nil {
                     waitingVsync = n
@@ -172,6 +192,8 @@ extension Player {
             anchor = (hostStartVsync ?? n, pausedPosition)
             hostStartVsync = nil
         }
+        // A frame shown on this vsync starts the timeline (the frame may come in after this look).
+        let startsTimeline = holdingStart
         if holdingStart, let a = anchor {
             anchor = (n, a.position)
             if peekLocked() != nil { holdingStart = false }  // it starts now
@@ -186,8 +208,19 @@ extension Player {
             steps += 1
             let next = peekLocked()
             if next == nil {
-                // Nothing decoded yet: only a wait when the picture on screen has had its time.
-                if let s = selected ?? shown.map({ ($0.frame, $0.t, $0.vsync, $0.run) }),
+                if clockWaitsForDecoding, let s = selected, lookaheadLocked(n, waited: waited, selected: s, run: current) {
+                    // The next frame may be due on this vsync as well: a clock that waits for
+                    // decoding waits for it, so which frame a vsync shows never depends on how
+                    // fast the decoder was.
+                    selected = nil
+                    waitingVsync = n
+                    break loop
+                }
+                // Nothing decoded yet: only a wait when the picture on screen has had its time
+                // (by its duration, which may overlap the next frame's time: milliseconds in a
+                // container). A clock that waits for decoding waits for the next frame anyway,
+                // so that it is never found late at the vsync after.
+                if !clockWaitsForDecoding, let s = selected ?? shown.map({ ($0.frame, $0.t, $0.vsync, $0.run) }),
                    s.run === current, vsyncOf(s.t + s.frame.duration) > n { break loop }
                 if selected == nil {
                     if !holdingStart { starvingLocked(n, waited: waited, run: current, &outbox) }
@@ -202,7 +235,8 @@ extension Player {
                 if due > n { break loop }
                 if let s = selected {
                     // A later frame is due by now: `s` cannot be shown on a vsync of its own.
-                    _stats.dropped += 1
+                    // Due on the same vsync as that frame it is the cadence's; on an earlier one, late.
+                    if s.vsync < due { _stats.dropped += 1 } else { _stats.cadenceDropped += 1 }
                     noteDropLocked(late: s.vsync < due)
                 }
                 pending = nil
@@ -248,7 +282,12 @@ extension Player {
         let previousMix = currentMix.flatMap { current in run.map(ObjectIdentifier.init) == current.run ? current.mix : nil }
         let mix = mixLocked(n)
         currentMix = (mix != nil && run != nil) ? (ObjectIdentifier(run!), mix!) : nil
-        return currentPicture(isNew: selected != nil, waiting: waitingVsync == n, newMix: mix != previousMix)
+        var picture = currentPicture(isNew: selected != nil, waiting: waitingVsync == n, newMix: mix != previousMix)
+        if startsTimeline && selected != nil {
+            timelineStartVsync = n
+            picture.startsTimeline = true
+        }
+        return picture
     }
 
     /// No frame for vsync `n` although the picture on screen has had its time. Past
@@ -277,6 +316,27 @@ extension Player {
         fireJumpLocked(&outbox)
     }
 
+    /// On a clock that waits for decoding, with `selected` chosen for vsync `n` and the frame after
+    /// it not decoded yet: true when the pull should wait for that frame, `selected` put back in
+    /// line (or, from a run that just ended, dropped for the new run's first frame due on `n`).
+    /// Waits at most `stallTimeout` at one vsync; past it `selected` is shown (a decoder that
+    /// stopped is the stall check's).
+    func lookaheadLocked(_ n: Int64, waited: Double, selected s: (frame: any PresentableFrame, t: MediaTime, vsync: Int64, run: Run),
+                         run current: Run) -> Bool {
+        let total = (lookahead?.vsync == n ? lookahead!.waited : 0) + waited
+        lookahead = (n, total)
+        guard total < _stallTimeout else { return false }
+        if s.run === current {
+            pending = .frame(s.frame, t: s.t)
+            return true
+        }
+        // The new run's first frame starts where it does: on a later vsync `s` keeps this one.
+        guard vsyncOf(current.start) <= n else { return false }
+        _stats.cadenceDropped += 1
+        noteDropLocked(late: false)
+        return true
+    }
+
     /// Counts a frame taken from the queue into the recent share of late drops.
     func noteDropLocked(late: Bool) {
         lateDropRate = lateDropRate * 0.9 + (late ? 0.1 : 0)
@@ -285,12 +345,15 @@ extension Player {
     /// Tells the current run's decoder where the clock is, so that it skips frames when behind.
     func reportClockLocked(_ n: Int64) {
         guard let run else { return }
-        guard _rate != 0, !stalled, anchor != nil else {
+        // A clock that waits for decoding (a virtual one) is never behind it.
+        guard _rate != 0, !stalled, anchor != nil, !clockWaitsForDecoding, let refresh else {
             run.feeder.report(clock: nil, lateDropRate: 0)
             return
         }
         let base = run.origin ?? run.seek?.target ?? .zero
-        let elapsed = position(atVsync: n) - run.start
+        // Frames from half a vsync before vsync n's time on are due on n or later (the cadence
+        // rounds): only a frame before that has missed its vsync.
+        let elapsed = position(atVsync: n) - run.start - MediaTime(value: refresh.denominator, timescale: Int32(clamping: 2 * refresh.numerator))
         run.feeder.report(clock: base + elapsed, lateDropRate: lateDropRate)
     }
 

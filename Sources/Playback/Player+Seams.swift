@@ -135,7 +135,14 @@ extension Player {
     /// shown, or with nothing to play): what a presentation loop on a virtual clock does instead of
     /// asking for vsync after vsync. True when something changed (or it was not settled).
     func waitWhileSettled(timeout: Double) -> Bool {
-        lock.wait(until: { _ in !self.isSettledLocked }, timeout: timeout)
+        let seen = withLock { wakeCount }
+        return lock.wait(until: { _ in !self.isSettledLocked || self.wakeCount != seen }, timeout: timeout)
+    }
+
+    /// Marquee: a presentation loop waiting while this player is settled looks again at once:
+    /// something outside the player changed what it should do (a view was given another player).
+    public func wakePresentation() {
+        withLock { wakeLocked() }
     }
 
     /// Marquee: how many decode threads of this player's items are still running (an item that

@@ -70,6 +70,9 @@ public class Player: @unchecked Sendable {
     // Timeline.
     var refresh: RefreshRate?
     var scheduler: CadenceScheduler?
+    /// The output's clock waits for each due frame to be decoded (a virtual clock): decoding is
+    /// never behind it, so its decoder never skips.
+    var clockWaitsForDecoding = false
     var lastVsync: Int64?
     /// Timeline position `position` is at vsync `vsync`; nil while paused.
     var anchor: (vsync: Int64, position: MediaTime)?
@@ -87,12 +90,19 @@ public class Player: @unchecked Sendable {
     /// The first vsync the picture was due to change with no frame decoded, and how long pulls
     /// have waited for one since; nil while frames come.
     var starved: (since: Int64, waited: Double)?
+    /// On a clock that waits for decoding: the vsync whose frame was put back to wait for the one
+    /// after it (which may be due on the same vsync), and how long it has waited.
+    var lookahead: (vsync: Int64, waited: Double)?
     /// Where the timeline stands while stalled.
     var stallPosition = MediaTime.zero
     var _stallTimeout = 2.0
     /// True from the start of playback until its first frame is shown: the timeline waits for it
     /// (initial loading is not a stall).
     var holdingStart = false
+    /// The vsync whose picture started the timeline (the first frame after a held start, or one
+    /// shown while paused): if the output shows it later, the timeline starts there instead,
+    /// so that picture is not late and the frames after it keep their cadence from it.
+    var timelineStartVsync: Int64?
     /// Of the recent frames, the share dropped because they were late (an average over about ten
     /// frames): what tells the decoder that presentation cannot keep up.
     var lateDropRate = 0.0
@@ -128,6 +138,9 @@ public class Player: @unchecked Sendable {
         var shownFrames = 0
         var ended = false
         var seek: SeekRequest?
+        /// Its start-file line is in the trace: a run that started before the player had a trace
+        /// (`play()` before a view took the player) gets it on its first vsync.
+        var startTraced = false
         /// The transition this run came in with, while it lasts (Transition.swift).
         var entering: Entering?
         init(item: PlayerItem, feeder: ItemFeeder, start: MediaTime) {
@@ -154,9 +167,9 @@ public class Player: @unchecked Sendable {
         let run: Run
         var item: PlayerItem { run.item }
         let t: MediaTime
-        let vsync: Int64
+        var vsync: Int64
         /// The vsync the frame was due on (earlier than `vsync` when it was decoded late).
-        let due: Int64
+        var due: Int64
     }
 
     /// Work to do once the lock is released: callbacks never run under it.

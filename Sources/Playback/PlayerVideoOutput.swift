@@ -10,12 +10,14 @@ public final class PlayerVideoOutput: @unchecked Sendable {
     public let name: String
     private let serial: Int
 
-    /// One output per player at a time: its vsyncs are the player's clock.
-    public init(player: Player, refresh: RefreshRate, name: String = "output") throws {
+    /// One output per player at a time: its vsyncs are the player's clock. `clockWaitsForDecoding`:
+    /// the output asks for a vsync again until its due frame is decoded (a virtual clock, or a test
+    /// driving vsyncs by hand), so the decoder never skips frames to catch up.
+    public init(player: Player, refresh: RefreshRate, name: String = "output", clockWaitsForDecoding: Bool = false) throws {
         self.player = player
         self.refresh = refresh
         self.name = name
-        serial = try player.attachOutput(refresh: refresh, name: name)
+        serial = try player.attachOutput(refresh: refresh, name: name, clockWaitsForDecoding: clockWaitsForDecoding)
     }
 
     /// Lets the player go, so that another output may drive it (a `PlayerView` whose `player` is

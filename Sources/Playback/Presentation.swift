@@ -35,12 +35,17 @@ public struct CadenceScheduler: Sendable {
 /// Counters of what a player's presentation did; mpv's names in the comments.
 public struct PresentationStats: Sendable, Equatable {
     public var presented = 0
-    /// Frames never shown because a later frame was due by the time they could be (`frame-drop-count`).
+    /// Frames never shown because their vsync had passed by the time they could be: presentation
+    /// fell behind (`frame-drop-count` counts these and `cadenceDropped`). Never on a virtual clock.
     public var dropped = 0
+    /// Frames never shown because a later frame was due on the same vsync: the content's rate is
+    /// above the output's (50 fps on 30 Hz shows 3 of every 5 frames), on any clock.
+    public var cadenceDropped = 0
     /// Frames shown later than planned (`vo-delayed-frame-count`): the output showed them on a
     /// later vsync than asked, or they were decoded too late and nothing newer was ready.
     public var delayed = 0
     /// Frames the decoder skipped because decoding was behind the clock (`decoder-frame-drop-count`).
+    /// Never on a virtual clock, which waits for decoding.
     public var decoderDropped = 0
     /// Times playback stalled: no frame decoded for `Player.stallTimeout` (the timeline waited).
     public var stalls = 0

@@ -68,7 +68,7 @@ public final class PlayerPresenter<Output: OutputDriver> {
         self.exitAfter = exitAfter
         traceNames = players.count == 1 ? [output.name] : players.indices.map { "\(output.name)#\($0)" }
         videoOutputs = try zip(players, traceNames).map { player, name in
-            try PlayerVideoOutput(player: player, refresh: output.clock.refresh, name: name)
+            try PlayerVideoOutput(player: player, refresh: output.clock.refresh, name: name, clockWaitsForDecoding: output.clock.isVirtual)
         }
         for player in players { player.trace = trace }
     }
@@ -198,7 +198,7 @@ public final class PlayerPresenter<Output: OutputDriver> {
                     trace?.frame(vsync: shown, t: clock.time(ofVsync: shown), output: traceNames[i], item: item.traceIndex,
                                  uri: item.asset.url.path, pts: presentable.pts,
                                  wall: clock.wallTime(ofVsync: shown)?.unixSeconds ?? Date().timeIntervalSince1970,
-                                 late: pictures[i].dueVsync.map { max(0, shown - $0) } ?? 0, mix: pictures[i].mix)
+                                 late: pictures[i].startsTimeline ? 0 : pictures[i].dueVsync.map { max(0, shown - $0) } ?? 0, mix: pictures[i].mix)
                     if !pictures[i].isNewMix { didPresent?(i, shown, pictures[i]) }
                     showingBlank[i] = false
                 } else {

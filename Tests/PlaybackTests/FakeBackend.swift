@@ -94,12 +94,14 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
     /// Lets readers decode `frames` frames in all (skipped frames cost nothing), then waits up to
     /// 5 s until the reader has handed over every frame it may decode and waits for more (or has
     /// reached the end): what a slow decoder has done by a given vsync, deterministically.
-    func allowDecoding(upTo frames: Int) {
+    /// `queueFull`: the reader is not asked for more while it is true (its frames wait for room
+    /// in the player's queue), so it need not be waited for then.
+    func allowDecoding(upTo frames: Int, queueFull: () -> Bool = { false }) {
         lock.withLock {
             budget = frames
             lock.broadcast()
             let deadline = Date(timeIntervalSinceNow: 5)
-            while !(finished || (parked && spent >= frames)) && Date() < deadline {
+            while !(finished || (parked && spent >= frames) || queueFull()) && Date() < deadline {
                 _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05))
             }
         }
