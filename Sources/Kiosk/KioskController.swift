@@ -69,6 +69,7 @@ public final class KioskController: ControlHandler, Sendable {
     public let propertyNames = [
         "pid", "path", "filename", "playlist-pos", "playlist-count", "playlist", "time-pos", "duration", "pause",
         "idle-active", "eof-reached", "hwdec-current", "hwdec-interop", "hwdec-fallback", "frame-drop-count",
+        "decoder-frame-drop-count", "cadence-frame-drop-count",
         "vo-delayed-frame-count", "display-fps", "vsync-jitter", "property-list", "command-list",
         "outputs", "health", "wall-sync", "schedule", "display-power", "overlays", "volume", "mute", "audio-device", "audio-delay", "current-ao",
     ]
@@ -129,6 +130,8 @@ public final class KioskController: ControlHandler, Sendable {
         case "hwdec-interop": return .string(s.hwdecInterop)
         case "hwdec-fallback": return s.hwdecFallback.map { .string($0) } ?? .null
         case "frame-drop-count": return .number(Double(s.dropped))
+        case "decoder-frame-drop-count": return .number(Double(s.decoderDropped))
+        case "cadence-frame-drop-count": return .number(Double(s.cadenceDropped))
         case "vo-delayed-frame-count": return .number(Double(s.delayed))
         case "display-fps": return .float(s.displayFPS)
         case "vsync-jitter": return .float(s.vsyncJitter)

@@ -155,6 +155,8 @@ extension KioskSession {
             for _ in 0..<min(max(stats.dropped - s.dropped, 0), 100) { s.recentDrops.append(now) }
             s.recentDrops.removeAll { now - $0 > .seconds(60) }
             s.dropped = stats.dropped
+            s.cadenceDropped = stats.cadenceDropped
+            s.decoderDropped = stats.decoderDropped
             s.delayed = stats.delayed
         }
     }

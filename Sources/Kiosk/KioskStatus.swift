@@ -97,7 +97,11 @@ public final class KioskStatus: Sendable {
         public var hwdecInterop = "none"
         public var hwdecFallback: String?
         public var hwdecDegraded = false
+        /// Frames dropped by presentation for lateness, for the cadence (content faster than the
+        /// output), and skipped by the decoder (`PresentationStats`).
         public var dropped = 0
+        public var cadenceDropped = 0
+        public var decoderDropped = 0
         public var delayed = 0
         /// Wall-clock times of recent drops, for "frames dropped in the last minute".
         public var recentDrops: [ContinuousClock.Instant] = []

@@ -36,10 +36,11 @@ public struct CadenceScheduler: Sendable {
 public struct PresentationStats: Sendable, Equatable {
     public var presented = 0
     /// Frames never shown because their vsync had passed by the time they could be: presentation
-    /// fell behind (`frame-drop-count` counts these and `cadenceDropped`). Never on a virtual clock.
+    /// fell behind (`frame-drop-count`). Never on a virtual clock.
     public var dropped = 0
     /// Frames never shown because a later frame was due on the same vsync: the content's rate is
-    /// above the output's (50 fps on 30 Hz shows 3 of every 5 frames), on any clock.
+    /// above the output's (50 fps on 30 Hz shows 3 of every 5 frames), on any clock
+    /// (`cadence-frame-drop-count`, Marquee's own).
     public var cadenceDropped = 0
     /// Frames shown later than planned (`vo-delayed-frame-count`): the output showed them on a
     /// later vsync than asked, or they were decoded too late and nothing newer was ready.
