@@ -126,6 +126,16 @@ def run_measured(cmd, name, env=None, sampler=None, timeout=300):
     return Measured(wall, usage, proc.returncode, err_path)
 
 
+def stopped_counts(measured):
+    """What marquee's stopped line says it showed and dropped, and who dropped it (presentation for
+    lateness, the cadence, the decoder): {} when the run printed no such line."""
+    text = Path(measured.stderr_path).read_text(errors="replace") if measured.stderr_path else ""
+    lines = [l for l in text.splitlines() if "msg=stopped" in l]
+    if not lines:
+        return {}
+    return {k: int(v) for k, v in re.findall(r"([a-z-]+)=(\d+)", lines[-1])}
+
+
 def proc_cpu_seconds(pid):
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -400,7 +410,7 @@ def bench_throughput(marquee, mpv, reps, results):
         fps = CLIPS[clip_name]["fps"]
         per = {"marquee": [], "mpv": [], "ffmpeg": []}
         cpu = {"marquee": [], "mpv": [], "ffmpeg": []}
-        presented = []
+        presented, dropped = [], []
         for rep in range(reps):
             log(f"  throughput {clip_name} {frames} frames, run {rep + 1}/{reps}")
             trace = RUNS / f"tp-{clip_name}-{rep}.jsonl"
@@ -408,6 +418,8 @@ def bench_throughput(marquee, mpv, reps, results):
             m.check("marquee")
             shown = len(frame_lines(read_trace(trace)))
             presented.append(shown)
+            counts = stopped_counts(m)
+            dropped.append(sum(counts.get(k, 0) for k in ("dropped", "cadence-dropped", "decoder-dropped")))
             per["marquee"].append(shown / m.wall)
             cpu["marquee"].append(m.cpu / max(shown, 1))
             f = run_measured(["ffmpeg", "-nostdin", "-v", "error", "-i", str(clip), "-frames:v", str(frames),
@@ -419,7 +431,7 @@ def bench_throughput(marquee, mpv, reps, results):
                 per["mpv"].append(frames / p.wall)
                 cpu["mpv"].append(p.cpu / frames)
         out[clip_name] = {
-            "frames": frames, "marquee_presented": presented,
+            "frames": frames, "marquee_presented": presented, "marquee_dropped": dropped,
             "fps": {k: v for k, v in per.items()}, "median_fps": {k: median(v) for k, v in per.items()},
             "cpu_ms_per_frame": {k: (median(v) * 1000 if v else None) for k, v in cpu.items()},
         }
@@ -613,9 +625,10 @@ def bench_pacing(marquee, results):
             clip = make_media(name)
             log(f"  pacing {fps} fps at {refresh_name} Hz")
             trace = RUNS / f"pacing-{fps}-{refresh_name}.jsonl"
-            run_measured(marquee.command(clip, "virtual", seconds, trace, mode=f"640x360@{refresh_name}"),
-                         f"pacing-{fps}-{refresh_name}").check("marquee")
+            m = run_measured(marquee.command(clip, "virtual", seconds, trace, mode=f"640x360@{refresh_name}"),
+                             f"pacing-{fps}-{refresh_name}").check("marquee")
             a = analyse_pacing(read_trace(trace), fps, refresh, CLIPS[name]["frames"])
+            a["stopped"] = stopped_counts(m)
             a["trace"] = str(trace.relative_to(HERE))
             out[f"{fps}fps@{refresh_name}Hz"] = a
     results["pacing"] = out
@@ -778,14 +791,16 @@ def write_markdown(results, path):
         "`-f null` (decode only). mpv: `--untimed --vo=gpu` through EGL (OpenGL ES) on llvmpipe under Xvfb. "
         f"Median of {results['reps']} runs (mpv: one run on the flat clip).",
         "",
-        "| clip | frames | Marquee | mpv | ffmpeg decode | Marquee / mpv | Marquee / ffmpeg | CPU ms/frame M / mpv / ffmpeg |",
-        "|---|---|---|---|---|---|---|---|",
+        "| clip | frames | Marquee shown / dropped or skipped (per run) | Marquee | mpv | ffmpeg decode | Marquee / mpv | Marquee / ffmpeg | CPU ms/frame M / mpv / ffmpeg |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name in ("h264-1080p30", "hevc-2160p30", "flat-1080p30"):
         d = tp[name]
         f = d["median_fps"]
         cpu = d["cpu_ms_per_frame"]
-        lines.append(f"| {name} | {d['frames']} | {fmt(f['marquee'])} | {fmt(f['mpv'])} | {fmt(f['ffmpeg'])} | "
+        shown = ", ".join(f"{p} / {q}" for p, q in zip(d["marquee_presented"], d.get("marquee_dropped", ["?"] * len(d["marquee_presented"]))))
+        flag = "" if all(q == 0 for q in d.get("marquee_dropped", [1])) else " (frames dropped: the rate is not for every frame)"
+        lines.append(f"| {name} | {d['frames']} | {shown}{flag} | {fmt(f['marquee'])} | {fmt(f['mpv'])} | {fmt(f['ffmpeg'])} | "
                      f"{fmt(ratio(f['marquee'], f['mpv']), 2)}x | {fmt(ratio(f['marquee'], f['ffmpeg']), 2)}x | "
                      f"{fmt(cpu['marquee'])} / {fmt(cpu['mpv'])} / {fmt(cpu['ffmpeg'])} |")
     lines += [
@@ -855,13 +870,15 @@ def write_markdown(results, path):
         "gaps: intervals longer than ideal; drops: frames missing that had a vsync of their own; expected drops: "
         "frames that share their ideal vsync with the next one (60 fps at 59.94 Hz).",
         "",
-        "| case | presented | cadence errors | gaps | drops | expected drops | repeats | blanks | intervals (vsyncs: count) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| case | presented | cadence errors | gaps | drops | expected drops | repeats | blanks | marquee's count: late / cadence / decoder | intervals (vsyncs: count) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for case, a in results["pacing"].items():
         hist = ", ".join(f"{k}: {n}" for k, n in a["interval_histogram"].items())
+        st = a.get("stopped", {})
+        own = " / ".join(str(st.get(k, "?")) for k in ("dropped", "cadence-dropped", "decoder-dropped"))
         lines.append(f"| {case} | {a['presented']} | {a['cadence_errors']} | {a['gaps']} | {a['drops']} | "
-                     f"{a['expected_drops']} | {a['repeats']} | {a['blanks']} | {hist} |")
+                     f"{a['expected_drops']} | {a['repeats']} | {a['blanks']} | {own} | {hist} |")
     layer = results.get("layer", {})
     lines += ["", "## 6. Player layer: upload + draw per 1080p frame, by pixel format", "",
               "`layerbench`: two alternating 1920x1080 frames of each format drawn on a 1920x1080 headless output "
