@@ -9,8 +9,8 @@ import Synchronization
 ///
 /// A device that does not keep time itself (ALSA's `null` and `file` plugins take samples as
 /// fast as they come) is paced against the monotonic clock (`pacing`, found by itself): writes wait
-/// while more than the buffer is ahead of real time, and the delay is what real time has not
-/// played yet.
+/// while more than the buffer is ahead of real time, the delay is what real time has not played
+/// yet, and a stretch it ran dry is filled with silence, as a real device plays it.
 public final class ALSASink: AudioSink, @unchecked Sendable {
     // @unchecked: used from the audio thread only, except the Atomics (read for status).
     /// `device`: the device's own clock paces writes and says the delay; `realTime`: the
@@ -109,17 +109,11 @@ public final class ALSASink: AudioSink, @unchecked Sendable {
     public func write(_ buffer: PCMBuffer) throws {
         let out = try device()
         do {
+            if pacing == .realTime { try fillRanDry(out) }
             try out.write(buffer)
         } catch {
             lost(error)
             throw error
-        }
-        if pacing == .realTime, let start = pacedStart,
-           Double(pacedFrames) / Double(format.sampleRate) < (ContinuousClock.now - start).seconds {
-            // Real time has played all that was written: the device ran dry, as a real one would.
-            pacedStart = nil
-            pacedFrames = 0
-            pacedUnderruns += 1
         }
         underrunCount.store(baseUnderruns + out.underruns + pacedUnderruns, ordering: .relaxed)
         guard pacing == .realTime else { return }
@@ -129,6 +123,31 @@ public final class ALSASink: AudioSink, @unchecked Sendable {
         let ahead = Double(pacedFrames) / Double(format.sampleRate) - (ContinuousClock.now - start).seconds
         if ahead > latency.buffer { _ = pause.wait(timeout: ahead - latency.buffer) }
     }
+
+    /// Real time has played all that was written: the device ran dry, as a real one would, and
+    /// what it played meanwhile is silence, written now, so that the stream keeps real time's
+    /// length (a capture's sample count stays the clock, and sound and pictures in it never drift
+    /// apart). A gap of more than `longestFill` (a suspended machine) starts the pacing afresh.
+    private func fillRanDry(_ out: AudioOutput) throws {
+        guard let start = pacedStart else { return }
+        let rate = Double(format.sampleRate)
+        let behind = (ContinuousClock.now - start).seconds - Double(pacedFrames) / rate
+        guard behind > 0 else { return }
+        pacedUnderruns += 1
+        guard behind <= Self.longestFill else {
+            pacedStart = nil
+            pacedFrames = 0
+            return
+        }
+        let frames = Int((behind * rate).rounded(.up))
+        // Range-checked above: at most `longestFill` seconds at the device's rate.
+        let silence = [UInt8](repeating: 0, count: frames * format.bytesPerFrame)
+        if let block = PCMBuffer(format: format, bytes: silence, pts: .zero) { try out.write(block) }
+        pacedFrames += frames
+    }
+
+    /// The longest stretch a device that keeps no time is filled with silence for.
+    static let longestFill = 5.0
 
     public func delay() throws -> Double {
         guard let output else { return 0 }

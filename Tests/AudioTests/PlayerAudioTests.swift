@@ -596,3 +596,34 @@ extension RealTimeAudioTests {
         #expect(perSecond < 0.05, "\(line)")
     }
 }
+
+extension RealTimeAudioTests {
+    /// A device that keeps no time (ALSA's `file` over `null`) paced in real time: when the writer
+    /// is held up past the buffer, the stretch the device ran dry is silence in the capture, so the
+    /// capture keeps real time's length and sound written after it is where real time says.
+    @Test func aDeviceThatKeepsNoTimeHoldsRealTimesLengthWhenItRunsDry() throws {
+        let file = TestMedia.folder + "/capture-dry-\(UUID().uuidString).raw"
+        let sink = ALSASink(device: CaptureDevice.name, format: CaptureDevice.format, latency: AudioLatency(period: 0.02, buffer: 0.1),
+                            definitions: CaptureDevice.definitions(file: file), pacing: .realTime, logger: Logger(level: .error))
+        guard !sink.isMissing else {
+            print("skipped: ALSA's file plugin is not available here (\(sink.lastFailure ?? ""))")
+            return
+        }
+        let blocks = sineBuffers(frequency: 1000, seconds: 0.1)
+        let start = ContinuousClock.now
+        for block in blocks { try sink.write(block) }
+        // Held up for 0.5 s: the 0.1 s written ran out after 0.1 s.
+        Thread.sleep(forTimeInterval: 0.5)
+        let resumed = (ContinuousClock.now - start).seconds
+        for block in blocks { try sink.write(block) }
+        try sink.drop()
+        let left = try CaptureDevice.leftChannel(file)
+        // The second tone starts where real time was when it was written (the first tone's 0.1 s,
+        // then silence to `resumed`); without the silence it followed the first at once (0.1 s).
+        let secondStart = (4800..<left.count).first { abs(left[$0]) > 0.01 && left[($0 - 480)..<$0].allSatisfy { abs($0) < 0.001 } }
+        let at = Double(secondStart ?? 0) / 48_000
+        print("ran dry for \(resumed - 0.1) s: \(left.count) frames captured, second tone at \(at) s (written at \(resumed) s), underruns \(sink.underruns)")
+        #expect(sink.underruns == 1)
+        #expect(abs(at - resumed) < 0.02, "second tone at \(at) s, written at \(resumed) s")
+    }
+}
