@@ -319,12 +319,12 @@ extension Player {
     /// On a clock that waits for decoding, with `selected` chosen for vsync `n` and the frame after
     /// it not decoded yet: true when the pull should wait for that frame, `selected` put back in
     /// line (or, from a run that just ended, dropped for the new run's first frame due on `n`).
-    /// Waits at most `stallTimeout` at one vsync; past it `selected` is shown (a decoder that
-    /// stopped is the stall check's).
+    /// Waits at most `stallTimeout` for one frame, over however many vsyncs are asked meanwhile;
+    /// past it `selected` is shown (a decoder that stopped is the stall check's).
     func lookaheadLocked(_ n: Int64, waited: Double, selected s: (frame: any PresentableFrame, t: MediaTime, vsync: Int64, run: Run),
                          run current: Run) -> Bool {
-        let total = (lookahead?.vsync == n ? lookahead!.waited : 0) + waited
-        lookahead = (n, total)
+        let total = (lookahead?.t == s.t ? lookahead!.waited : 0) + waited
+        lookahead = (s.t, total)
         guard total < _stallTimeout else { return false }
         if s.run === current {
             pending = .frame(s.frame, t: s.t)

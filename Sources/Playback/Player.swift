@@ -90,9 +90,9 @@ public class Player: @unchecked Sendable {
     /// The first vsync the picture was due to change with no frame decoded, and how long pulls
     /// have waited for one since; nil while frames come.
     var starved: (since: Int64, waited: Double)?
-    /// On a clock that waits for decoding: the vsync whose frame was put back to wait for the one
-    /// after it (which may be due on the same vsync), and how long it has waited.
-    var lookahead: (vsync: Int64, waited: Double)?
+    /// On a clock that waits for decoding: the timeline time of the frame put back to wait for the
+    /// one after it (which may be due on the same vsync), and how long it has waited.
+    var lookahead: (t: MediaTime, waited: Double)?
     /// Where the timeline stands while stalled.
     var stallPosition = MediaTime.zero
     var _stallTimeout = 2.0
