@@ -105,6 +105,10 @@ public struct KioskConfig: Sendable {
     /// `transition`: how each item follows the one before it, the loop point included, unless the
     /// item says otherwise (TransitionConfig.swift).
     public var transition = Transition.cut
+    /// What is wrong with the content the config names, not with the config as written: a playlist
+    /// folder that is missing or empty, an M3U file that cannot be read. The player starts anyway
+    /// (shows the background, says why in health, reads the folder again); `--check-config` lists them.
+    public var warnings: [ConfigError.Problem] = []
 
     /// The transition into `item`: its own, else the top-level one.
     public func transition(into item: Item) -> Transition { item.transition ?? transition }
@@ -135,8 +139,9 @@ public struct KioskConfig: Sendable {
             throw ConfigError(source: source, problems: [.init(path: "", message: "syntax error at \(error)")])
         }
         var reader = ConfigReader()
-        let config = reader.read(json, baseDirectory: baseDirectory)
+        var config = reader.read(json, baseDirectory: baseDirectory)
         if !reader.problems.isEmpty { throw ConfigError(source: source, problems: reader.problems) }
+        config.warnings = reader.warnings
         return config
     }
 
@@ -175,9 +180,15 @@ public let longestTimeInSeconds = 1e9
 /// Walks the JSON, collecting every problem instead of stopping at the first.
 struct ConfigReader {
     var problems: [ConfigError.Problem] = []
+    /// Content that is not there now (`KioskConfig.warnings`): not a reason to refuse the config.
+    var warnings: [ConfigError.Problem] = []
 
     mutating func problem(_ path: String, _ message: String) {
         problems.append(.init(path: path, message: message))
+    }
+
+    mutating func warning(_ path: String, _ message: String) {
+        warnings.append(.init(path: path, message: message))
     }
 
     /// Notes a number that `checkedInteger` or `checkedNumber` refused, at its path.

@@ -107,6 +107,7 @@ extension KioskSession {
         }
         var firstID = 0
         status.update { s in
+            s.playlistProblem = nil
             let items = added.map { KioskStatus.Item(uri: $0.uri, path: $0.path) }
             if append {
                 firstID = s.appendItems(items)

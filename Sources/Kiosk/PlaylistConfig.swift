@@ -56,7 +56,9 @@ extension ConfigReader {
             do {
                 return (try expandPlaylist(origin), origin)
             } catch {
-                problem("\(path).\(key)", error.message)
+                // The folder or list is content, read again at every pass (a stick mounted late, a
+                // list still being written): the config as written is valid, the player starts.
+                warning("\(path).\(key)", error.message)
                 return ([], origin)
             }
         default:
