@@ -3,6 +3,7 @@ import Foundation
 import Media
 import Playback
 import Render
+import SystemCalls
 
 /// Marquee's configuration: what to play and where.
 ///
@@ -117,13 +118,14 @@ public struct KioskConfig: Sendable {
 
     /// Reads and validates the file at `path`.
     public static func load(path: String) throws(ConfigError) -> KioskConfig {
-        // fopen first, for errno's own words ("No such file or directory", "Permission denied").
-        guard let file = fopen(path, "r") else {
-            throw ConfigError(source: path, problems: [.init(path: "", message: "cannot read the file: \(String(cString: strerror(errno)))")])
-        }
-        fclose(file)
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigError(source: path, problems: [.init(path: "", message: "cannot read the file")])
+        // A regular file only, opened without waiting: a FIFO named as the config must not hang
+        // the start (or `--check-config`).
+        let data: [UInt8]
+        do {
+            data = try RegularFile.read(path, limit: largestConfigFile)
+        } catch {
+            let message = error.errno == 0 || error.errno == EFBIG ? "the file \(error.reason)" : "cannot read the file: \(String(cString: strerror(error.errno)))"
+            throw ConfigError(source: path, problems: [.init(path: "", message: message)])
         }
         let text = String(decoding: data, as: UTF8.self)
         let folder = (path as NSString).deletingLastPathComponent
@@ -172,6 +174,9 @@ public struct ConfigError: Error, CustomStringConvertible, Sendable {
     public let problems: [Problem]
     public var description: String { problems.map { "\(escapingControlCharacters(source)): \($0)" }.joined(separator: "\n") }
 }
+
+/// The largest config file read (64 MB: a playlist of a few hundred thousand items written out).
+public let largestConfigFile = 64 << 20
 
 /// The longest time, in seconds, a config or a command may give (about 31 years): times from
 /// outside are checked against it, so that seconds * 1e9 and a 90 kHz timescale stay far inside Int64.
