@@ -228,9 +228,9 @@ public final class KioskSession: @unchecked Sendable {
 
     // MARK: Playlist
 
-    private func makeItems(_ config: KioskConfig, from first: Int = 0) -> [PlayerItem] {
+    func makeItems(_ config: KioskConfig, from first: Int = 0, only range: Range<Int>? = nil) -> [PlayerItem] {
         let list = config.playlist.enumerated().map { $0 }
-        let ordered = Array(list[first...] + list[..<first])
+        let ordered = range.map { Array(list[$0]) } ?? Array(list[first...] + list[..<first])
         return ordered.map { index, entry in
             let item = PlayerItem(asset: Asset(url: URL(fileURLWithPath: entry.path), backend: backend))
             item.playlistIndex = index
