@@ -95,6 +95,8 @@ public final class KioskSession: @unchecked Sendable {
     /// A folder or M3U playlist is being read again (by the status thread or at a loop pass): the
     /// other reader leaves it, so two never start the same playlist.
     let rescanning = Atomic(false)
+    /// A `loadlist` is being read and loaded (one at a time).
+    let loadingList = Atomic(false)
     private let stopped = Atomic(false)
     /// Set by `stop`: what the clock-quality thread waits on between its probes.
     let stopRequested = Latch<Bool>()
