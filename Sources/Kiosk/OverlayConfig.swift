@@ -86,7 +86,7 @@ public struct OverlayConfig: Sendable, Equatable {
 
     /// The overlay's top-left corner for an image `width` x `height` on a surface `surfaceWidth` x
     /// `surfaceHeight`.
-    func origin(width: Int, height: Int, surfaceWidth: Int, surfaceHeight: Int) -> (x: Int, y: Int) {
+    public func origin(width: Int, height: Int, surfaceWidth: Int, surfaceHeight: Int) -> (x: Int, y: Int) {
         func place(_ slot: Int, _ size: Int, _ surface: Int, _ offset: Int) -> Int {
             switch slot {
             case 0: offset
