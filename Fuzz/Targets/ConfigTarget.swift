@@ -13,6 +13,23 @@ public func fuzzConfig(_ bytes: [UInt8]) {
     // storage part's business, not the parser's).
     if let json = try? JSONParser.parse(text), namesOutsideFolder(json) { return }
     guard let config = try? KioskConfig.parse(text, source: "fuzz.json", baseDirectory: configFolder) else { return }
+    // The newer parts (issue 26): warnings, the schedule's choice at a few moments and the config
+    // each entry plays, each item's transition, each overlay's place on a few surfaces.
+    for warning in config.warnings { _ = warning.description }
+    if let schedule = config.schedule {
+        for unix in [0, 1_790_000_000, 1_800_000_000, 4_102_444_800] as [Int64] {
+            let entry = schedule.entry(at: WallTime(nanoseconds: unix * 1_000_000_000))
+            _ = config.playing(entry: entry).playlist.count
+            _ = schedule.name(of: entry)
+        }
+    }
+    for item in config.playlist { _ = config.transition(into: item) }
+    for overlay in config.overlays {
+        for (w, h, sw, sh) in [(1, 1, 1, 1), (240, 80, 1920, 1080), (16384, 16384, 320, 180)] {
+            _ = overlay.origin(width: w, height: h, surfaceWidth: sw, surfaceHeight: sh)
+        }
+    }
+    _ = (config.audio.volume, config.audio.delay)
     let wall = config.effectiveWall
     for node in wall.nodes + ["fuzz-node"] {
         guard let outputs = try? wall.outputs(forNode: node) else { continue }
@@ -50,12 +67,15 @@ private func namesOutsideFolder(_ json: JSONValue) -> Bool {
     }
 }
 
-/// The config's folder: a playlist folder `demo/` with one clip, and M3U files `list.m3u`
-/// (entries) and `empty.m3u`.
+/// The config's folder: a playlist folder `demo/` with one clip, an empty folder `empty/`, M3U
+/// files `list.m3u` (entries) and `empty.m3u`, and `fifo`, a FIFO nobody writes to (named as an
+/// M3U, a font or a picture it must be refused at once, never waited on).
 private let configFolder: String = {
     let folder = scratchFolder("config")
     let manager = FileManager.default
     try? manager.createDirectory(atPath: folder + "/demo", withIntermediateDirectories: true)
+    try? manager.createDirectory(atPath: folder + "/empty", withIntermediateDirectories: true)
+    _ = mkfifo(folder + "/fifo", 0o600)
     _ = manager.createFile(atPath: folder + "/demo/demo.mp4", contents: Data())
     _ = manager.createFile(atPath: folder + "/list.m3u", contents: Data("#EXTM3U\ndemo/demo.mp4\nfile:///media/b.mp4\n".utf8))
     _ = manager.createFile(atPath: folder + "/empty.m3u", contents: Data())

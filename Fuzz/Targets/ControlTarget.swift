@@ -10,6 +10,15 @@ import Playback
 public func fuzzControl(_ bytes: [UInt8]) {
     let session = ControlSession(clientID: 1, handler: controller, maxObserved: 8)
     for line in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
+        // The server's look-ahead (issue 26): a line it may answer without running gets a reply
+        // that is one JSON object (JSON form) or none (text form).
+        if let setting = ControlSession.supersedingKey(Array(line)) {
+            let reply = ControlSession.supersededReply(requestID: setting.requestID, command: setting.command)
+            guard reply.isEmpty == (setting.requestID == nil),
+                  reply.isEmpty || (try? JSONParser.parse(String(decoding: reply.dropLast(), as: UTF8.self)))?["error"]?.stringValue == "success" else {
+                fatalError("superseded reply \(String(decoding: reply, as: UTF8.self)) to \(String(decoding: line, as: UTF8.self))")
+            }
+        }
         if let reply = session.reply(to: Array(line)) {
             guard reply.last == 0x0A, !reply.dropLast().contains(0x0A),
                   let value = try? JSONParser.parse(String(decoding: reply.dropLast(), as: UTF8.self)),

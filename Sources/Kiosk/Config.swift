@@ -3,6 +3,7 @@ import Foundation
 import Media
 import Playback
 import Render
+import SystemCalls
 
 /// Marquee's configuration: what to play and where.
 ///
@@ -105,6 +106,10 @@ public struct KioskConfig: Sendable {
     /// `transition`: how each item follows the one before it, the loop point included, unless the
     /// item says otherwise (TransitionConfig.swift).
     public var transition = Transition.cut
+    /// What is wrong with the content the config names, not with the config as written: a playlist
+    /// folder that is missing or empty, an M3U file that cannot be read. The player starts anyway
+    /// (shows the background, says why in health, reads the folder again); `--check-config` lists them.
+    public var warnings: [ConfigError.Problem] = []
 
     /// The transition into `item`: its own, else the top-level one.
     public func transition(into item: Item) -> Transition { item.transition ?? transition }
@@ -113,13 +118,14 @@ public struct KioskConfig: Sendable {
 
     /// Reads and validates the file at `path`.
     public static func load(path: String) throws(ConfigError) -> KioskConfig {
-        // fopen first, for errno's own words ("No such file or directory", "Permission denied").
-        guard let file = fopen(path, "r") else {
-            throw ConfigError(source: path, problems: [.init(path: "", message: "cannot read the file: \(String(cString: strerror(errno)))")])
-        }
-        fclose(file)
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigError(source: path, problems: [.init(path: "", message: "cannot read the file")])
+        // A regular file only, opened without waiting: a FIFO named as the config must not hang
+        // the start (or `--check-config`).
+        let data: [UInt8]
+        do {
+            data = try RegularFile.read(path, limit: largestConfigFile)
+        } catch {
+            let message = error.errno == 0 || error.errno == EFBIG ? "the file \(error.reason)" : "cannot read the file: \(String(cString: strerror(error.errno)))"
+            throw ConfigError(source: path, problems: [.init(path: "", message: message)])
         }
         let text = String(decoding: data, as: UTF8.self)
         let folder = (path as NSString).deletingLastPathComponent
@@ -135,8 +141,9 @@ public struct KioskConfig: Sendable {
             throw ConfigError(source: source, problems: [.init(path: "", message: "syntax error at \(error)")])
         }
         var reader = ConfigReader()
-        let config = reader.read(json, baseDirectory: baseDirectory)
+        var config = reader.read(json, baseDirectory: baseDirectory)
         if !reader.problems.isEmpty { throw ConfigError(source: source, problems: reader.problems) }
+        config.warnings = reader.warnings
         return config
     }
 
@@ -168,6 +175,9 @@ public struct ConfigError: Error, CustomStringConvertible, Sendable {
     public var description: String { problems.map { "\(escapingControlCharacters(source)): \($0)" }.joined(separator: "\n") }
 }
 
+/// The largest config file read (64 MB: a playlist of a few hundred thousand items written out).
+public let largestConfigFile = 64 << 20
+
 /// The longest time, in seconds, a config or a command may give (about 31 years): times from
 /// outside are checked against it, so that seconds * 1e9 and a 90 kHz timescale stay far inside Int64.
 public let longestTimeInSeconds = 1e9
@@ -175,9 +185,15 @@ public let longestTimeInSeconds = 1e9
 /// Walks the JSON, collecting every problem instead of stopping at the first.
 struct ConfigReader {
     var problems: [ConfigError.Problem] = []
+    /// Content that is not there now (`KioskConfig.warnings`): not a reason to refuse the config.
+    var warnings: [ConfigError.Problem] = []
 
     mutating func problem(_ path: String, _ message: String) {
         problems.append(.init(path: path, message: message))
+    }
+
+    mutating func warning(_ path: String, _ message: String) {
+        warnings.append(.init(path: path, message: message))
     }
 
     /// Notes a number that `checkedInteger` or `checkedNumber` refused, at its path.

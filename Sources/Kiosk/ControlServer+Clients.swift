@@ -22,14 +22,49 @@ extension ControlServer {
         var busy = false
         /// The client will send no more (end of stream): what it sent is still answered.
         var inputClosed = false
-        /// The client has gone: what it sent still runs, replies are dropped.
+        /// The client has gone (hung up, or a write to it failed): what it queued dies with it, as
+        /// mpv drops a client whose reply cannot be written.
         var peerGone = false
+        /// Lines that may still start once the client has gone: 1 when it went while none of its
+        /// requests ran (a command sent just before closing runs, as mpv runs it before its reply
+        /// fails), else 0.
+        var runsAfterGone = 0
+        /// Look-ahead over the lines waiting (`ControlSession.supersedingKey`): `input[..<lookahead]`
+        /// is classified; `lastSetting[key]` is the offset of the last waiting line setting `key`.
+        var lookahead = 0
+        var lastSetting: [String: Int] = [:]
         init(_ socket: consuming FileDescriptor, _ session: ControlSession, pid: Int32?) {
             self.socket = socket
             self.session = session
             self.pid = pid
         }
         var label: String { session.label }
+
+        /// Classifies the complete lines not yet looked at, noting the last one setting each key.
+        func lookAhead() {
+            var start = max(lookahead, inputStart)
+            while let newline = input[start...].firstIndex(of: 0x0A) {
+                if let setting = ControlSession.supersedingKey(Array(input[start..<newline])) { lastSetting[setting.key] = start }
+                start = newline + 1
+            }
+            lookahead = start
+        }
+
+        /// Forgets every line waiting (the client has gone).
+        func discardInput() {
+            input.removeAll()
+            inputStart = 0
+            scanned = 0
+            lookahead = 0
+            lastSetting = [:]
+        }
+
+        /// The first `count` bytes of `input` are gone: offsets move down.
+        func dropped(_ count: Int) {
+            scanned -= count
+            lookahead = max(0, lookahead - count)
+            lastSetting = lastSetting.filter { $0.value >= count }.mapValues { $0 - count }
+        }
         var unhandledBytes: Int { input.count - inputStart }
         var hasCompleteLine: Bool { input[scanned...].contains(0x0A) }
     }
@@ -130,6 +165,15 @@ extension ControlServer {
             clients[fd] = Client(socket, ControlSession(clientID: nextClientID, handler: handler, maxObserved: maxObservedPerClient), pid: pid)
             nextClientID += 1
         }
+    }
+
+    /// The client has gone: its queued requests are dropped (a request running finishes, its reply
+    /// is dropped). `replyFailed`: found by a failed write, so no further line runs at all.
+    func peerLeft(_ client: Client, replyFailed: Bool) {
+        guard !client.peerGone else { return }
+        client.peerGone = true
+        client.inputClosed = true
+        client.runsAfterGone = client.busy || replyFailed ? 0 : 1
     }
 
     func disconnect(_ fd: Int32, _ why: String?) {

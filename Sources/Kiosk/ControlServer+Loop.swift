@@ -43,11 +43,13 @@ extension ControlServer {
             if fds[0].revents & Int16(POLLIN) != 0 { acceptClients() }
             for entry in fds.dropFirst(2) where entry.revents != 0 {
                 guard let client = clients[entry.fd] else { continue }
-                if entry.revents & Int16(POLLIN) != 0 {
+                if entry.revents & Int16(POLLHUP | POLLERR) != 0 {
+                    // Gone. With nothing of its own waiting or running, the line it sent just
+                    // before closing is read (and runs); anything more it queued dies with it.
+                    if entry.revents & Int16(POLLIN) != 0 && !client.busy && client.unhandledBytes == 0 { readFrom(entry.fd, client) }
+                    if clients[entry.fd] != nil { peerLeft(client, replyFailed: false) }
+                } else if entry.revents & Int16(POLLIN) != 0 {
                     readFrom(entry.fd, client)
-                } else if entry.revents & Int16(POLLHUP | POLLERR) != 0 {
-                    client.peerGone = true
-                    client.inputClosed = true
                 }
                 if clients[entry.fd] != nil && entry.revents & Int16(POLLOUT) != 0 { flush(entry.fd, client) }
             }
@@ -98,9 +100,8 @@ extension ControlServer {
     func flush(_ fd: Int32, _ client: Client) {
         if let error = client.output.send(to: fd) {
             if error.errno == EPIPE || error.errno == ECONNRESET {
-                // Gone: what it sent still runs (a command sent before closing), nothing more is sent.
-                client.peerGone = true
-                client.inputClosed = true
+                // Gone (mpv drops a client whose reply write fails): what it queued is dropped.
+                peerLeft(client, replyFailed: true)
             } else {
                 disconnect(fd, "\(error)")
             }

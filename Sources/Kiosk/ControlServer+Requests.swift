@@ -10,20 +10,42 @@ extension ControlServer {
     func process(_ fd: Int32, _ client: Client) {
         guard clients[fd] === client else { return }  // disconnected meanwhile
         while !client.busy && client.output.unsentReplyBytes < maxPendingBytes {
+            if client.peerGone && client.runsAfterGone == 0 {
+                // Its queued requests die with it: a burst it left behind must not go on running.
+                if client.unhandledBytes > 0 {
+                    logger.info("control client gone; its queued requests are dropped",
+                                ["client": client.label, "bytes": "\(client.unhandledBytes)"])
+                }
+                client.discardInput()
+                break
+            }
             guard let newline = client.input[client.scanned...].firstIndex(of: 0x0A) else {
                 client.scanned = client.input.count
                 break
             }
-            let line = Array(client.input[client.inputStart..<newline])
+            let start = client.inputStart
+            let line = Array(client.input[start..<newline])
             client.inputStart = newline + 1
             client.scanned = client.inputStart
             guard line.count <= maxLineBytes else { return disconnect(fd, "line longer than \(maxLineBytes) bytes") }
+            // A line whose setting a later waiting line of this client replaces is answered as done
+            // without running (a burst of display-power toggles runs its last one, not all).
+            client.lookAhead()
+            if let setting = ControlSession.supersedingKey(line), let last = client.lastSetting[setting.key], last > start {
+                let reply = ControlSession.supersededReply(requestID: setting.requestID, command: setting.command)
+                if !reply.isEmpty && !client.peerGone {
+                    client.output.append(reply, isReply: true)
+                    flush(fd, client)
+                }
+                continue
+            }
+            if client.peerGone { client.runsAfterGone -= 1 }
             handle(line, from: client, fd: fd)
             guard clients[fd] === client else { return }
         }
         if client.inputStart > 0 && (client.inputStart == client.input.count || client.inputStart > 1 << 15) {
             client.input.removeSubrange(0..<client.inputStart)
-            client.scanned -= client.inputStart
+            client.dropped(client.inputStart)
             client.inputStart = 0
         }
         if client.scanned == client.input.count && client.unhandledBytes > maxLineBytes {

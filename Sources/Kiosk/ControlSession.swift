@@ -97,6 +97,43 @@ public final class ControlSession {
         }
     }
 
+    /// What a request line sets outright, when a later line of the same client setting the same
+    /// thing leaves nothing of it to see: `display-power` with a valid value (JSON or text form,
+    /// `set_property`/`set`); nil for anything else (a value that would be refused, a relative
+    /// change, a command whose result depends on state). `requestID` is nil for the text form,
+    /// which gets no reply. Seeks and playlist steps are merged by the controller instead.
+    public static func supersedingKey(_ bytes: [UInt8]) -> (key: String, requestID: JSONValue?, command: String)? {
+        // Most lines are something else: parsed only when they could be one.
+        guard bytes.count < 4096, bytes.firstRange(of: Array("display-power".utf8)) != nil else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+        let words: [JSONValue]
+        var requestID: JSONValue?
+        if text.hasPrefix("{") {
+            guard let request = try? JSONParser.parse(text), case .array(let list)? = request["command"] else { return nil }
+            let id = request["request_id"] ?? 0
+            guard case .number(let n) = id, (try? checkedInteger(n, in: Int64.min...Int64.max, field: "request_id")) != nil else { return nil }
+            words = list
+            requestID = id
+        } else {
+            guard let commands = try? MPVCommandLine.parse(text), commands.count == 1 else { return nil }
+            words = commands[0].map { .string($0) }
+        }
+        guard words.count == 3, let name = words[0].stringValue, ["set_property", "set_property_string", "set"].contains(name),
+              words[1].stringValue == "display-power" else { return nil }
+        switch words[2] {
+        case .string("on"), .string("off"), .string("yes"), .string("no"), .bool: return ("display-power", requestID, name)
+        default: return nil
+        }
+    }
+
+    /// The reply to a line that a later one superseded (`supersedingKey`): success, as mpv answers
+    /// a seek it merged with the next; empty for the text form. Its effect was replaced before
+    /// anyone could see it.
+    public static func supersededReply(requestID: JSONValue?, command: String) -> [UInt8] {
+        guard let requestID else { return [] }
+        return replyLine(requestID, .success(command == "set" ? .null : nil))
+    }
+
     /// The reply line to a request line with the player's part run here, on the caller's thread;
     /// nil for a blank line.
     public func reply(to bytes: [UInt8]) -> [UInt8]? {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Playback
+import SystemCalls
 
 /// A request from the control socket (or a signal) to the playback threads.
 public enum KioskCommand: Sendable, Equatable {
@@ -16,6 +17,9 @@ public enum KioskCommand: Sendable, Equatable {
     /// `loadfile`/`loadlist`: these files (as given: relative to the working folder) become the
     /// playlist and play now, or join its end (`append`).
     case load(uris: [String], append: Bool)
+    /// `loadlist`: the M3U file at `path` (a regular file: checked before) is read and loaded on a
+    /// thread of its own, the reply given at once (a list of any length never holds the request up).
+    case loadList(path: String, append: Bool)
     case reload
     /// The picture of an output (nil: the first) as PNG.
     case screenshot(output: String?)
@@ -283,16 +287,17 @@ public final class KioskController: ControlHandler, Sendable {
             guard (1...3).contains(arguments.count), let url = arguments[0].stringValue, !url.isEmpty else { throw .invalidParameter }
             let flag = arguments.count > 1 ? arguments[1].stringValue : "replace"
             guard let flag, ["replace", "append", "append-play"].contains(flag) else { throw .invalidParameter }
-            var uris = [url]
             if command == "loadlist" {
+                // What can be told at once is: the file is there and is a regular file. Its entries
+                // are read and loaded off this thread (a million lines take seconds).
                 do {
-                    uris = try expandPlaylist(.m3u(url)).map(\.path)
+                    _ = try RegularFile.open(url)
                 } catch {
-                    throw .commandFailed("\(error)")
+                    throw .commandFailed("the M3U file \(url) \(error.reason)")
                 }
-                guard !uris.isEmpty else { throw .commandFailed("\(url): no entries") }
+                return try execute(.loadList(path: url, append: flag != "replace"))
             }
-            return try execute(.load(uris: uris, append: flag != "replace"))
+            return try execute(.load(uris: [url], append: flag != "replace"))
         case "quit": return try execute(.quit)
         case "reload": return try execute(.reload)
         case "seek":

@@ -26,6 +26,8 @@ extension KioskSession {
             player.advanceToNextItem()
         case .load(let uris, let append):
             return load(uris, append: append)
+        case .loadList(let path, let append):
+            return loadList(path, append: append)
         case .pause(let paused):
             if paused { player.pause() } else { player.play() }
             status.update { $0.paused = paused }
@@ -92,31 +94,69 @@ extension KioskSession {
         }
     }
 
+    /// `loadlist`: reads the M3U file at `path` and loads its entries on a **marquee-load** thread,
+    /// one list at a time (another while one loads is refused: a burst of them cannot pile up
+    /// lists in memory). Answers at once; the log and the `playlist` property tell the outcome.
+    func loadList(_ path: String, append: Bool) -> KioskCommandResult {
+        guard loadingList.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            return .failed("a playlist is being loaded; try again once it is (see playlist-count)")
+        }
+        startThread(named: "marquee-load") { [self] in
+            defer { loadingList.store(false, ordering: .releasing) }
+            let started = ContinuousClock.now
+            let items: [KioskConfig.Item]
+            do {
+                items = try expandPlaylist(.m3u(path))
+            } catch {
+                logger.error("loadlist: the list cannot be loaded", ["file": path, "error": "\(error)"])
+                return
+            }
+            guard !isStopped else { return }
+            _ = load(items.map(\.path), append: append)
+            logger.info("loadlist: loaded", ["file": path, "entries": "\(items.count)",
+                                             "seconds": (ContinuousClock.now - started).seconds.formatted(decimals: 2)])
+        }
+        return .done
+    }
+
     /// `loadfile`/`loadlist`: `uris` (relative ones from the working folder, as mpv takes them)
     /// become the playlist, from now, or join its end. The playlist is then a list (a folder or
-    /// M3U playlist is no longer read again).
+    /// M3U playlist is no longer read again). The new lists are built before any lock is taken:
+    /// the presenting thread takes the same locks every vsync, and a million entries take a while.
     func load(_ uris: [String], append: Bool) -> KioskCommandResult {
         let folder = FileManager.default.currentDirectoryPath
         let added = uris.map { uri in
             KioskConfig.Item(uri: uri, path: uri.hasPrefix("/") ? uri : (folder as NSString).appendingPathComponent(uri))
         }
-        let changed = state.withLock { s -> KioskConfig in
-            s.config.playlist = append ? s.config.playlist + added : added
+        let addedStatus = added.map { KioskStatus.Item(uri: $0.uri, path: $0.path) }
+        var changed = state.withLock { s in s.config }
+        changed.playlist = append ? changed.playlist + added : added
+        changed.playlistOrigin = .list
+        let replaced = changed
+        state.withLock { s in
+            // Only the playlist: a reload or a schedule change meanwhile keeps its other settings.
+            s.config.playlist = replaced.playlist
             s.config.playlistOrigin = .list
-            return s.config
         }
+        // Entry ids reserved under the lock, given outside it.
         var firstID = 0
         status.update { s in
-            let items = added.map { KioskStatus.Item(uri: $0.uri, path: $0.path) }
-            if append {
-                firstID = s.appendItems(items)
-            } else {
-                s.replaceItems(items)
-                firstID = s.entryID(at: 0) ?? 0
-            }
+            firstID = s.nextEntryID
+            s.nextEntryID += addedStatus.count
+        }
+        var numbered = addedStatus
+        for i in numbered.indices { numbered[i].id = firstID + i }
+        let entries = numbered
+        status.update { s in
+            s.playlistProblem = nil
+            if append { s.items.append(contentsOf: entries) } else { s.items = entries }
         }
         let count = changed.playlist.count
-        if append {
+        if append, changed.loop, !changed.shuffle, let looper = state.withLock({ s in s.looper }) {
+            // The looped list grows at its end; what is queued stays (no decoder, no probe per
+            // append: a burst of 300 appends costs 300 templates, not 300 queues).
+            looper.append(templateItems: makeItems(changed, only: (count - added.count)..<count))
+        } else if append {
             // The item playing goes on; the list, now longer, follows it.
             let current = player.currentItem?.playlistIndex ?? -1
             startPlaylist(changed, from: (current + 1) % count, afterCurrentItem: true)

@@ -18,6 +18,9 @@ extension KioskSession {
             logger.error("reload refused; the old config keeps playing", ["config": configPath, "error": "\(error)"])
             return .failed("\(error)")
         }
+        for warning in loaded.warnings {
+            logger.warning("config: nothing to play there now; it is read again", ["config": configPath, "path": warning.path, "problem": warning.message])
+        }
         let old = state.withLock { s in s.config }
         // Every output of the node restarts on the same moment of the new timeline.
         let newConfig = adopt(loaded, restartAt: ClockSync.gridPoint(after: WallTime.now() + 600_000_000))
@@ -47,6 +50,7 @@ extension KioskSession {
         status.update {
             $0.reloadError = nil
             $0.replaceItems(Self.statusItems(newConfig))
+            $0.playlistProblem = Self.emptyPlaylistProblem(newConfig)
         }
         state.withLock { s in s.loggedErrors.removeAll() }
         for follower in state.withLock({ s in s.followers }) { follower.adopt(loaded, restartAt: restartAt) }

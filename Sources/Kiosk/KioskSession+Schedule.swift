@@ -119,7 +119,10 @@ extension KioskSession {
             s.loggedErrors.removeAll()
             return s.config
         }
-        status.update { $0.replaceItems(Self.statusItems(newConfig)) }
+        status.update {
+            $0.replaceItems(Self.statusItems(newConfig))
+            $0.playlistProblem = Self.emptyPlaylistProblem(newConfig)
+        }
         return newConfig
     }
 

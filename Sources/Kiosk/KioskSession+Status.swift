@@ -16,7 +16,17 @@ extension KioskSession {
             observed.update { $0 = time }
         }
         startThread(named: "marquee-status") { [weak self] in
+            var lastRead: ContinuousClock.Instant?
             while true {
+                if let self, lastRead.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true {
+                    // A playlist with nothing in it (an empty folder, an M3U not there yet) is read
+                    // again every second; a folder once at start, to log what it leaves out.
+                    let first = lastRead == nil
+                    lastRead = .now
+                    let config = state.withLock { s in s.config }
+                    if case .directory = config.playlistOrigin, first { rescanPlaylist() }
+                    else if config.playlistOrigin != .list && config.playlist.isEmpty { rescanPlaylist() }
+                }
                 // The next observation, in slices of a second, until the session goes away.
                 let time = observed.wait(until: { $0 != nil }, timeout: 1) { time, _ in
                     defer { time = nil }
@@ -164,6 +174,9 @@ extension KioskSession {
     /// A playlist read from a folder or an M3U file is read again at every loop pass; when it has
     /// changed, the new list takes over at the next item boundary.
     func rescanPlaylist() {
+        // One reader at a time: the other one's result is as new.
+        guard rescanning.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
+        defer { rescanning.store(false, ordering: .releasing) }
         let current = state.withLock { s in s.config }
         guard current.playlistOrigin != .list else { return }
         let items: [KioskConfig.Item]
@@ -172,16 +185,48 @@ extension KioskSession {
             items = try expandPlaylist(current.playlistOrigin, skipped: &skipped)
             reportSkipped(skipped, origin: current.playlistOrigin)
         } catch {
-            logger.warning("cannot read the playlist again; the old one keeps playing", ["error": error.message])
+            // Logged once per reason: an empty folder is read every second until files come.
+            let message = error.message
+            let first = state.withLock { s -> Bool in
+                defer { s.loggedPlaylistProblem = message }
+                return s.loggedPlaylistProblem != message
+            }
+            if current.playlist.isEmpty {
+                status.update { $0.playlistProblem = message }
+                if first { logger.warning("nothing to play: the playlist cannot be read; it is read again every second", ["error": message]) }
+            } else if first {
+                logger.warning("cannot read the playlist again; the old one keeps playing", ["error": message])
+            }
             return
         }
+        state.withLock { s in s.loggedPlaylistProblem = nil }
         guard items.map(\.path) != current.playlist.map(\.path) else { return }
         var changed = current
         changed.playlist = items
-        state.withLock { s in s.config = changed }
-        status.update { $0.replaceItems(Self.statusItems(changed)) }
+        // Only if no reload, command or schedule change replaced the playlist meanwhile.
+        guard state.withLock({ s -> Bool in
+            guard s.config.playlist.map(\.path) == current.playlist.map(\.path), s.config.playlistOrigin == current.playlistOrigin else { return false }
+            s.config = changed
+            return true
+        }) else { return }
+        status.update {
+            $0.replaceItems(Self.statusItems(changed))
+            $0.playlistProblem = nil
+        }
         startPlaylist(changed, afterCurrentItem: true)
-        logger.info("playlist changed on disk; the new one starts at the next item boundary", ["items": "\(items.count)"])
+        logger.info(current.playlist.isEmpty ? "playlist has items now; playing" : "playlist changed on disk; the new one starts at the next item boundary",
+                    ["items": "\(items.count)"])
+    }
+
+    /// Why `config`'s playlist has nothing to play, when it is a folder or M3U playlist that is
+    /// empty now (the status thread reads it again and says more); nil otherwise.
+    static func emptyPlaylistProblem(_ config: KioskConfig) -> String? {
+        guard config.playlist.isEmpty else { return nil }
+        switch config.playlistOrigin {
+        case .list: return nil
+        case .directory(let folder): return "the folder \(folder) has no media files yet"
+        case .m3u(let file): return "the M3U file \(file) lists nothing yet"
+        }
     }
 
     /// The playlist as the status (and so the control socket) gives it: entries listed in the

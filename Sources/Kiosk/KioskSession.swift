@@ -76,6 +76,8 @@ public final class KioskSession: @unchecked Sendable {
         var loggedErrors = [String: String]()
         /// The entries of a playlist folder last logged as skipped (not regular files).
         var loggedSkipped = Set<SkippedEntry>()
+        /// Why the folder or M3U playlist could not be read, as last logged (logged once per reason).
+        var loggedPlaylistProblem: String?
         var lastLoop = 0
         /// The name of the output presenting now (nil before `present`).
         var outputName: String?
@@ -90,6 +92,11 @@ public final class KioskSession: @unchecked Sendable {
         var displayOff: String?
     }
     let state: Mutex<State>
+    /// A folder or M3U playlist is being read again (by the status thread or at a loop pass): the
+    /// other reader leaves it, so two never start the same playlist.
+    let rescanning = Atomic(false)
+    /// A `loadlist` is being read and loaded (one at a time).
+    let loadingList = Atomic(false)
     private let stopped = Atomic(false)
     /// Set by `stop`: what the clock-quality thread waits on between its probes.
     let stopRequested = Latch<Bool>()
@@ -200,12 +207,10 @@ public final class KioskSession: @unchecked Sendable {
             $0.schedule = Self.scheduleStatus(config.schedule, entry: entry)
             $0.replaceItems(Self.statusItems(config))
             $0.hwdecRequested = config.hardwareDecoding.rawValue
+            $0.playlistProblem = Self.emptyPlaylistProblem(config)
         }
-        if case .directory = config.playlistOrigin {
-            var skipped: [SkippedEntry] = []
-            _ = try? expandPlaylist(config.playlistOrigin, skipped: &skipped)
-            reportSkipped(skipped, origin: config.playlistOrigin)
-        }
+        // The folder's skipped entries are logged, and an empty playlist read again, by the status
+        // thread (`watchPlayer`): a folder of any size is never read on the presenting thread.
         watchPlayer()
         // With wall sync by the clock, playback starts when the output's vsyncs are known.
         if config.wall?.sync.mode != .clock {
@@ -225,9 +230,9 @@ public final class KioskSession: @unchecked Sendable {
 
     // MARK: Playlist
 
-    private func makeItems(_ config: KioskConfig, from first: Int = 0) -> [PlayerItem] {
+    func makeItems(_ config: KioskConfig, from first: Int = 0, only range: Range<Int>? = nil) -> [PlayerItem] {
         let list = config.playlist.enumerated().map { $0 }
-        let ordered = Array(list[first...] + list[..<first])
+        let ordered = range.map { Array(list[$0]) } ?? Array(list[first...] + list[..<first])
         return ordered.map { index, entry in
             let item = PlayerItem(asset: Asset(url: URL(fileURLWithPath: entry.path), backend: backend))
             item.playlistIndex = index

@@ -113,6 +113,9 @@ public final class KioskStatus: Sendable {
         /// Why the display is in standby (`off (scheduled)`, `off (by command)`); nil: on.
         public var displayOff: String?
         public var reloadError: String?
+        /// Why the playlist playing now has no items (its folder is missing or empty, its M3U file
+        /// cannot be read); nil when it has some. The folder is read again every second meanwhile.
+        public var playlistProblem: String?
         /// The overlays of the first output (`overlays` property).
         public var overlays: [OverlayStatus] = []
         /// What is wrong with the sound (a device asked for that is missing, repeated
@@ -245,9 +248,13 @@ public final class KioskStatus: Sendable {
         }
         var reasons: [String] = []
         let failed = s.items.enumerated().filter { $0.element.state == .failed }
-        if !s.items.isEmpty && failed.count == s.items.count {
+        if (!s.items.isEmpty && failed.count == s.items.count) || (s.items.isEmpty && s.playlistProblem != nil) {
             // Nothing to show: the background is the right picture, unless a thread hangs.
-            reasons.append("nothing can be played: " + failed.map { "\($0.element.uri): \($0.element.error ?? "failed")" }.joined(separator: "; "))
+            if let problem = s.playlistProblem, s.items.isEmpty {
+                reasons.append("nothing can be played: \(problem) (read again every second)")
+            } else {
+                reasons.append("nothing can be played: " + failed.map { "\($0.element.uri): \($0.element.error ?? "failed")" }.joined(separator: "; "))
+            }
             let hangs = stalls.filter { $0.contains("has not run") || $0.contains("no output is presenting") }
             let hangLines = stallLines.filter { !$0.contains("no new picture") }
             return Supervision(status: "failed", reasons: reasons + hangs, progressing: !hung,

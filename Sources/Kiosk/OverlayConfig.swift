@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 import Media
 import Playback
 import Render
@@ -85,7 +86,7 @@ public struct OverlayConfig: Sendable, Equatable {
 
     /// The overlay's top-left corner for an image `width` x `height` on a surface `surfaceWidth` x
     /// `surfaceHeight`.
-    func origin(width: Int, height: Int, surfaceWidth: Int, surfaceHeight: Int) -> (x: Int, y: Int) {
+    public func origin(width: Int, height: Int, surfaceWidth: Int, surfaceHeight: Int) -> (x: Int, y: Int) {
         func place(_ slot: Int, _ size: Int, _ surface: Int, _ offset: Int) -> Int {
             switch slot {
             case 0: offset
@@ -246,7 +247,7 @@ extension ConfigReader {
         // The font (text and clock): FreeType must open it.
         if !isImage && problems.count == before {
             do {
-                _ = try TextRenderer(fontPath: overlay.fontPath)
+                _ = try openFont(overlay.fontPath)
             } catch {
                 problem(fields.contains { $0.key == "font" } ? "\(path).font" : path,
                         "cannot use the font \(overlay.fontPath): \(error)")
@@ -309,4 +310,24 @@ extension ConfigReader {
             return nil
         }
     }
+}
+
+/// The largest font file read (64 MB: a CJK font with every glyph is about 20 MB).
+let largestFontFile = 64 << 20
+
+/// The font file at `path` for FreeType, read as every file the config names is: a regular file
+/// only (a FIFO would hang the reader), at most `largestFontFile`. At check time, start and reload.
+func openFont(_ path: String) throws -> TextRenderer {
+    let bytes: [UInt8]
+    do {
+        bytes = try RegularFile.read(path, limit: largestFontFile)
+    } catch {
+        throw FontFileError(description: error.reason)  // the callers name the file
+    }
+    return try TextRenderer(fontPath: path, fontData: bytes)
+}
+
+/// Why a font file could not be read ("is a FIFO, not a regular file").
+struct FontFileError: Error, CustomStringConvertible {
+    let description: String
 }

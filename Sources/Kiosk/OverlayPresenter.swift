@@ -138,7 +138,7 @@ final class OverlayPresenter {
             return nil
         }
         do {
-            let made = try TextRenderer(fontPath: font)
+            let made = try openFont(font)
             renderers[font] = made
             return made
         } catch {

@@ -1,6 +1,7 @@
 import Foundation
 import Playback
 import Render
+import SystemCalls
 
 /// The file extensions a playlist folder is scanned for.
 public let mediaFileExtensions: Set<String> = ["mp4", "m4v", "mov", "mkv", "webm", "avi", "ts", "mpg", "mpeg", "png", "jpg", "jpeg"]
@@ -56,7 +57,9 @@ extension ConfigReader {
             do {
                 return (try expandPlaylist(origin), origin)
             } catch {
-                problem("\(path).\(key)", error.message)
+                // The folder or list is content, read again at every pass (a stick mounted late, a
+                // list still being written): the config as written is valid, the player starts.
+                warning("\(path).\(key)", error.message)
                 return ([], origin)
             }
         default:
@@ -130,16 +133,11 @@ public struct SkippedEntry: Sendable, Hashable, CustomStringConvertible {
 func nonRegularKind(_ path: String) -> String? {
     var info = stat()
     guard stat(path, &info) == 0 else { return "cannot stat: \(String(cString: strerror(errno)))" }
-    switch info.st_mode & S_IFMT {
-    case S_IFREG: return nil
-    case S_IFIFO: return "a FIFO"
-    case S_IFSOCK: return "a socket"
-    case S_IFCHR: return "a character device"
-    case S_IFBLK: return "a block device"
-    case S_IFDIR: return "a directory"
-    default: return "not a regular file"
-    }
+    return RegularFile.kind(of: info.st_mode)
 }
+
+/// The largest M3U file read (128 MB: a million entries of about a hundred characters).
+public let largestM3UFile = 128 << 20
 
 /// The items of a folder or M3U playlist as they are now. A folder gives its media files in name
 /// order; an M3U file its entries (comments and `#EXT` lines skipped), relative to the file's folder.
@@ -177,8 +175,12 @@ public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout 
         }
         return media.map { KioskConfig.Item(uri: $0, path: KioskConfig.join(folder, $0)) }
     case .m3u(let file):
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw PlaylistError(message: "cannot read the M3U file \(file): \(String(cString: strerror(errno)))")
+        // Opened as a playlist item is: a regular file only (a FIFO would hang the reader), bounded.
+        let data: [UInt8]
+        do {
+            data = try RegularFile.read(file, limit: largestM3UFile)
+        } catch {
+            throw PlaylistError(message: "the M3U file \(file) \(error.reason)")
         }
         let folder = (file as NSString).deletingLastPathComponent
         let entries = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)

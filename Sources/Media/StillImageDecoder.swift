@@ -1,5 +1,6 @@
 import CFFmpeg
 import Foundation
+import SystemCalls
 
 /// Decodes a picture file (PNG with alpha, or any image libavcodec knows by its contents) into
 /// straight RGBA with swscale, and scales RGBA pictures: for overlays, read once when the config
@@ -17,14 +18,16 @@ public enum StillImageDecoder {
 
     /// The picture in the file at `path`.
     public static func decodeRGBA(path: String) throws -> Picture {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            let reason = access(path, F_OK) == 0 ? "cannot be read (\(String(cString: strerror(EACCES))))" : "no such file"
-            throw MediaError(uri: path, call: "open", reason: reason)
+        // Opened as a playlist item is: a regular file only (a FIFO's open or a device's read
+        // would wait for ever), never more than `largestFile` read.
+        let data: [UInt8]
+        do {
+            data = try RegularFile.read(path, limit: largestFile)
+        } catch {
+            let reason = error.errno == ENOENT ? "no such file" : error.errno == EFBIG ? "larger than \(largestFile >> 20) MB" : error.reason
+            throw MediaError(uri: path, call: error.errno == EFBIG ? "read" : "open", reason: reason)
         }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: largestFile + 1)) ?? Data()
         guard !data.isEmpty else { throw MediaError(uri: path, call: "read", reason: "the file is empty") }
-        guard data.count <= largestFile else { throw MediaError(uri: path, call: "read", reason: "larger than \(largestFile >> 20) MB") }
         // PNG by its signature; other pictures by what libavcodec's image decoders would take.
         let isPNG = data.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
         let isJPEG = data.starts(with: [0xFF, 0xD8, 0xFF])

@@ -222,9 +222,10 @@ public final class Asset: Sendable {
             return
         }
         if startProbe {
-            // A thread of its own, not a dispatch worker: a probe blocks (a slow disk, a network
-            // mount), and blocked workers would starve every other asset's loading.
-            startThread(named: "marquee-probe") { [self] in
+            // A pool thread, not a dispatch worker: a probe blocks (a slow disk, a network mount),
+            // and blocked workers would starve every other asset's loading. The pool is bounded:
+            // a burst of assets (300 appended files) queues instead of starting a thread each.
+            ThreadPool.probes.run { [self] in
                 let started = ContinuousClock.now
                 let result = Result { try backend.probe(url) }
                 let took = ContinuousClock.now - started
@@ -237,9 +238,10 @@ public final class Asset: Sendable {
                     for waiter in all { state.settle(waiter.keys, with: result) }
                     return all
                 }
-                // Each caller on its own: one that blocks must not hold up the others.
-                // (Threads, not dispatch workers, which blocked callers elsewhere can exhaust.)
-                for waiter in ready { startThread(named: "marquee-asset-ready") { waiter.resume(result) } }
+                // Each caller a job of its own on a bounded pool: one that blocks holds one of its
+                // threads, not the others (threads, not dispatch workers, which blocked callers
+                // elsewhere can exhaust).
+                for waiter in ready { ThreadPool.assetReady.run { waiter.resume(result) } }
             }
         }
     }

@@ -135,7 +135,10 @@ public final class PlayerLooper: @unchecked Sendable {
     /// The replicas now queued.
     public var loopingPlayerItems: [PlayerItem] { player.withLock { replicas.map(\.item) } }
 
-    private var wanted: Int { max(3, templates.count) }
+    /// Replicas kept queued: the one playing and two behind it, whatever the playlist's length.
+    /// Each replica probes its file as it joins the player, so a whole long playlist queued at
+    /// once would probe every file at once (a `loadfile append` burst, a million-entry M3U).
+    private var wanted: Int { 3 }
 
     private func setStatus(_ status: Status, error: (any Error)?) {
         outcome.withLock { outcome in
@@ -187,6 +190,44 @@ public final class PlayerLooper: @unchecked Sendable {
         let (replica, index) = makeReplica()
         player.insertLocked(replica, at: (after ?? -1) + 1, &outbox)
         replicas.append((replica, index))
+    }
+
+    /// Marquee: `items` join the end of the looped playlist (`loadfile append`). The replicas
+    /// queued now stay (the one playing, and the next, which may be decoding ahead): nothing leaves
+    /// the queue and nothing is probed again, so a burst of appends costs no decoder and no probe
+    /// each. The new items follow the last item in every pass from the next replica made on (when
+    /// the queued ones have already wrapped to the top of a short playlist, they play first).
+    public func append(templateItems items: [PlayerItem]) {
+        guard isPlaylist, !items.isEmpty else { return }
+        player.locked { outbox in
+            guard looping else { return }
+            let first = templates.count
+            for (offset, item) in items.enumerated() {
+                templates.append(Template(asset: item.asset, forwardEnd: item.forwardPlaybackEndTime,
+                                          playlistIndex: item.playlistIndex ?? first + offset, transition: item.transition))
+                starts.append(item.pendingStart?.time)
+            }
+            // Replicas queued behind the next one (no decoder yet) are made again, so that the new
+            // items come right after the old last one: the cycle goes on from the next replica.
+            let current = player.queue.first
+            let next = player.queue.dropFirst().first
+            let kept = replicas.filter { $0.item === current || $0.item === next }
+            for replica in replicas where !kept.contains(where: { $0.item === replica.item }) {
+                player.removeLocked(replica.item, &outbox)
+            }
+            replicas = kept
+            if let last = kept.last, first > 0 { nextTemplate = (last.template + 1) % first }
+            // The cycle wraps to the first item there: the new ones come before it.
+            if nextTemplate == 0 && first > 0 { nextTemplate = first }
+            // A playlist that had nothing to loop fills its window now.
+            while replicas.count < wanted {
+                let after = replicas.last.flatMap { last in player.queue.firstIndex { $0 === last.item } } ?? (player.queue.count - 1)
+                let (replica, index) = makeReplica()
+                player.insertLocked(replica, at: after + 1, &outbox)
+                replicas.append((replica, index))
+            }
+        }
+        setStatus(.ready, error: nil)
     }
 
     /// Stops looping: the current replica plays to its end, the others leave the queue, and the

@@ -37,16 +37,41 @@ public final class TextRenderer {
     private var library: FT_Library?
     private var face: FT_Face?
     private var pixelHeight = 0
+    /// The font file's bytes, when given as bytes: FreeType reads them for as long as the face lives.
+    private let fontBytes: UnsafeMutableBufferPointer<UInt8>?
 
     /// Opens the font file (any format FreeType reads: TrueType, OpenType, Type 1 ...).
-    public init(fontPath: String) throws(FreeTypeError) {
+    public convenience init(fontPath: String) throws(FreeTypeError) {
+        try self.init(fontPath: fontPath, bytes: nil)
+    }
+
+    /// A font from the bytes of its file (read by the caller, as it reads files from outside:
+    /// regular files only, bounded); `fontPath` names it in errors.
+    public convenience init(fontPath: String, fontData: [UInt8]) throws(FreeTypeError) {
+        try self.init(fontPath: fontPath, bytes: fontData)
+    }
+
+    private init(fontPath: String, bytes: [UInt8]?) throws(FreeTypeError) {
         self.fontPath = fontPath
+        if let bytes {
+            let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(bytes.count, 1))
+            _ = copy.initialize(from: bytes)
+            fontBytes = copy
+        } else {
+            fontBytes = nil
+        }
         var library: FT_Library?
         let r = FT_Init_FreeType(&library)
+        // Every stored property is set from here on: a throw runs deinit, which frees the bytes.
         guard r == 0, let library else { throw FreeTypeError(call: "FT_Init_FreeType", code: r) }
         self.library = library
         var face: FT_Face?
-        let f = FT_New_Face(library, fontPath, 0, &face)
+        let f: FT_Error
+        if let fontBytes {
+            f = FT_New_Memory_Face(library, fontBytes.baseAddress, FT_Long(bytes?.count ?? 0), 0, &face)
+        } else {
+            f = FT_New_Face(library, fontPath, 0, &face)
+        }
         guard f == 0, let face else {
             FT_Done_FreeType(library)
             self.library = nil
@@ -58,6 +83,7 @@ public final class TextRenderer {
     deinit {
         if let face { FT_Done_Face(face) }
         if let library { FT_Done_FreeType(library) }
+        fontBytes?.deallocate()
     }
 
     /// `text` (one line) at a font size of `pixelHeight` pixels (the em, as CSS's `font-size`), as

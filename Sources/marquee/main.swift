@@ -162,6 +162,12 @@ do {
     exit(2)
 }
 if arguments.checkOnly {
+    // Content that is not there now (an empty or missing playlist folder, an unreadable M3U) is
+    // listed, but the config is valid: the player would start, show the background and read the
+    // folder again until something is there.
+    for warning in config.warnings {
+        FileHandle.standardError.write(Data("\(escapingControlCharacters(arguments.configPath ?? "config")): warning: \(warning) (the player starts and reads it again every second while nothing plays)\n".utf8))
+    }
     // The files too: each one that cannot be opened and probed is listed; with none playable the
     // config is refused (it would show only the background).
     var items: [KioskConfig.Item] = []
@@ -183,7 +189,8 @@ if arguments.checkOnly {
         exit(2)
     }
     print("\(arguments.configPath ?? "embedded default config"): valid (\(config.playlist.count) items"
-          + (unplayable > 0 ? ", \(unplayable) of \(items.count) files cannot be played" : "") + ")")
+          + (unplayable > 0 ? ", \(unplayable) of \(items.count) files cannot be played" : "")
+          + (config.warnings.isEmpty ? "" : ", \(config.warnings.count) \(config.warnings.count == 1 ? "warning" : "warnings")") + ")")
     exit(0)
 }
 /// What the command line says over the config; applied again on every reload.
@@ -196,6 +203,10 @@ overrides(&config)
 
 let logger = Logger.forService(level: arguments.logLevel ?? config.logLevel, identifier: "marquee")
 FFmpegLog.route(to: logger)
+for warning in config.warnings {
+    logger.warning("config: nothing to play there now; the player starts and reads it again",
+                   ["config": arguments.configPath ?? "-", "path": warning.path, "problem": warning.message])
+}
 
 // MARK: Run
 

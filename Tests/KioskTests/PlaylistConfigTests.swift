@@ -41,8 +41,12 @@ import TestSupport
         // Picked up again when the folder changes.
         #expect(FileManager.default.createFile(atPath: "\(folder)/a1.mp4", contents: Data()))
         #expect(try expandPlaylist(config.playlistOrigin).first?.uri == "a1.mp4")
-        #expect(problems(#"{"playlist": {"directory": "/nonexistent-folder"}}"#)
-            == ["playlist.directory: cannot read the folder /nonexistent-folder: No such file or directory"])
+        // A folder that is not there is content missing, not a config error: a warning, and the
+        // player starts (issue 26).
+        #expect(problems(#"{"playlist": {"directory": "/nonexistent-folder"}}"#) == [])
+        let missing = try KioskConfig.parse(#"{"playlist": {"directory": "/nonexistent-folder"}}"#, baseDirectory: "/x")
+        #expect(missing.playlist.isEmpty)
+        #expect(missing.warnings.map(\.description) == ["playlist.directory: cannot read the folder /nonexistent-folder: No such file or directory"])
     }
 
     @Test func m3uPlaylistResolvesAgainstItsFolder() throws {

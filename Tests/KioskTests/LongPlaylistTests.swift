@@ -1,0 +1,83 @@
+import Foundation
+import Kiosk
+import Testing
+import TestSupport
+
+/// Issue 26: a long list never holds up the picture or the control socket. Was: a 100,000-line
+/// `loadlist` answered "no answer from the player within 5.0 s", froze the picture for over
+/// 15 s, health went `stalled` and SIGTERM was not honoured within 10 s.
+@Suite(.serialized) struct LongPlaylistTests {
+    typealias Running = MarqueeProcessTests.Running
+
+    /// An M3U file of `count` lines naming `clip`.
+    func m3u(_ clip: String, count: Int) throws -> String {
+        let path = TestMedia.folder + "/long-\(count)-\(UUID().uuidString.prefix(8)).m3u"
+        try String(repeating: clip + "\n", count: count).write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// The longest time between two frame lines of the trace (its `wall` times), seconds.
+    func longestGap(_ running: Running) throws -> Double {
+        let walls = try running.traceLines().filter { $0["type"] as? String == "frame" }.compactMap { $0["wall"] as? Double }
+        return zip(walls, walls.dropFirst()).map { $1 - $0 }.max() ?? .infinity
+    }
+
+    /// SIGTERM, and the seconds until the process has exited (nil: not within 10 s).
+    func terminate(_ running: Running) -> Double? {
+        let sent = Date()
+        running.process.terminate()
+        while running.process.isRunning && Date().timeIntervalSince(sent) < 10 { Thread.sleep(forTimeInterval: 0.01) }
+        return running.process.isRunning ? nil : Date().timeIntervalSince(sent)
+    }
+
+    @Test func aHundredThousandLineLoadlistAnswersAtOnceAndThePictureGoesOn() throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let list = try m3u(clip, count: 100_000)
+        let config = try MarqueeProcessTests().writeConfig([clip])
+        let running = try Running(config: config, exitAfter: 120)
+        let client = try running.connect()
+        Thread.sleep(forTimeInterval: 1)
+        let asked = Date()
+        let reply = client.request(["loadlist", .string(list), "append"], id: 1)
+        let answeredAfter = Date().timeIntervalSince(asked)
+        #expect(reply?["error"]?.stringValue == "success", "\(String(describing: reply))")
+        #expect(answeredAfter < 1, "answered after \(answeredAfter) s")
+        var count = 0.0
+        var health: [String] = []
+        let deadline = Date(timeIntervalSinceNow: 60)
+        while Date() < deadline {
+            health.append(client.request(["get_property", "health"], id: 2)?["data"]?["status"]?.stringValue ?? "no answer")
+            count = client.request(["get_property", "playlist-count"], id: 3)?["data"]?.numberValue ?? 0
+            if count == 100_001 && health.count > 15 { break }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(count == 100_001)
+        #expect(!health.contains("stalled") && !health.contains("no answer"), "\(Set(health))")
+        let exited = terminate(running)
+        #expect(exited != nil && exited! < 2, "SIGTERM: exited after \(exited.map { "\($0) s" } ?? "over 10 s")")
+        let gap = try longestGap(running)
+        #expect(gap < 1, "a gap of \(gap) s between pictures")
+    }
+
+    @Test func aHundredThousandLineConfigPlaylistStartsAndStopsPromptly() throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let list = try m3u(clip, count: 100_000)
+        let config = try TestConfig.write(#"{"playlist": {"m3u": "\#(list)"}}"#, named: "long-\(UUID().uuidString.prefix(8)).json")
+        let running = try Running(config: config, exitAfter: 120)
+        let client = try running.connect()
+        var health: [String] = []
+        var position = 0.0
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while Date() < deadline && position < 2 {
+            health.append(client.request(["get_property", "health"], id: 1)?["data"]?["status"]?.stringValue ?? "no answer")
+            position = client.request(["get_property", "playlist-pos"], id: 2)?["data"]?.numberValue ?? -1
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(position >= 2, "the list plays item after item")
+        #expect(client.request(["get_property", "playlist-count"], id: 3)?["data"]?.numberValue == 100_000)
+        #expect(!health.contains("stalled") && !health.contains("no answer"), "\(Set(health))")
+        let exited = terminate(running)
+        #expect(exited != nil && exited! < 2, "SIGTERM: exited after \(exited.map { "\($0) s" } ?? "over 10 s")")
+        #expect(try longestGap(running) < 1)
+    }
+}
