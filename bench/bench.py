@@ -289,9 +289,11 @@ def frame_lines(lines):
 
 
 def analyse_pacing(lines, fps, refresh, frames_per_clip):
-    """Compares a trace with the ideal cadence: frame k of the (looped) clip belongs on vsync
-    round(k * refresh / fps), halves up, relative to the first frame shown. A frame k whose ideal
-    vsync equals that of frame k+1 is an expected drop (60 fps on 59.94 Hz)."""
+    """Compares a trace with the ideal cadence, pass by pass: frame k of a pass belongs on vsync
+    round(k * refresh / fps), halves up, after the vsync of the pass's first frame, and the next
+    pass starts where frame `frames_per_clip` of this one would be (each item starts on a vsync, so
+    no frame is lost at a seam). A frame k whose ideal vsync equals that of frame k+1 is an expected
+    drop (60 fps on 59.94 Hz)."""
     frames = frame_lines(lines)
     blanks = sum(1 for l in lines if l.get("type") == "blank")
     per_vsync = Fraction(refresh) / fps
@@ -301,7 +303,7 @@ def analyse_pacing(lines, fps, refresh, frames_per_clip):
         return x.numerator // x.denominator
 
     run, prev_index, repeats = 0, None, 0
-    keyed = []  # (global frame number, vsync)
+    keyed = []  # (pass, frame number in it, vsync)
     for f in frames:
         index = round(f["pts"] * fps)
         if prev_index is not None:
@@ -311,35 +313,38 @@ def analyse_pacing(lines, fps, refresh, frames_per_clip):
             if index < prev_index:
                 run += 1
         prev_index = index
-        keyed.append((run * frames_per_clip + index, f["vsync"]))
+        keyed.append((run, index, f["vsync"]))
 
     result = {"presented": len(frames), "blanks": blanks, "repeats": repeats, "cadence_errors": 0, "gaps": 0,
               "drops": 0, "expected_drops": 0, "extra_frames": 0, "max_position_error_vsyncs": 0,
               "interval_histogram": {}}
     if not keyed:
         return result
-    g0, v0 = keyed[0]
-    shown = {g for g, _ in keyed}
-    last = keyed[-1][0]
-    for g in range(g0, last):
-        expected_drop = ideal(g + 1) == ideal(g)
-        if expected_drop:
-            result["expected_drops"] += 1
-            if g in shown:
-                result["extra_frames"] += 1
-        elif g not in shown:
-            result["drops"] += 1
+    shown = {(r, k) for r, k, _ in keyed}
+    for r in range(keyed[0][0], keyed[-1][0] + 1):
+        ks = [k for rr, k, _ in keyed if rr == r]
+        first = ks[0] if r == keyed[0][0] else 0
+        last = ks[-1] if r == keyed[-1][0] else frames_per_clip - 1
+        for k in range(first, last + 1):
+            if ideal(k + 1) == ideal(k):
+                result["expected_drops"] += 1
+                if (r, k) in shown:
+                    result["extra_frames"] += 1
+            elif (r, k) not in shown:
+                result["drops"] += 1
     histogram = {}
-    for (pg, pv), (g, v) in zip(keyed, keyed[1:]):
+    for (pr, pk, pv), (r, k, v) in zip(keyed, keyed[1:]):
         interval = v - pv
-        want = ideal(g) - ideal(pg)
+        want = ideal(k) - ideal(pk) if r == pr else ideal(frames_per_clip) - ideal(pk) + ideal(k)
         histogram[interval] = histogram.get(interval, 0) + 1
         if interval != want:
             result["cadence_errors"] += 1
             if interval > want:
                 result["gaps"] += 1
-    for g, v in keyed:
-        error = abs((v - v0) - (ideal(g) - ideal(g0)))
+    origin = {}
+    for r, k, v in keyed:
+        r0 = origin.setdefault(r, (k, v))
+        error = abs((v - r0[1]) - (ideal(k) - ideal(r0[0])))
         result["max_position_error_vsyncs"] = max(result["max_position_error_vsyncs"], error)
     result["interval_histogram"] = {str(k): histogram[k] for k in sorted(histogram)}
     return result
