@@ -36,9 +36,10 @@ final class ItemFeeder: @unchecked Sendable {
     /// once the first is decoded (0 before).
     private let ahead: Mutex<(frames: Int, frameBytes: Int)>
     let name: String
-    /// Where the player's clock is in this item's time (nil: not playing), and the recent share
-    /// of frames presentation dropped for lateness: what the decoder's frame drop follows.
-    private let presentation = Mutex<(clock: MediaTime?, lateDropRate: Double)>((nil, 0))
+    /// Where the player's clock is in this item's time (nil: not playing), how much earlier a
+    /// frame must start to have missed that vsync, and the recent share of frames presentation
+    /// dropped for lateness: what the decoder's frame drop follows.
+    private let presentation = Mutex<(clock: MediaTime?, missedBy: MediaTime, lateDropRate: Double)>((nil, .zero, 0))
     /// Counts the frames the decoder skipped.
     private let drops: DropCounter
     /// The owner's count of its running decode threads (besides the process's, `running`).
@@ -86,10 +87,11 @@ final class ItemFeeder: @unchecked Sendable {
         prerollFrames = max(1, capacity - 1)
     }
 
-    /// The player's clock in this item's time at its last vsync (nil while it does not play), and
-    /// the share of recent frames it dropped for lateness (0...1).
-    func report(clock: MediaTime?, lateDropRate: Double) {
-        presentation.withLock { $0 = (clock, lateDropRate) }
+    /// The player's clock in this item's time at its last vsync (nil while it does not play), how
+    /// much earlier than it a frame must start to have missed that vsync (half a vsync: the
+    /// cadence rounds), and the share of recent frames it dropped for lateness (0...1).
+    func report(clock: MediaTime?, missedBy: MediaTime = .zero, lateDropRate: Double) {
+        presentation.withLock { $0 = (clock, missedBy, lateDropRate) }
         if clock != nil, !playing.exchange(true, ordering: .relaxed) {
             ahead.withLock { applyAhead(&$0) }  // started: the start's floor goes
         }
@@ -240,13 +242,14 @@ final class ItemFeeder: @unchecked Sendable {
         }
         let resumedAt = expected.map { min($0, frame.pts) } ?? frame.pts
         expected = frame.pts + frame.duration
-        let (clock, lateDropRate) = presentation.withLock { $0 }
-        let lead = clock.map { (frame.pts - $0).seconds } ?? .infinity
-        let resumedLead = clock.map { (resumedAt - $0).seconds } ?? .infinity
+        let (clock, missedBy, lateDropRate) = presentation.withLock { $0 }
+        let lead = clock.map { (frame.pts - $0 + missedBy).seconds } ?? .infinity
+        let resumedLead = clock.map { (resumedAt - $0 + missedBy).seconds } ?? .infinity
         let before = policy.level
         let level = policy.update(lead: lead, resumedLead: resumedLead, frameDuration: duration, lateDropRate: lateDropRate)
         guard level != before else { return }
-        // While skipping, frames that are late by the time they are decoded are discarded too.
+        // While skipping, frames that are late by the time they are decoded (ending by the
+        // clock's vsync: a later frame is due there) are discarded too.
         let presentationClock: @Sendable () -> MediaTime? = { [weak self] in self?.presentation.withLock { $0.clock } }
         reader.setFrameDrop(level, discardingFramesEndingBy: level == .none ? nil : presentationClock)
         logger.debug("decoder frame drop", ["uri": asset.url.path, "skip": "\(level)",

@@ -61,6 +61,7 @@ extension Player {
             retryAtVsync = nil
             starved = nil
             holdingStart = false
+            timelineStartVsync = nil
         }
     }
 
@@ -118,6 +119,7 @@ extension Player {
                 // The picture that starts the timeline (its first draw is the slowest): the
                 // timeline starts where it was shown.
                 timelineStartVsync = nil
+                timelineShifts += 1
                 if let a = anchor { anchor = (a.vsync + (actual - last), a.position) }
                 shown?.vsync = actual
                 shown?.due = actual
@@ -144,6 +146,8 @@ extension Player {
         // The vsync of an item's end waits for the end's handlers to seek back (Player+Seams).
         if seamStillWaitsLocked(n) { return currentPicture(isNew: false, waiting: true) }
         let hadPicture = shown != nil
+        // The picture that started the timeline was shown on time (or `didShow` moved it).
+        if let start = timelineStartVsync, n > start { timelineStartVsync = nil }
         lastVsync = n
         _stats.lastVsync = n
         expirePrimerLocked()
@@ -351,10 +355,11 @@ extension Player {
             return
         }
         let base = run.origin ?? run.seek?.target ?? .zero
+        let elapsed = position(atVsync: n) - run.start
         // Frames from half a vsync before vsync n's time on are due on n or later (the cadence
         // rounds): only a frame before that has missed its vsync.
-        let elapsed = position(atVsync: n) - run.start - MediaTime(value: refresh.denominator, timescale: Int32(clamping: 2 * refresh.numerator))
-        run.feeder.report(clock: base + elapsed, lateDropRate: lateDropRate)
+        let halfVsync = MediaTime(value: refresh.denominator, timescale: Int32(clamping: 2 * refresh.numerator))
+        run.feeder.report(clock: base + elapsed, missedBy: halfVsync, lateDropRate: lateDropRate)
     }
 
     func show(_ frame: any PresentableFrame, t: MediaTime, vsync n: Int64, due: Int64, run: Run, _ outbox: inout Outbox) {
