@@ -51,6 +51,8 @@ extension Player {
         var seamOpen = false
         /// The current run has played to its end.
         var ended = false
+        /// Times the timeline moved with a late picture that started it (`didShow`).
+        var timelineShifts = 0
     }
 
     func audioView() -> AudioView {
@@ -74,6 +76,7 @@ extension Player {
                     && run.item.preroll.map { $0.start == .zero && !$0.isStopped } == true
             }
             view.seamOpen = seam != nil
+            view.timelineShifts = timelineShifts
             view.ended = run?.ended ?? false
             return view
         }

@@ -124,6 +124,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     private var silenceFormat: PCMFormat
     private var failedUntil: ContinuousClock.Instant?
     private var seenUnderruns = 0
+    private var seenTimelineShifts = 0
     /// Seconds of sound written since the current run was seen ended with the item's start
     /// primed for a loop (nil while it plays).
     private var coasted: Double?
@@ -318,6 +319,15 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         // The device ran dry since the last block (the thread was held up): what it plays next is
         // late by that time, and there is a gap anyway, so it is put back in place at once
         // rather than resampled away over seconds.
+        // The timeline moved under the sound (the picture that started it was shown late): the
+        // sound is put back in place at once, not resampled over seconds.
+        if view.timelineShifts != seenTimelineShifts {
+            seenTimelineShifts = view.timelineShifts
+            if aligned {
+                aligned = false
+                shared.withLock { $0.realignments += 1 }
+            }
+        }
         let underruns = sink.underruns
         if underruns > seenUnderruns {
             seenUnderruns = underruns
