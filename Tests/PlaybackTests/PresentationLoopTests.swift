@@ -111,11 +111,13 @@ struct PresentationLoopTests {
         // if the timeline moved with the late pictures).
         let last = try #require(driver.flips.last)
         #expect(last.shown <= 106, "the clip ended on vsync \(last.shown)")
-        // Shown frames follow the clock: frame k on vsync k + its start (within the late vsync).
+        // Shown frames follow the clock: frame k on vsync k + its start, within the late vsync, or
+        // one more for a frame the decode thread had not delivered when its vsync was asked (the
+        // scripted loop runs at once, without waiting for that thread): a few, never more.
         let start = pictures[0].shown - Int64(pictures[0].frame ?? 0)
-        for p in pictures.dropFirst() {
-            #expect(abs(p.shown - start - Int64(p.frame ?? 0)) <= 1, "frame \(p.frame ?? -1) on vsync \(p.shown)")
-        }
+        let off = pictures.dropFirst().map { abs($0.shown - start - Int64($0.frame ?? 0)) }
+        #expect(off.allSatisfy { $0 <= 2 } && off.filter { $0 == 2 }.count * 20 <= off.count,
+                "\(zip(pictures.dropFirst(), off).filter { $0.1 > 1 }.map { "frame \($0.0.frame ?? -1) on vsync \($0.0.shown)" })")
     }
 
     @Test("on time, every frame of a 25 fps clip is shown on its vsync at 50 Hz: no drops, exact 2:2 cadence")

@@ -284,9 +284,13 @@ struct GuidePortTests {
         // Every frame shown or counted dropped, the items in order; the change between them has
         // no gap unless the machine was late (the player counted a picture shown late or a frame
         // dropped: the suite runs in parallel on two shared cores).
-        #expect((figures["frames"] as? Int ?? 0) + (figures["drops"] as? Int ?? 0) == 15 + 10 - 1, "\(figures)")
+        // (A frame the player dropped for lateness at an item's end leaves no gap the trace check
+        // can see: the player's own count makes up the difference.)
+        let stats = queuePlayer.stats
+        let accounted = (figures["frames"] as? Int ?? 0) + (figures["drops"] as? Int ?? 0)
+        #expect(accounted <= 15 + 10 - 1 && accounted + stats.dropped + stats.decoderDropped >= 15 + 10 - 1, "\(figures), \(stats)")
         #expect(figures["item_changes"] as? Int == 1, "\(figures)")
-        let late = queuePlayer.stats.delayed + queuePlayer.stats.dropped
+        let late = stats.delayed + stats.dropped
         #expect(late > 0 || figures["gaps"] as? Int == 0, "\(problems)")
         #expect(figures["repeats"] as? Int == 0, "\(problems)")
     }
