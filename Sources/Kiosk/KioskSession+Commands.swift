@@ -155,7 +155,7 @@ extension KioskSession {
         if append, changed.loop, !changed.shuffle, let looper = state.withLock({ s in s.looper }) {
             // The looped list grows at its end; what is queued stays (no decoder, no probe per
             // append: a burst of 300 appends costs 300 templates, not 300 queues).
-            looper.append(templateItems: makeItems(changed, only: (count - added.count)..<count))
+            looper.append(templates: templates(changed, range: (count - added.count)..<count))
         } else if append {
             // The item playing goes on; the list, now longer, follows it.
             let current = player.currentItem?.playlistIndex ?? -1
