@@ -82,6 +82,9 @@ public struct KioskConfig: Sendable {
 
     public var playlist: [Item] = []
     public var playlistOrigin = PlaylistOrigin.list
+    /// The playlist is an M3U file not read yet (`load(path:defersListFile:)`): the session reads
+    /// it off the start path and plays it once read.
+    public var playlistUnread = false
     public var loop = true
     public var shuffle = false
     public var control = ControlSettings()
@@ -117,7 +120,9 @@ public struct KioskConfig: Sendable {
     public init() {}
 
     /// Reads and validates the file at `path`.
-    public static func load(path: String) throws(ConfigError) -> KioskConfig {
+    /// `defersListFile`: a top-level M3U playlist is not read here but once the player runs (a
+    /// million-line list would hold up the start, READY and the control socket for seconds).
+    public static func load(path: String, defersListFile: Bool = false) throws(ConfigError) -> KioskConfig {
         // A regular file only, opened without waiting: a FIFO named as the config must not hang
         // the start (or `--check-config`).
         let data: [UInt8]
@@ -129,11 +134,12 @@ public struct KioskConfig: Sendable {
         }
         let text = String(decoding: data, as: UTF8.self)
         let folder = (path as NSString).deletingLastPathComponent
-        return try parse(text, source: path, baseDirectory: folder)
+        return try parse(text, source: path, baseDirectory: folder, defersListFile: defersListFile)
     }
 
     /// Parses and validates config text; relative URIs resolve against `baseDirectory`.
-    public static func parse(_ text: String, source: String = "config", baseDirectory: String) throws(ConfigError) -> KioskConfig {
+    public static func parse(_ text: String, source: String = "config", baseDirectory: String,
+                             defersListFile: Bool = false) throws(ConfigError) -> KioskConfig {
         let json: JSONValue
         do {
             json = try JSONParser.parse(text)
@@ -141,6 +147,7 @@ public struct KioskConfig: Sendable {
             throw ConfigError(source: source, problems: [.init(path: "", message: "syntax error at \(error)")])
         }
         var reader = ConfigReader()
+        reader.defersListFile = defersListFile
         var config = reader.read(json, baseDirectory: baseDirectory)
         if !reader.problems.isEmpty { throw ConfigError(source: source, problems: reader.problems) }
         config.warnings = reader.warnings
@@ -187,6 +194,8 @@ struct ConfigReader {
     var problems: [ConfigError.Problem] = []
     /// Content that is not there now (`KioskConfig.warnings`): not a reason to refuse the config.
     var warnings: [ConfigError.Problem] = []
+    /// The top-level playlist's M3U file is left for the session to read (`playlistUnread`).
+    var defersListFile = false
 
     mutating func problem(_ path: String, _ message: String) {
         problems.append(.init(path: path, message: message))
@@ -247,9 +256,11 @@ struct ConfigReader {
             case "$schema":
                 _ = string(value, at: "$schema")
             case "playlist":
-                if let (items, origin) = readPlaylist(value, at: "playlist", emptyHint: "give at least one item", baseDirectory: baseDirectory) {
+                if let (items, origin) = readPlaylist(value, at: "playlist", emptyHint: "give at least one item", baseDirectory: baseDirectory,
+                                                      defersListFile: defersListFile) {
                     config.playlist = items
                     config.playlistOrigin = origin
+                    if case .m3u = origin, defersListFile { config.playlistUnread = true }
                 }
             case "transition":
                 if let t = transition(value, at: "transition") { config.transition = t }

@@ -25,7 +25,11 @@ extension KioskSession {
                     lastRead = .now
                     let config = state.withLock { s in s.config }
                     if case .directory = config.playlistOrigin, first { rescanPlaylist() }
-                    else if config.playlistOrigin != .list && config.playlist.isEmpty { rescanPlaylist() }
+                    else if config.playlistUnread, !rescanning.load(ordering: .relaxed) {
+                        // A config's M3U left for now (a million lines take seconds): read on a
+                        // thread of its own, so this one goes on updating the status.
+                        startThread(named: "marquee-load") { [weak self] in self?.rescanPlaylist() }
+                    } else if config.playlistOrigin != .list && config.playlist.isEmpty { rescanPlaylist() }
                 }
                 // The next observation, in slices of a second, until the session goes away.
                 let time = observed.wait(until: { $0 != nil }, timeout: 1) { time, _ in
@@ -200,12 +204,14 @@ extension KioskSession {
             return
         }
         state.withLock { s in s.loggedPlaylistProblem = nil }
-        guard items.map(\.path) != current.playlist.map(\.path) else { return }
+        guard current.playlistUnread || items.map(\.path) != current.playlist.map(\.path) else { return }
         var changed = current
         changed.playlist = items
+        changed.playlistUnread = false
         // Only if no reload, command or schedule change replaced the playlist meanwhile.
         guard state.withLock({ s -> Bool in
-            guard s.config.playlist.map(\.path) == current.playlist.map(\.path), s.config.playlistOrigin == current.playlistOrigin else { return false }
+            guard s.config.playlist.map(\.path) == current.playlist.map(\.path), s.config.playlistOrigin == current.playlistOrigin,
+                  s.config.playlistUnread == current.playlistUnread else { return false }
             s.config = changed
             return true
         }) else { return }
@@ -221,7 +227,7 @@ extension KioskSession {
     /// Why `config`'s playlist has nothing to play, when it is a folder or M3U playlist that is
     /// empty now (the status thread reads it again and says more); nil otherwise.
     static func emptyPlaylistProblem(_ config: KioskConfig) -> String? {
-        guard config.playlist.isEmpty else { return nil }
+        guard config.playlist.isEmpty, !config.playlistUnread else { return nil }
         switch config.playlistOrigin {
         case .list: return nil
         case .directory(let folder): return "the folder \(folder) has no media files yet"

@@ -40,7 +40,7 @@ extension ConfigReader {
     /// Returns its items and where they come from (nil, with the problems noted, when it cannot be
     /// read at all). `emptyHint` says what to do about an empty array.
     mutating func readPlaylist(_ value: JSONValue, at path: String, emptyHint: String,
-                               baseDirectory: String) -> (items: [KioskConfig.Item], origin: KioskConfig.PlaylistOrigin)? {
+                               baseDirectory: String, defersListFile: Bool = false) -> (items: [KioskConfig.Item], origin: KioskConfig.PlaylistOrigin)? {
         switch value {
         case .array(let items):
             if items.isEmpty { problem(path, "empty: \(emptyHint)") }
@@ -54,6 +54,8 @@ extension ConfigReader {
             guard let s = string(v, at: "\(path).\(key)") else { return nil }
             let file = KioskConfig.join(baseDirectory, s)
             let origin: KioskConfig.PlaylistOrigin = key == "directory" ? .directory(file) : .m3u(file)
+            // Content read once the player runs: its problems are warnings then, as here.
+            if defersListFile, case .m3u = origin { return ([], origin) }
             do {
                 return (try expandPlaylist(origin), origin)
             } catch {

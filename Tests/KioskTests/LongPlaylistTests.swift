@@ -59,6 +59,34 @@ import TestSupport
         #expect(gap < 1, "a gap of \(gap) s between pictures")
     }
 
+    /// A config's M3U is read once the player runs: the socket (and READY) come at once, the
+    /// background shows meanwhile, the list plays once read. Was: the socket only after the list
+    /// was read, 13.4 s for a million lines (debug build).
+    @Test func aMillionLineConfigPlaylistIsReadAfterTheStart() throws {
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let list = try m3u(clip, count: 1_000_000)
+        defer { try? FileManager.default.removeItem(atPath: list) }
+        let config = try TestConfig.write(#"{"playlist": {"m3u": "\#(list)"}}"#, named: "long-\(UUID().uuidString.prefix(8)).json")
+        let started = Date()
+        let running = try Running(config: config, exitAfter: 120)
+        let client = try running.connect()
+        let connectedAfter = Date().timeIntervalSince(started)
+        #expect(connectedAfter < 3, "the control socket answered after \(connectedAfter) s")
+        var health: [String] = []
+        var count = 0.0
+        let deadline = Date(timeIntervalSinceNow: 90)
+        while Date() < deadline && count < 1_000_000 {
+            health.append(client.request(["get_property", "health"], id: 1)?["data"]?["status"]?.stringValue ?? "no answer")
+            count = client.request(["get_property", "playlist-count"], id: 2)?["data"]?.numberValue ?? -1
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(count == 1_000_000, "playlist-count \(count)")
+        #expect(!health.contains("stalled") && !health.contains("no answer"), "\(Set(health))")
+        let exited = terminate(running)
+        #expect(exited != nil && exited! < 2, "SIGTERM: exited after \(exited.map { "\($0) s" } ?? "over 10 s")")
+        #expect(try longestGap(running) < 1)
+    }
+
     @Test func aHundredThousandLineConfigPlaylistStartsAndStopsPromptly() throws {
         let clip = try TestMedia.clip(seconds: 1, fps: 30)
         let list = try m3u(clip, count: 100_000)
