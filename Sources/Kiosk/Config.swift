@@ -20,24 +20,77 @@ public struct KioskConfig: Sendable {
         /// The file to open: `uri` resolved against the config's folder.
         public var path: String
         /// `start` / `end`: the part of the item to play, in seconds of the item.
-        public var start: Double?
-        public var end: Double?
+        public var start: Double? {
+            get { options?.start }
+            set { update { $0.start = newValue } }
+        }
+        public var end: Double? {
+            get { options?.end }
+            set { update { $0.end = newValue } }
+        }
         /// Overrides `display.gravity` for this item.
-        public var gravity: VideoGravity?
+        public var gravity: VideoGravity? {
+            get { options?.gravity }
+            set { update { $0.gravity = newValue } }
+        }
         /// How long a still image (PNG, JPEG) shows, in seconds.
-        public var duration: Double?
+        public var duration: Double? {
+            get { options?.duration }
+            set { update { $0.duration = newValue } }
+        }
         /// `volume`: this item's sound, 0 to 100, on top of `audio.volume` (nil: 100).
-        public var volume: Double?
+        public var volume: Double? {
+            get { options?.volume }
+            set { update { $0.volume = newValue } }
+        }
         /// `transition`: how this item follows the one before it (nil: the top-level `transition`).
-        public var transition: Transition?
+        public var transition: Transition? {
+            get { options?.transition }
+            set { update { $0.transition = newValue } }
+        }
+
+        /// The options an entry rarely has, kept apart: an M3U or folder entry (none) costs its
+        /// two strings and a pointer, not some 100 bytes more (a million-entry list).
+        private var options: Options?
+
+        private struct Fields: Equatable {
+            var start: Double?
+            var end: Double?
+            var gravity: VideoGravity?
+            var duration: Double?
+            var volume: Double?
+            var transition: Transition?
+        }
+
+        private final class Options: Sendable {
+            let fields: Fields
+            init(_ fields: Fields) { self.fields = fields }
+            var start: Double? { fields.start }
+            var end: Double? { fields.end }
+            var gravity: VideoGravity? { fields.gravity }
+            var duration: Double? { fields.duration }
+            var volume: Double? { fields.volume }
+            var transition: Transition? { fields.transition }
+        }
+
+        /// A new box for each change: items share an unchanged one (a value, as the fields were).
+        private mutating func update(_ change: (inout Fields) -> Void) {
+            var fields = options?.fields ?? Fields()
+            change(&fields)
+            options = fields == Fields() ? nil : Options(fields)
+        }
+
+        public static func == (a: Item, b: Item) -> Bool {
+            a.uri == b.uri && a.path == b.path && (a.options?.fields ?? Fields()) == (b.options?.fields ?? Fields())
+        }
+
         public init(uri: String, path: String, start: Double? = nil, end: Double? = nil,
                     gravity: VideoGravity? = nil, duration: Double? = nil) {
             self.uri = uri
             self.path = path
-            self.start = start
-            self.end = end
-            self.gravity = gravity
-            self.duration = duration
+            if start != nil || end != nil || gravity != nil || duration != nil {
+                options = Options(Fields(start: start, end: end, gravity: gravity, duration: duration))
+            }
         }
     }
 

@@ -185,16 +185,20 @@ public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout 
             throw PlaylistError(message: "the M3U file \(file) \(error.reason)")
         }
         let folder = (file as NSString).deletingLastPathComponent
-        let entries = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-        if entries.isEmpty { throw PlaylistError(message: "the M3U file \(file) lists no entries") }
-        return try entries.map { entry throws(PlaylistError) in
-            guard let path = ConfigReader.filePath(of: entry) else {
+        // One pass, no list of lines between: a million-line file costs its items only.
+        var items: [KioskConfig.Item] = []
+        for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
+            let entry = line.trimmingCharacters(in: .whitespaces)
+            if entry.isEmpty || entry.hasPrefix("#") { continue }
+            guard let resolved = ConfigReader.filePath(of: entry) else {
                 throw PlaylistError(message: "\(file): \"\(entry)\" is not a file path or a file:// URL")
             }
-            return KioskConfig.Item(uri: entry, path: KioskConfig.join(folder, path))
+            let path = KioskConfig.join(folder, resolved)
+            // The same text once in memory when the entry is the path itself.
+            items.append(KioskConfig.Item(uri: entry, path: path == entry ? entry : path))
         }
+        if items.isEmpty { throw PlaylistError(message: "the M3U file \(file) lists no entries") }
+        return items
     }
 }
 
