@@ -173,8 +173,9 @@ public struct KioskConfig: Sendable {
     public init() {}
 
     /// Reads and validates the file at `path`.
-    /// `defersListFile`: a top-level M3U playlist is not read here but once the player runs (a
-    /// million-line list would hold up the start, READY and the control socket for seconds).
+    /// `defersListFile`: a long top-level M3U playlist (over 256 KiB) is not read here but once
+    /// the player runs (a million-line list would hold up the start, READY and the control socket
+    /// for seconds).
     public static func load(path: String, defersListFile: Bool = false) throws(ConfigError) -> KioskConfig {
         // A regular file only, opened without waiting: a FIFO named as the config must not hang
         // the start (or `--check-config`).

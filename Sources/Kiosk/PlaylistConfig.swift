@@ -54,8 +54,9 @@ extension ConfigReader {
             guard let s = string(v, at: "\(path).\(key)") else { return nil }
             let file = KioskConfig.join(baseDirectory, s)
             let origin: KioskConfig.PlaylistOrigin = key == "directory" ? .directory(file) : .m3u(file)
-            // Content read once the player runs: its problems are warnings then, as here.
-            if defersListFile, case .m3u = origin { return ([], origin) }
+            // A long list is read once the player runs (its problems are warnings then, as here);
+            // a short one now, so that it plays from the start as before (a wall's clock sync too).
+            if defersListFile, case .m3u = origin, regularFileSize(file) > readAtStartM3USize { return ([], origin) }
             do {
                 return (try expandPlaylist(origin), origin)
             } catch {
@@ -140,6 +141,18 @@ func nonRegularKind(_ path: String) -> String? {
 
 /// The largest M3U file read (128 MB: a million entries of about a hundred characters).
 public let largestM3UFile = 128 << 20
+
+/// An M3U file larger than this (some 10,000 lines) is read after the start, when the config
+/// allows it (`KioskConfig.load(path:defersListFile:)`).
+let readAtStartM3USize = 256 << 10
+
+/// The size of the regular file at `path` (0 for anything else, read at once as before: its
+/// error is then reported as always). `stat` does not open the file, so a FIFO cannot block it.
+func regularFileSize(_ path: String) -> Int {
+    var info = stat()
+    guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return 0 }
+    return Int(info.st_size)
+}
 
 /// The items of a folder or M3U playlist as they are now. A folder gives its media files in name
 /// order; an M3U file its entries (comments and `#EXT` lines skipped), relative to the file's folder.
