@@ -164,6 +164,12 @@ public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin) throws(Playlist
 /// `expandPlaylist(_:)`, saying in `skipped` which entries of a folder were left out because they
 /// are not regular files: only regular files (or links to them) are opened from a folder.
 public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout [SkippedEntry]) throws(PlaylistError) -> [KioskConfig.Item] {
+    try expandPlaylist(origin, skipped: &skipped, first: .max)
+}
+
+/// `expandPlaylist(_:skipped:)`, stopping after the first `first` entries of an M3U file (a long
+/// list's head plays while the rest is read).
+func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout [SkippedEntry], first limit: Int) throws(PlaylistError) -> [KioskConfig.Item] {
     skipped = []
     switch origin {
     case .list:
@@ -198,9 +204,19 @@ public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout 
             throw PlaylistError(message: "the M3U file \(file) \(error.reason)")
         }
         let folder = (file as NSString).deletingLastPathComponent
-        // One pass, no list of lines between: a million-line file costs its items only.
+        // A head is read from the file's first lines only (twice as many as it wants, for
+        // comments), cut after a line feed: no need to split a million lines for a thousand.
+        var end = data.endIndex
+        if limit < Int.max / 2 {
+            var lines = 0
+            if let cut = data.firstIndex(where: { byte in
+                if byte == UInt8(ascii: "\n") { lines += 1 }
+                return lines >= 2 * limit + 64
+            }) { end = cut + 1 }
+        }
+        // Entries made straight from the lines (no lists of trimmed or kept lines between).
         var items: [KioskConfig.Item] = []
-        for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
+        for line in String(decoding: data[..<end], as: UTF8.self).split(whereSeparator: \.isNewline) {
             let entry = line.trimmingCharacters(in: .whitespaces)
             if entry.isEmpty || entry.hasPrefix("#") { continue }
             guard let resolved = ConfigReader.filePath(of: entry) else {
@@ -209,6 +225,7 @@ public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout 
             let path = KioskConfig.join(folder, resolved)
             // The same text once in memory when the entry is the path itself.
             items.append(KioskConfig.Item(uri: entry, path: path == entry ? entry : path))
+            if items.count >= limit { break }
         }
         if items.isEmpty { throw PlaylistError(message: "the M3U file \(file) lists no entries") }
         return items
