@@ -78,13 +78,9 @@ public final class PlayerLooper: @unchecked Sendable {
 
         /// The given items, as they are.
         public init(items: [PlayerItem]) {
-            let list = UncheckedItems(items: items)
-            self.init(count: items.count) { list.items[$0] }
+            self.init(count: items.count) { items[$0] }
         }
     }
-
-    /// Template items handed in whole (`init(player:templateItems:)`): only read once given.
-    private struct UncheckedItems: @unchecked Sendable { let items: [PlayerItem] }
 
     public let player: QueuePlayer
     /// Where the playlist's templates come from, in order (appends add a source each), and how
