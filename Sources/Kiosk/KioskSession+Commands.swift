@@ -104,17 +104,34 @@ extension KioskSession {
         startThread(named: "marquee-load") { [self] in
             defer { loadingList.store(false, ordering: .releasing) }
             let started = ContinuousClock.now
-            // Only the paths are kept: the parsed entries go as soon as they are mapped.
+            // A long list's first entries load first (a million lines take seconds to read); the
+            // rest, read after, joins them. Only the paths are kept: the parsed entries go as soon
+            // as they are mapped.
+            var skipped: [SkippedEntry] = []
+            var loaded = 0
             let paths: [String]
             do {
-                paths = try expandPlaylist(.m3u(path)).map(\.path)
+                let head = try expandPlaylist(.m3u(path), skipped: &skipped, first: Self.playlistHead).map(\.path)
+                guard !isStopped else { return }
+                if head.count < Self.playlistHead {
+                    paths = head  // the whole list
+                } else {
+                    _ = load(head, append: append)
+                    loaded = head.count
+                    paths = try expandPlaylist(.m3u(path)).map(\.path)
+                }
             } catch {
                 logger.error("loadlist: the list cannot be loaded", ["file": path, "error": "\(error)"])
                 return
             }
             guard !isStopped else { return }
-            _ = load(paths, append: append)
-            logger.info("loadlist: loaded", ["file": path, "entries": "\(paths.count)",
+            // A file rewritten between the two reads: its head as first read, the rest as then read.
+            if loaded == 0 {
+                _ = load(paths, append: append)
+            } else if paths.count > loaded {
+                _ = load(Array(paths[loaded...]), append: true)
+            }
+            logger.info("loadlist: loaded", ["file": path, "entries": "\(max(paths.count, loaded))",
                                              "seconds": (ContinuousClock.now - started).seconds.formatted(decimals: 2)])
         }
         return .done
