@@ -186,7 +186,10 @@ public final class KioskSession: @unchecked Sendable {
         }
         ffmpeg.stillDuration = { [weak self] path in
             guard let self else { return nil }
-            return state.withLock { s in s.config.playlist.first { $0.path == path }?.duration } ?? defaultStillDuration
+            // Searched outside the lock (the presenting thread takes it every vsync): a copy of
+            // the list is a reference, and a million entries take a while to search.
+            let playlist = state.withLock { s in s.config.playlist }
+            return playlist.first { $0.path == path }?.duration ?? defaultStillDuration
         }
         ffmpeg.onConversion = { [weak self] uri, from, to in
             guard let self, state.withLock({ s in s.loggedOpens.insert("convert|\(uri)").inserted }) else { return }
