@@ -89,7 +89,10 @@ public final class PlayerLooper: @unchecked Sendable {
     private var templateCount = 0
     /// Templates made so far, by position: every one for a playlist of up to `keptTemplates`
     /// entries (each keeps its probed asset from pass to pass, as AVPlayerLooper's replicas share
-    /// the template's asset); beyond that only those with a failed probe to remember.
+    /// the template's asset); beyond that only those that carry a failed probe's back-off (kept
+    /// while the list was shorter). A template made fresh is plain when its replica is made (the
+    /// probe comes later), so in a long list a failing file is tried again every pass: once in
+    /// over 4096 items rather than after 1 to 8 passes.
     private var templates: [Int: Template] = [:]
     static let keptTemplates = 4096
     private var timeRange: TimeRange
@@ -173,8 +176,8 @@ public final class PlayerLooper: @unchecked Sendable {
     }
 
     /// Keeps `template` for the next pass: always in a playlist of up to `keptTemplates` entries;
-    /// in a longer one only while it has a failed probe to remember (bounded memory: a pass over a
-    /// million entries probes each file again, as reading a folder again does).
+    /// in a longer one only while it carries a failed probe's back-off (bounded memory: a pass
+    /// over a million entries probes each file again, as reading a folder again does).
     private func keep(_ template: Template, at index: Int) {
         if templateCount <= Self.keptTemplates || !template.isPlain {
             templates[index] = template
