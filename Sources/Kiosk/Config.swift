@@ -20,24 +20,77 @@ public struct KioskConfig: Sendable {
         /// The file to open: `uri` resolved against the config's folder.
         public var path: String
         /// `start` / `end`: the part of the item to play, in seconds of the item.
-        public var start: Double?
-        public var end: Double?
+        public var start: Double? {
+            get { options?.start }
+            set { update { $0.start = newValue } }
+        }
+        public var end: Double? {
+            get { options?.end }
+            set { update { $0.end = newValue } }
+        }
         /// Overrides `display.gravity` for this item.
-        public var gravity: VideoGravity?
+        public var gravity: VideoGravity? {
+            get { options?.gravity }
+            set { update { $0.gravity = newValue } }
+        }
         /// How long a still image (PNG, JPEG) shows, in seconds.
-        public var duration: Double?
+        public var duration: Double? {
+            get { options?.duration }
+            set { update { $0.duration = newValue } }
+        }
         /// `volume`: this item's sound, 0 to 100, on top of `audio.volume` (nil: 100).
-        public var volume: Double?
+        public var volume: Double? {
+            get { options?.volume }
+            set { update { $0.volume = newValue } }
+        }
         /// `transition`: how this item follows the one before it (nil: the top-level `transition`).
-        public var transition: Transition?
+        public var transition: Transition? {
+            get { options?.transition }
+            set { update { $0.transition = newValue } }
+        }
+
+        /// The options an entry rarely has, kept apart: an M3U or folder entry (none) costs its
+        /// two strings and a pointer, not some 100 bytes more (a million-entry list).
+        private var options: Options?
+
+        private struct Fields: Equatable {
+            var start: Double?
+            var end: Double?
+            var gravity: VideoGravity?
+            var duration: Double?
+            var volume: Double?
+            var transition: Transition?
+        }
+
+        private final class Options: Sendable {
+            let fields: Fields
+            init(_ fields: Fields) { self.fields = fields }
+            var start: Double? { fields.start }
+            var end: Double? { fields.end }
+            var gravity: VideoGravity? { fields.gravity }
+            var duration: Double? { fields.duration }
+            var volume: Double? { fields.volume }
+            var transition: Transition? { fields.transition }
+        }
+
+        /// A new box for each change: items share an unchanged one (a value, as the fields were).
+        private mutating func update(_ change: (inout Fields) -> Void) {
+            var fields = options?.fields ?? Fields()
+            change(&fields)
+            options = fields == Fields() ? nil : Options(fields)
+        }
+
+        public static func == (a: Item, b: Item) -> Bool {
+            a.uri == b.uri && a.path == b.path && (a.options?.fields ?? Fields()) == (b.options?.fields ?? Fields())
+        }
+
         public init(uri: String, path: String, start: Double? = nil, end: Double? = nil,
                     gravity: VideoGravity? = nil, duration: Double? = nil) {
             self.uri = uri
             self.path = path
-            self.start = start
-            self.end = end
-            self.gravity = gravity
-            self.duration = duration
+            if start != nil || end != nil || gravity != nil || duration != nil {
+                options = Options(Fields(start: start, end: end, gravity: gravity, duration: duration))
+            }
         }
     }
 
@@ -82,6 +135,9 @@ public struct KioskConfig: Sendable {
 
     public var playlist: [Item] = []
     public var playlistOrigin = PlaylistOrigin.list
+    /// The playlist is an M3U file not read yet (`load(path:defersListFile:)`): the session reads
+    /// it off the start path and plays it once read.
+    public var playlistUnread = false
     public var loop = true
     public var shuffle = false
     public var control = ControlSettings()
@@ -117,7 +173,10 @@ public struct KioskConfig: Sendable {
     public init() {}
 
     /// Reads and validates the file at `path`.
-    public static func load(path: String) throws(ConfigError) -> KioskConfig {
+    /// `defersListFile`: a long top-level M3U playlist (over 256 KiB) is not read here but once
+    /// the player runs (a million-line list would hold up the start, READY and the control socket
+    /// for seconds).
+    public static func load(path: String, defersListFile: Bool = false) throws(ConfigError) -> KioskConfig {
         // A regular file only, opened without waiting: a FIFO named as the config must not hang
         // the start (or `--check-config`).
         let data: [UInt8]
@@ -129,11 +188,12 @@ public struct KioskConfig: Sendable {
         }
         let text = String(decoding: data, as: UTF8.self)
         let folder = (path as NSString).deletingLastPathComponent
-        return try parse(text, source: path, baseDirectory: folder)
+        return try parse(text, source: path, baseDirectory: folder, defersListFile: defersListFile)
     }
 
     /// Parses and validates config text; relative URIs resolve against `baseDirectory`.
-    public static func parse(_ text: String, source: String = "config", baseDirectory: String) throws(ConfigError) -> KioskConfig {
+    public static func parse(_ text: String, source: String = "config", baseDirectory: String,
+                             defersListFile: Bool = false) throws(ConfigError) -> KioskConfig {
         let json: JSONValue
         do {
             json = try JSONParser.parse(text)
@@ -141,6 +201,7 @@ public struct KioskConfig: Sendable {
             throw ConfigError(source: source, problems: [.init(path: "", message: "syntax error at \(error)")])
         }
         var reader = ConfigReader()
+        reader.defersListFile = defersListFile
         var config = reader.read(json, baseDirectory: baseDirectory)
         if !reader.problems.isEmpty { throw ConfigError(source: source, problems: reader.problems) }
         config.warnings = reader.warnings
@@ -187,6 +248,8 @@ struct ConfigReader {
     var problems: [ConfigError.Problem] = []
     /// Content that is not there now (`KioskConfig.warnings`): not a reason to refuse the config.
     var warnings: [ConfigError.Problem] = []
+    /// The top-level playlist's M3U file is left for the session to read (`playlistUnread`).
+    var defersListFile = false
 
     mutating func problem(_ path: String, _ message: String) {
         problems.append(.init(path: path, message: message))
@@ -247,9 +310,11 @@ struct ConfigReader {
             case "$schema":
                 _ = string(value, at: "$schema")
             case "playlist":
-                if let (items, origin) = readPlaylist(value, at: "playlist", emptyHint: "give at least one item", baseDirectory: baseDirectory) {
+                if let (items, origin) = readPlaylist(value, at: "playlist", emptyHint: "give at least one item", baseDirectory: baseDirectory,
+                                                      defersListFile: defersListFile) {
                     config.playlist = items
                     config.playlistOrigin = origin
+                    if case .m3u = origin, defersListFile { config.playlistUnread = true }
                 }
             case "transition":
                 if let t = transition(value, at: "transition") { config.transition = t }

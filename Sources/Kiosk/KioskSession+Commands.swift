@@ -104,16 +104,34 @@ extension KioskSession {
         startThread(named: "marquee-load") { [self] in
             defer { loadingList.store(false, ordering: .releasing) }
             let started = ContinuousClock.now
-            let items: [KioskConfig.Item]
+            // A long list's first entries load first (a million lines take seconds to read); the
+            // rest, read after, joins them. Only the paths are kept: the parsed entries go as soon
+            // as they are mapped.
+            var skipped: [SkippedEntry] = []
+            var loaded = 0
+            let paths: [String]
             do {
-                items = try expandPlaylist(.m3u(path))
+                let head = try expandPlaylist(.m3u(path), skipped: &skipped, first: Self.playlistHead).map(\.path)
+                guard !isStopped else { return }
+                if head.count < Self.playlistHead {
+                    paths = head  // the whole list
+                } else {
+                    _ = load(head, append: append)
+                    loaded = head.count
+                    paths = try expandPlaylist(.m3u(path)).map(\.path)
+                }
             } catch {
                 logger.error("loadlist: the list cannot be loaded", ["file": path, "error": "\(error)"])
                 return
             }
             guard !isStopped else { return }
-            _ = load(items.map(\.path), append: append)
-            logger.info("loadlist: loaded", ["file": path, "entries": "\(items.count)",
+            // A file rewritten between the two reads: its head as first read, the rest as then read.
+            if loaded == 0 {
+                _ = load(paths, append: append)
+            } else if paths.count > loaded {
+                _ = load(Array(paths[loaded...]), append: true)
+            }
+            logger.info("loadlist: loaded", ["file": path, "entries": "\(max(paths.count, loaded))",
                                              "seconds": (ContinuousClock.now - started).seconds.formatted(decimals: 2)])
         }
         return .done
@@ -125,29 +143,36 @@ extension KioskSession {
     /// the presenting thread takes the same locks every vsync, and a million entries take a while.
     func load(_ uris: [String], append: Bool) -> KioskCommandResult {
         let folder = FileManager.default.currentDirectoryPath
-        let added = uris.map { uri in
-            KioskConfig.Item(uri: uri, path: uri.hasPrefix("/") ? uri : (folder as NSString).appendingPathComponent(uri))
+        // Entry ids reserved under the lock, given outside it.
+        var firstID = 0
+        status.update { s in
+            firstID = s.nextEntryID
+            s.nextEntryID += uris.count
         }
-        let addedStatus = added.map { KioskStatus.Item(uri: $0.uri, path: $0.path) }
+        // The new config and status entries in one pass, each list made once (a million entries:
+        // no copies of them between).
         var changed = state.withLock { s in s.config }
-        changed.playlist = append ? changed.playlist + added : added
+        if !append { changed.playlist = [] }
+        changed.playlist.reserveCapacity(changed.playlist.count + uris.count)
+        var entries: [KioskStatus.Item] = []
+        entries.reserveCapacity(uris.count)
+        for (offset, uri) in uris.enumerated() {
+            let item = KioskConfig.Item(uri: uri, path: uri.hasPrefix("/") ? uri : (folder as NSString).appendingPathComponent(uri))
+            changed.playlist.append(item)
+            var entry = KioskStatus.Item(uri: item.uri, path: item.path)
+            entry.id = firstID + offset
+            entries.append(entry)
+        }
         changed.playlistOrigin = .list
+        changed.playlistUnread = false
         let replaced = changed
         state.withLock { s in
             // Only the playlist: a reload or a schedule change meanwhile keeps its other settings.
             s.config.playlist = replaced.playlist
             s.config.playlistOrigin = .list
+            s.config.playlistUnread = false
         }
-        // Entry ids reserved under the lock, given outside it.
-        var firstID = 0
-        status.update { s in
-            firstID = s.nextEntryID
-            s.nextEntryID += addedStatus.count
-        }
-        var numbered = addedStatus
-        for i in numbered.indices { numbered[i].id = firstID + i }
-        let entries = numbered
-        status.update { s in
+        status.update { [entries] s in
             s.playlistProblem = nil
             if append { s.items.append(contentsOf: entries) } else { s.items = entries }
         }
@@ -155,7 +180,7 @@ extension KioskSession {
         if append, changed.loop, !changed.shuffle, let looper = state.withLock({ s in s.looper }) {
             // The looped list grows at its end; what is queued stays (no decoder, no probe per
             // append: a burst of 300 appends costs 300 templates, not 300 queues).
-            looper.append(templateItems: makeItems(changed, only: (count - added.count)..<count))
+            looper.append(templates: templates(changed, range: (count - uris.count)..<count))
         } else if append {
             // The item playing goes on; the list, now longer, follows it.
             let current = player.currentItem?.playlistIndex ?? -1

@@ -25,7 +25,11 @@ extension KioskSession {
                     lastRead = .now
                     let config = state.withLock { s in s.config }
                     if case .directory = config.playlistOrigin, first { rescanPlaylist() }
-                    else if config.playlistOrigin != .list && config.playlist.isEmpty { rescanPlaylist() }
+                    else if config.playlistUnread, !rescanning.load(ordering: .relaxed) {
+                        // A config's M3U left for now (a million lines take seconds): read on a
+                        // thread of its own, so this one goes on updating the status.
+                        startThread(named: "marquee-load") { [weak self] in self?.rescanPlaylist() }
+                    } else if config.playlistOrigin != .list && config.playlist.isEmpty { rescanPlaylist() }
                 }
                 // The next observation, in slices of a second, until the session goes away.
                 let time = observed.wait(until: { $0 != nil }, timeout: 1) { time, _ in
@@ -177,8 +181,10 @@ extension KioskSession {
         // One reader at a time: the other one's result is as new.
         guard rescanning.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
         defer { rescanning.store(false, ordering: .releasing) }
-        let current = state.withLock { s in s.config }
+        var current = state.withLock { s in s.config }
         guard current.playlistOrigin != .list else { return }
+        // A long list not read yet: its first entries play while the rest is read.
+        if current.playlistUnread, let head = playHead(of: current) { current = head }
         let items: [KioskConfig.Item]
         var skipped: [SkippedEntry] = []
         do {
@@ -200,12 +206,36 @@ extension KioskSession {
             return
         }
         state.withLock { s in s.loggedPlaylistProblem = nil }
-        guard items.map(\.path) != current.playlist.map(\.path) else { return }
+        guard current.playlistUnread || items.map(\.path) != current.playlist.map(\.path) else { return }
         var changed = current
         changed.playlist = items
+        changed.playlistUnread = false
+        let head = current.playlist.count
+        if current.playlistUnread, head > 0, head < items.count, current.loop, !current.shuffle,
+           items[..<head].map(\.path) == current.playlist.map(\.path) {
+            // The head plays: the rest joins the end of the looped list, nothing queued changes.
+            guard state.withLock({ s -> Bool in
+                guard s.config.playlistUnread, s.config.playlist.count == head, s.config.playlistOrigin == current.playlistOrigin else { return false }
+                s.config = changed
+                return true
+            }) else { return }
+            // Numbered outside the status lock (the presenting thread takes it every vsync).
+            var rest = Self.statusItems(changed, range: head..<items.count)
+            var firstID = 0
+            status.update { s in
+                firstID = s.nextEntryID
+                s.nextEntryID += rest.count
+            }
+            for i in rest.indices { rest[i].id = firstID + i }
+            status.update { [rest] s in s.items.append(contentsOf: rest) }
+            state.withLock { s in s.looper }?.append(templates: templates(changed, range: head..<items.count))
+            logger.info("playlist read", ["items": "\(items.count)"])
+            return
+        }
         // Only if no reload, command or schedule change replaced the playlist meanwhile.
         guard state.withLock({ s -> Bool in
-            guard s.config.playlist.map(\.path) == current.playlist.map(\.path), s.config.playlistOrigin == current.playlistOrigin else { return false }
+            guard s.config.playlist.map(\.path) == current.playlist.map(\.path), s.config.playlistOrigin == current.playlistOrigin,
+                  s.config.playlistUnread == current.playlistUnread else { return false }
             s.config = changed
             return true
         }) else { return }
@@ -221,7 +251,7 @@ extension KioskSession {
     /// Why `config`'s playlist has nothing to play, when it is a folder or M3U playlist that is
     /// empty now (the status thread reads it again and says more); nil otherwise.
     static func emptyPlaylistProblem(_ config: KioskConfig) -> String? {
-        guard config.playlist.isEmpty else { return nil }
+        guard config.playlist.isEmpty, !config.playlistUnread else { return nil }
         switch config.playlistOrigin {
         case .list: return nil
         case .directory(let folder): return "the folder \(folder) has no media files yet"
@@ -232,8 +262,8 @@ extension KioskSession {
     /// The playlist as the status (and so the control socket) gives it: entries listed in the
     /// config as written; entries of a folder or an M3U file by their path, as mpv gives the
     /// entries of a folder or a playlist file it was handed.
-    static func statusItems(_ config: KioskConfig) -> [KioskStatus.Item] {
-        config.playlist.map { entry in
+    static func statusItems(_ config: KioskConfig, range: Range<Int>? = nil) -> [KioskStatus.Item] {
+        config.playlist[range ?? config.playlist.indices].map { entry in
             var item = KioskStatus.Item(uri: config.playlistOrigin == .list ? entry.uri : entry.path, path: entry.path)
             let transition = config.transition(into: entry)
             item.transition = transition.kind == .cut ? nil : transition
@@ -348,5 +378,36 @@ final class EventOrder: Sendable {
                 s.pending += [["event": "start-file", "playlist_entry_id": .number(Double(id))], end]
             }
         }
+    }
+}
+
+extension KioskSession {
+    /// How many entries of a long list not read yet (`KioskConfig.playlistUnread`) play while the
+    /// rest is read.
+    static let playlistHead = 1000
+
+    /// Reads the first `playlistHead` entries of `config`'s unread M3U and plays them (looped,
+    /// in order; a shuffled or unlooped list waits for the whole). Returns the config they play
+    /// as (still unread), or nil when nothing was started.
+    func playHead(of config: KioskConfig) -> KioskConfig? {
+        guard config.loop, !config.shuffle, config.playlist.isEmpty else { return nil }
+        var skipped: [SkippedEntry] = []
+        guard let head = try? expandPlaylist(config.playlistOrigin, skipped: &skipped, first: Self.playlistHead),
+              !head.isEmpty else { return nil }
+        var started = config
+        started.playlist = head
+        // Only if nothing replaced the playlist meanwhile.
+        guard state.withLock({ s -> Bool in
+            guard s.config.playlistUnread, s.config.playlist.isEmpty, s.config.playlistOrigin == config.playlistOrigin else { return false }
+            s.config = started
+            return true
+        }) else { return nil }
+        status.update {
+            $0.replaceItems(Self.statusItems(started))
+            $0.playlistProblem = nil
+        }
+        startPlaylist(started, afterCurrentItem: true)
+        logger.info("playlist being read; its first entries play", ["items": "\(head.count)"])
+        return started
     }
 }

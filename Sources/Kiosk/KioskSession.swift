@@ -186,7 +186,10 @@ public final class KioskSession: @unchecked Sendable {
         }
         ffmpeg.stillDuration = { [weak self] path in
             guard let self else { return nil }
-            return state.withLock { s in s.config.playlist.first { $0.path == path }?.duration } ?? defaultStillDuration
+            // Searched outside the lock (the presenting thread takes it every vsync): a copy of
+            // the list is a reference, and a million entries take a while to search.
+            let playlist = state.withLock { s in s.config.playlist }
+            return playlist.first { $0.path == path }?.duration ?? defaultStillDuration
         }
         ffmpeg.onConversion = { [weak self] uri, from, to in
             guard let self, state.withLock({ s in s.loggedOpens.insert("convert|\(uri)").inserted }) else { return }
@@ -230,19 +233,41 @@ public final class KioskSession: @unchecked Sendable {
 
     // MARK: Playlist
 
-    func makeItems(_ config: KioskConfig, from first: Int = 0, only range: Range<Int>? = nil) -> [PlayerItem] {
-        let list = config.playlist.enumerated().map { $0 }
-        let ordered = range.map { Array(list[$0]) } ?? Array(list[first...] + list[..<first])
-        return ordered.map { index, entry in
-            let item = PlayerItem(asset: Asset(url: URL(fileURLWithPath: entry.path), backend: backend))
-            item.playlistIndex = index
-            item.transition = config.transition(into: entry)
-            if let end = entry.end { item.forwardPlaybackEndTime = MediaTime(seconds: end, preferredTimescale: 90_000) }
-            if let start = entry.start, start > 0 {
-                item.seek(to: MediaTime(seconds: start, preferredTimescale: 90_000)) { _ in }
-            }
-            return item
+    /// The player item of `config`'s playlist entry `index`.
+    static func makeItem(_ config: KioskConfig, _ index: Int, backend: any MediaBackend) -> PlayerItem {
+        let entry = config.playlist[index]
+        let item = PlayerItem(asset: Asset(url: URL(fileURLWithPath: entry.path), backend: backend))
+        item.playlistIndex = index
+        item.transition = config.transition(into: entry)
+        if let end = entry.end { item.forwardPlaybackEndTime = MediaTime(seconds: end, preferredTimescale: 90_000) }
+        if let start = entry.start, start > 0 {
+            item.seek(to: MediaTime(seconds: start, preferredTimescale: 90_000)) { _ in }
         }
+        return item
+    }
+
+    /// The playlist from entry `first` round to the one before it (shuffled when it says), or the
+    /// entries in `range`, as template items made when due: a million-entry list costs the looper
+    /// no item and no asset per entry. In order, positions are counted rather than listed.
+    func templates(_ config: KioskConfig, from first: Int = 0, range: Range<Int>? = nil) -> PlayerLooper.TemplateSource {
+        let backend: any MediaBackend = backend
+        if let range {
+            return PlayerLooper.TemplateSource(count: range.count) { Self.makeItem(config, range.lowerBound + $0, backend: backend) }
+        }
+        if config.shuffle {
+            let order = Self.playOrder(config, from: first)
+            return PlayerLooper.TemplateSource(count: order.count) { Self.makeItem(config, order[$0], backend: backend) }
+        }
+        let count = config.playlist.count
+        return PlayerLooper.TemplateSource(count: count) { Self.makeItem(config, (first + $0) % count, backend: backend) }
+    }
+
+    /// The playlist's positions from `first` round to the one before it, shuffled when it says.
+    static func playOrder(_ config: KioskConfig, from first: Int) -> [Int] {
+        let count = config.playlist.count
+        var order = Array(first..<count) + Array(0..<min(first, count))
+        if config.shuffle { order.shuffle() }
+        return order
     }
 
     /// Queues `config`'s playlist from item `first`: looped, or once. With `afterCurrentItem` the
@@ -250,15 +275,13 @@ public final class KioskSession: @unchecked Sendable {
     /// `replacingQueued`: items queued without a looper (a playlist without loop) behind the
     /// current one leave the queue first (a schedule's change of playlist).
     func startPlaylist(_ config: KioskConfig, from first: Int = 0, afterCurrentItem: Bool, replacingQueued: Bool = false) {
-        var items = makeItems(config, from: first)
-        if config.shuffle { items.shuffle() }
         let old = state.withLock { s -> PlayerLooper? in
             defer { s.looper = nil }
             return s.looper
         }
         old?.disableLooping()
         if config.loop {
-            let newLooper = PlayerLooper(player: player, templateItems: items, afterCurrentItem: afterCurrentItem)
+            let newLooper = PlayerLooper(player: player, templates: templates(config, from: first), afterCurrentItem: afterCurrentItem)
             state.withLock { s in s.looper = newLooper }
         } else {
             var after = afterCurrentItem ? player.currentItem : nil
@@ -266,7 +289,7 @@ public final class KioskSession: @unchecked Sendable {
             if replacingQueued, afterCurrentItem {
                 for item in player.items().dropFirst() { player.remove(item) }
             }
-            for item in items {
+            for item in Self.playOrder(config, from: first).map({ Self.makeItem(config, $0, backend: backend) }) {
                 try? player.insert(item, after: after)
                 after = item
             }

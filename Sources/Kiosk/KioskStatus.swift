@@ -12,15 +12,58 @@ public final class KioskStatus: Sendable {
         /// The file it names.
         public var path: String?
         public var state: State = .pending
-        public var error: String?
+        public var error: String? {
+            get { rare?.fields.error }
+            set { update { $0.error = newValue } }
+        }
         /// The loop pass in which it last failed.
-        public var failedInLoop: Int?
+        public var failedInLoop: Int? {
+            get { rare?.fields.failedInLoop }
+            set { update { $0.failedInLoop = newValue } }
+        }
         /// mpv's `playlist_entry_id`: given when the entry joins the playlist, from 1 up, never
         /// reused (0: none given; `Snapshot.entryID` then counts from the position).
         public var id = 0
         /// How the item follows the one before it, when not a cut (the `playlist` property's
         /// `transition`).
-        public var transition: Transition?
+        public var transition: Transition? {
+            get { rare?.fields.transition }
+            set { update { $0.transition = newValue } }
+        }
+
+        public init(uri: String, path: String? = nil, state: State = .pending, error: String? = nil) {
+            self.uri = uri
+            self.path = path
+            self.state = state
+            self.error = error
+        }
+
+        /// What most entries lack (an error, a transition), kept apart: a million-entry playlist's
+        /// status costs a few words an entry.
+        private var rare: Rare?
+
+        private struct Fields: Equatable {
+            var error: String?
+            var failedInLoop: Int?
+            var transition: Transition?
+        }
+
+        private final class Rare: Sendable {
+            let fields: Fields
+            init(_ fields: Fields) { self.fields = fields }
+        }
+
+        /// A new box for each change: entries share an unchanged one (a value, as the fields were).
+        private mutating func update(_ change: (inout Fields) -> Void) {
+            var fields = rare?.fields ?? Fields()
+            change(&fields)
+            rare = fields == Fields() ? nil : Rare(fields)
+        }
+
+        public static func == (a: Item, b: Item) -> Bool {
+            a.uri == b.uri && a.path == b.path && a.state == b.state && a.id == b.id
+                && (a.rare?.fields ?? Fields()) == (b.rare?.fields ?? Fields())
+        }
     }
 
     public struct Output: Sendable, Equatable {
@@ -315,13 +358,6 @@ public final class KioskStatus: Sendable {
         }
         let still = s.outputs.first.map { $0.pictureDuration >= 1 ? " (a still picture, \($0.pictureDuration.formatted(decimals: 1)) s)" : "" } ?? ""
         return "playing item \(index + 1) of \(s.items.count): \(name)\(still)" + suffix
-    }
-}
-
-extension KioskStatus.Item {
-    /// An item as a player outside this module (a control-protocol fuzzer, a tool) reports it.
-    public init(uri: String, path: String?, state: State, error: String?) {
-        self.init(uri: uri, path: path, state: state, error: error, failedInLoop: nil)
     }
 }
 

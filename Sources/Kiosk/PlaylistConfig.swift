@@ -40,7 +40,7 @@ extension ConfigReader {
     /// Returns its items and where they come from (nil, with the problems noted, when it cannot be
     /// read at all). `emptyHint` says what to do about an empty array.
     mutating func readPlaylist(_ value: JSONValue, at path: String, emptyHint: String,
-                               baseDirectory: String) -> (items: [KioskConfig.Item], origin: KioskConfig.PlaylistOrigin)? {
+                               baseDirectory: String, defersListFile: Bool = false) -> (items: [KioskConfig.Item], origin: KioskConfig.PlaylistOrigin)? {
         switch value {
         case .array(let items):
             if items.isEmpty { problem(path, "empty: \(emptyHint)") }
@@ -54,6 +54,9 @@ extension ConfigReader {
             guard let s = string(v, at: "\(path).\(key)") else { return nil }
             let file = KioskConfig.join(baseDirectory, s)
             let origin: KioskConfig.PlaylistOrigin = key == "directory" ? .directory(file) : .m3u(file)
+            // A long list is read once the player runs (its problems are warnings then, as here);
+            // a short one now, so that it plays from the start as before (a wall's clock sync too).
+            if defersListFile, case .m3u = origin, regularFileSize(file) > readAtStartM3USize { return ([], origin) }
             do {
                 return (try expandPlaylist(origin), origin)
             } catch {
@@ -139,6 +142,18 @@ func nonRegularKind(_ path: String) -> String? {
 /// The largest M3U file read (128 MB: a million entries of about a hundred characters).
 public let largestM3UFile = 128 << 20
 
+/// An M3U file larger than this (some 10,000 lines) is read after the start, when the config
+/// allows it (`KioskConfig.load(path:defersListFile:)`).
+let readAtStartM3USize = 256 << 10
+
+/// The size of the regular file at `path` (0 for anything else, read at once as before: its
+/// error is then reported as always). `stat` does not open the file, so a FIFO cannot block it.
+func regularFileSize(_ path: String) -> Int {
+    var info = stat()
+    guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return 0 }
+    return Int(info.st_size)
+}
+
 /// The items of a folder or M3U playlist as they are now. A folder gives its media files in name
 /// order; an M3U file its entries (comments and `#EXT` lines skipped), relative to the file's folder.
 public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin) throws(PlaylistError) -> [KioskConfig.Item] {
@@ -149,6 +164,12 @@ public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin) throws(Playlist
 /// `expandPlaylist(_:)`, saying in `skipped` which entries of a folder were left out because they
 /// are not regular files: only regular files (or links to them) are opened from a folder.
 public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout [SkippedEntry]) throws(PlaylistError) -> [KioskConfig.Item] {
+    try expandPlaylist(origin, skipped: &skipped, first: .max)
+}
+
+/// `expandPlaylist(_:skipped:)`, stopping after the first `first` entries of an M3U file (a long
+/// list's head plays while the rest is read).
+func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout [SkippedEntry], first limit: Int) throws(PlaylistError) -> [KioskConfig.Item] {
     skipped = []
     switch origin {
     case .list:
@@ -183,16 +204,31 @@ public func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout 
             throw PlaylistError(message: "the M3U file \(file) \(error.reason)")
         }
         let folder = (file as NSString).deletingLastPathComponent
-        let entries = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-        if entries.isEmpty { throw PlaylistError(message: "the M3U file \(file) lists no entries") }
-        return try entries.map { entry throws(PlaylistError) in
-            guard let path = ConfigReader.filePath(of: entry) else {
+        // A head is read from the file's first lines only (twice as many as it wants, for
+        // comments), cut after a line feed: no need to split a million lines for a thousand.
+        var end = data.endIndex
+        if limit < Int.max / 2 {
+            var lines = 0
+            if let cut = data.firstIndex(where: { byte in
+                if byte == UInt8(ascii: "\n") { lines += 1 }
+                return lines >= 2 * limit + 64
+            }) { end = cut + 1 }
+        }
+        // Entries made straight from the lines (no lists of trimmed or kept lines between).
+        var items: [KioskConfig.Item] = []
+        for line in String(decoding: data[..<end], as: UTF8.self).split(whereSeparator: \.isNewline) {
+            let entry = line.trimmingCharacters(in: .whitespaces)
+            if entry.isEmpty || entry.hasPrefix("#") { continue }
+            guard let resolved = ConfigReader.filePath(of: entry) else {
                 throw PlaylistError(message: "\(file): \"\(entry)\" is not a file path or a file:// URL")
             }
-            return KioskConfig.Item(uri: entry, path: KioskConfig.join(folder, path))
+            let path = KioskConfig.join(folder, resolved)
+            // The same text once in memory when the entry is the path itself.
+            items.append(KioskConfig.Item(uri: entry, path: path == entry ? entry : path))
+            if items.count >= limit { break }
         }
+        if items.isEmpty { throw PlaylistError(message: "the M3U file \(file) lists no entries") }
+        return items
     }
 }
 

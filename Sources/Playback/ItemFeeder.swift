@@ -56,7 +56,9 @@ final class ItemFeeder: @unchecked Sendable {
 
     /// A preroll's decoder, closed once its first frames are queued (`parks`), waits here until the
     /// feeder before it lets its decoder go (`handDecoder(to:)`) or the item plays (`setAhead`).
-    private let parking: Monitor<(parks: Bool, resumed: Bool)>
+    /// `stopped` is kept here too, so that a stop ends the wait at once: a parked preroll of an
+    /// item replaced or removed (a queue changed again and again) no longer lingers for its timeout.
+    private let parking: Monitor<(parks: Bool, resumed: Bool, stopped: Bool)>
     /// The frames a parking preroll's reader gives before it closes: its capacity less the ready
     /// event's place (a preroll reader is never asked for more: `MediaBackend.openPrerollReader`).
     private let prerollFrames: Int
@@ -74,7 +76,7 @@ final class ItemFeeder: @unchecked Sendable {
     ///     buffers and frame threads live at a time, not the playing item's and the next one's.
     init(asset: Asset, start: MediaTime, toleranceBefore: MediaTime, end: MediaTime, capacity: Int, name: String,
          drops: DropCounter = DropCounter(), threads: ThreadCount? = nil, parks: Bool = false) {
-        parking = Monitor((parks, false))
+        parking = Monitor((parks, false, false))
         self.drops = drops
         self.threads = threads
         self.asset = asset
@@ -141,7 +143,7 @@ final class ItemFeeder: @unchecked Sendable {
     /// Waits for `resume()`; false once stopped.
     private func waitForResume() -> Bool {
         while !isStopped {
-            if parking.wait(until: { $0.resumed }, timeout: 0.5) { return !isStopped }
+            if parking.wait(until: { $0.resumed || $0.stopped }, timeout: 0.5) { return !isStopped }
         }
         return false
     }
@@ -200,7 +202,7 @@ final class ItemFeeder: @unchecked Sendable {
         stopped.store(true, ordering: .relaxed)
         queue.close()
         cancelReader.withLock { $0 }?()
-        parking.update { _ in }  // wakes a parked preroll, which sees the stop
+        parking.update { $0.stopped = true }  // ends a parked preroll's wait now
     }
 
     var isStopped: Bool { stopped.load(ordering: .relaxed) }

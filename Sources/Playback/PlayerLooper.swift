@@ -17,6 +17,8 @@ public final class PlayerLooper: @unchecked Sendable {
         let forwardEnd: MediaTime
         let playlistIndex: Int?
         var transition = Transition.cut
+        /// Where each replica starts (a playlist entry's `start`); nil: at zero.
+        var start: MediaTime?
         /// Replicas made of this template so far (its passes).
         var made = 0
         /// Probes of the file that failed in a row.
@@ -49,10 +51,50 @@ public final class PlayerLooper: @unchecked Sendable {
 
         /// A failed probe is retried after at most 2^3 = 8 passes.
         static let maxBackoffDoublings = 3
+
+        /// Nothing to remember: the probe has not failed (a template made again from its source
+        /// only probes its file again).
+        var isPlain: Bool { probeFailures == 0 && retryAt == nil && !asset.probeFailed }
+
+        init(_ item: PlayerItem, playlistIndex: Int?) {
+            asset = item.asset
+            forwardEnd = item.forwardPlaybackEndTime
+            self.playlistIndex = playlistIndex
+            transition = item.transition
+            start = item.pendingStart?.time
+        }
+    }
+
+    /// Makes the template items of a playlist on demand, by position (0..<count): a long playlist
+    /// costs no item and no asset per entry, only for the few replicas queued.
+    public struct TemplateSource: Sendable {
+        public let count: Int
+        let make: @Sendable (Int) -> PlayerItem
+
+        public init(count: Int, make: @escaping @Sendable (Int) -> PlayerItem) {
+            self.count = max(0, count)
+            self.make = make
+        }
+
+        /// The given items, as they are.
+        public init(items: [PlayerItem]) {
+            self.init(count: items.count) { items[$0] }
+        }
     }
 
     public let player: QueuePlayer
-    private var templates: [Template]
+    /// Where the playlist's templates come from, in order (appends add a source each), and how
+    /// many there are in all.
+    private var sources: [(first: Int, source: TemplateSource)] = []
+    private var templateCount = 0
+    /// Templates made so far, by position: every one for a playlist of up to `keptTemplates`
+    /// entries (each keeps its probed asset from pass to pass, as AVPlayerLooper's replicas share
+    /// the template's asset); beyond that only those that carry a failed probe's back-off (kept
+    /// while the list was shorter). A template made fresh is plain when its replica is made (the
+    /// probe comes later), so in a long list a failing file is tried again every pass: once in
+    /// over 4096 items rather than after 1 to 8 passes.
+    private var templates: [Int: Template] = [:]
+    static let keptTemplates = 4096
     private var timeRange: TimeRange
     private let isPlaylist: Bool
     private var replicas: [(item: PlayerItem, template: Int)] = []
@@ -67,8 +109,11 @@ public final class PlayerLooper: @unchecked Sendable {
     /// whose known duration is zero, or a range that is empty or outside [0, duration].
     public init(player: QueuePlayer, templateItem: PlayerItem, timeRange: TimeRange = .invalid) throws {
         self.player = player
-        templates = [Template(asset: templateItem.asset, forwardEnd: templateItem.forwardPlaybackEndTime,
-                              playlistIndex: templateItem.playlistIndex, transition: templateItem.transition)]
+        var template = Template(templateItem, playlistIndex: templateItem.playlistIndex)
+        template.start = nil  // a time range, not the item's own start, says where replicas start
+        templates = [0: template]
+        templateCount = 1
+        sources = [(0, TemplateSource(items: [templateItem]))]
         self.timeRange = timeRange
         isPlaylist = false
         if timeRange.isValid {
@@ -103,22 +148,43 @@ public final class PlayerLooper: @unchecked Sendable {
     /// again on the next pass; `loopCount` goes up each time the last one ends. With
     /// `afterCurrentItem` the replicas go behind the item playing now instead of ahead of it, so a
     /// new playlist takes over at the next item boundary, without a gap (a kiosk reload).
-    public init(player: QueuePlayer, templateItems: [PlayerItem], afterCurrentItem: Bool = false) {
+    public convenience init(player: QueuePlayer, templateItems: [PlayerItem], afterCurrentItem: Bool = false) {
+        self.init(player: player, templates: TemplateSource(items: templateItems), afterCurrentItem: afterCurrentItem)
+    }
+
+    /// Marquee: loops the playlist `source` makes, as `init(player:templateItems:)`, making each
+    /// template item only when a replica of it is due.
+    public init(player: QueuePlayer, templates source: TemplateSource, afterCurrentItem: Bool = false) {
         self.afterCurrentItem = afterCurrentItem
         self.player = player
-        templates = templateItems.enumerated().map {
-            Template(asset: $0.element.asset, forwardEnd: $0.element.forwardPlaybackEndTime,
-                     playlistIndex: $0.element.playlistIndex ?? $0.offset, transition: $0.element.transition)
-        }
-        starts = templateItems.map { $0.pendingStart?.time }
+        sources = [(0, source)]
+        templateCount = source.count
         timeRange = .invalid
         isPlaylist = true
         start()
-        setStatus(templates.isEmpty ? .failed : .ready, error: nil)
+        setStatus(templateCount == 0 ? .failed : .ready, error: nil)
     }
 
-    private var starts: [MediaTime?] = []
     private var afterCurrentItem = false
+
+    /// The template at `index`, made from its source unless kept.
+    private func template(at index: Int) -> Template {
+        if let kept = templates[index] { return kept }
+        let (first, source) = sources.last { $0.first <= index }!
+        let item = source.make(index - first)
+        return Template(item, playlistIndex: item.playlistIndex ?? index)
+    }
+
+    /// Keeps `template` for the next pass: always in a playlist of up to `keptTemplates` entries;
+    /// in a longer one only while it carries a failed probe's back-off (bounded memory: a pass
+    /// over a million entries probes each file again, as reading a folder again does).
+    private func keep(_ template: Template, at index: Int) {
+        if templateCount <= Self.keptTemplates || !template.isPlain {
+            templates[index] = template
+        } else {
+            templates[index] = nil
+        }
+    }
 
     private static func check(duration: MediaTime, range: TimeRange) throws {
         guard !(duration.isNumeric && duration <= .zero) else { throw PlayerError.looperTemplateHasNoDuration }
@@ -152,7 +218,7 @@ public final class PlayerLooper: @unchecked Sendable {
         player.locked { outbox in
             player.loopers.append(WeakLooper(looper: self))
             var index = afterCurrentItem ? min(1, player.queue.count) : 0
-            while replicas.count < wanted && !templates.isEmpty {
+            while replicas.count < wanted && templateCount > 0 {
                 let (item, template) = makeReplica()
                 player.insertLocked(item, at: index, &outbox)
                 replicas.append((item, template))
@@ -163,9 +229,10 @@ public final class PlayerLooper: @unchecked Sendable {
 
     private func makeReplica() -> (PlayerItem, Int) {
         let index = nextTemplate
-        nextTemplate = (nextTemplate + 1) % templates.count
-        let template = templates[index]
-        let item = PlayerItem(asset: templates[index].nextAsset())
+        nextTemplate = (nextTemplate + 1) % templateCount
+        var template = template(at: index)
+        let item = PlayerItem(asset: template.nextAsset())
+        keep(template, at: index)
         item.playlistIndex = template.playlistIndex
         item.transition = template.transition
         if timeRange.isValid {
@@ -173,7 +240,7 @@ public final class PlayerLooper: @unchecked Sendable {
             item.forwardPlaybackEndTime = timeRange.end
         } else {
             item.forwardPlaybackEndTime = template.forwardEnd
-            if isPlaylist, let start = starts[index], start > .zero { item.pendingStart = (start, .zero, nil) }
+            if isPlaylist, let start = template.start, start > .zero { item.pendingStart = (start, .zero, nil) }
         }
         return (item, index)
     }
@@ -183,7 +250,7 @@ public final class PlayerLooper: @unchecked Sendable {
         guard let position = replicas.firstIndex(where: { $0.item === item }) else { return }
         let template = replicas[position].template
         replicas.remove(at: position)
-        if template == templates.count - 1 && looping { _loopCount += 1 }
+        if template == templateCount - 1 && looping { _loopCount += 1 }
         guard looping else { return }
         // The new replica goes right behind the last one, ahead of any other items.
         let after = replicas.last.flatMap { last in self.player.queue.firstIndex { $0 === last.item } }
@@ -198,14 +265,21 @@ public final class PlayerLooper: @unchecked Sendable {
     /// each. The new items follow the last item in every pass from the next replica made on (when
     /// the queued ones have already wrapped to the top of a short playlist, they play first).
     public func append(templateItems items: [PlayerItem]) {
-        guard isPlaylist, !items.isEmpty else { return }
+        append(templates: TemplateSource(items: items))
+    }
+
+    /// Marquee: the playlist `source` makes joins the end of the looped playlist, as
+    /// `append(templateItems:)`.
+    public func append(templates source: TemplateSource) {
+        guard isPlaylist, source.count > 0 else { return }
         player.locked { outbox in
             guard looping else { return }
-            let first = templates.count
-            for (offset, item) in items.enumerated() {
-                templates.append(Template(asset: item.asset, forwardEnd: item.forwardPlaybackEndTime,
-                                          playlistIndex: item.playlistIndex ?? first + offset, transition: item.transition))
-                starts.append(item.pendingStart?.time)
+            let first = templateCount
+            sources.append((first, source))
+            templateCount += source.count
+            // Past `keptTemplates` the plain templates kept so far go too (as `keep` would).
+            if first <= Self.keptTemplates && templateCount > Self.keptTemplates {
+                templates = templates.filter { !$0.value.isPlain }
             }
             // Replicas queued behind the next one (no decoder yet) are made again, so that the new
             // items come right after the old last one: the cycle goes on from the next replica.

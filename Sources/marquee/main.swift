@@ -152,7 +152,9 @@ FFmpegLog.route(to: Logger.forService(level: arguments.logLevel ?? .info, identi
 var config: KioskConfig
 do {
     if let configPath = arguments.configPath {
-        config = try KioskConfig.load(path: configPath)
+        // The player reads a config's M3U playlist once it runs (READY and the socket come first);
+        // --check-config reads it here, to list its problems.
+        config = try KioskConfig.load(path: configPath, defersListFile: !arguments.checkOnly)
     } else {
         guard let data = dataDirectory() else { fail("cannot find the demo clip (configs/demo/demo.mp4); give --config", status: 1) }
         config = KioskConfig.embeddedDefault(dataDirectory: data)
