@@ -14,7 +14,7 @@ soak     N item transitions (default 10,000) of a mixed playlist: tiny clips of 
          end is the median over a window of N/10 transitions: N/10..2N/10 against the last N/10.
          Passes when: that median grew less than --max-rss-growth-kb (2048) (judged from N =
          5,000 on: shorter runs only report it); the paused fd and thread counts at the end are
-         within --tolerance (2) of those at N/10, and no paused reading is more above; the trace (tools/check-trace.py,
+         at most --tolerance (2) above those at N/10, and no paused reading is more above; the trace (tools/check-trace.py,
          in pieces between the pauses) has no gap, drop, repeat, cadence error or blank; every
          pass of a good item shows all its frames; every bad item ends with an error naming the
          file, in the trace and the log.
@@ -420,9 +420,10 @@ def soak(binary, folder, transitions, max_growth_kb, tolerance):
         for name, field in (("fds", 3), ("threads", 4)):
             a, b = result[f"{name}_early"], result[f"{name}_late"]
             highest = max(r[field] for r in paused_later)
-            if abs(b - a) > tolerance or highest > a + tolerance:
+            # Only growth is a leak: fewer at the end is a pool's idle threads gone (probes).
+            if b - a > tolerance or highest > a + tolerance:
                 failures.append(f"{name}: {b} (paused, transitions {transitions - mark}..{transitions}) against {a} "
-                                f"({mark}..{2 * mark}), highest paused reading {highest} (tolerance +-{tolerance})")
+                                f"({mark}..{2 * mark}), highest paused reading {highest} (tolerance +{tolerance})")
     else:
         failures.append(f"only {m.transitions} of {transitions} transitions")
     # Running fds and threads, reported: (lowest, median, highest) over the two windows.
