@@ -58,6 +58,9 @@ public final class KioskController: ControlHandler, Sendable {
     private let navigation = Mutex(NavigationQueue())
     /// Whether a hand-over to the player is in progress (one at a time).
     private let applying = Monitor(false)
+    /// The threads commands run on: at most 4, with at most 32 commands waiting for one (more are
+    /// refused), so the thread count has a bound whatever a client sends.
+    let commands = ThreadPool(name: "marquee-command", limit: 4, maxWaiting: 32)
     /// The sound's properties (KioskController+Audio.swift); nil: none (they are unavailable).
     let audio: (any AudioControls)?
 
@@ -347,8 +350,8 @@ public final class KioskController: ControlHandler, Sendable {
             return !navigation.scheduled
         }
         if start {
-            // A thread of its own, as for every command: the player may keep it a moment.
-            startThread(named: "marquee-navigation") { [self] in
+            // On the command pool, as every command: the player may keep it a moment.
+            commands.run { [self] in
                 while true {
                     let wait = navigation.withLock { $0.wait(now: .now, interval: navigationInterval) }
                     if wait <= 0 { break }
@@ -389,10 +392,10 @@ public final class KioskController: ControlHandler, Sendable {
         let commandTimeout = timeout ?? self.commandTimeout
         let answer = Latch<KioskCommandResult>()
         let perform = self.perform
-        // A thread of its own: a command may block (a screenshot waits for the next vsync), and
-        // blocked dispatch workers would starve other work.
-        startThread(named: "marquee-command") {
-            answer.set(perform(command))
+        // On a bounded pool: a command may block (a screenshot waits for the next vsync), and one
+        // that never returns must not let a stream of requests start threads without limit.
+        guard commands.tryRun({ answer.set(perform(command)) }) else {
+            throw .commandFailed("the player is busy: \(commands.maxWaiting ?? 0) commands wait for it; try again later")
         }
         guard let result = answer.wait(timeout: commandTimeout) else {
             throw .commandFailed("no answer from the player within \(commandTimeout) s")

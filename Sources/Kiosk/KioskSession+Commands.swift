@@ -4,6 +4,10 @@ import Render
 import Synchronization
 
 extension KioskSession {
+    /// PNG encoding for screenshots: one thread, at low priority, two more waiting at most (an
+    /// encode that outlives its request's 30 s keeps its thread, not a new one per request).
+    static let screenshotEncoder = ThreadPool(name: "marquee-screenshot", limit: 1, maxWaiting: 2)
+
     // MARK: Commands
 
     /// Carries out a control command; may be called from any thread.
@@ -80,9 +84,11 @@ extension KioskSession {
         case .success(let (image, name))?:
             // At low priority: the presenting and decoding threads come first for the CPU.
             let encoded = Latch<Result<Data, any Error>>()
-            startThread(named: "marquee-screenshot") {
+            guard Self.screenshotEncoder.tryRun({
                 lowerThisThreadsPriority()
                 encoded.set(Result { try image.pngData() })
+            }) else {
+                return .failed("screenshot of \(name): earlier screenshots are still being encoded; try again later")
             }
             guard let result = encoded.wait(timeout: 30) else {
                 return .failed("screenshot of \(name): the PNG was not encoded within 30 s")

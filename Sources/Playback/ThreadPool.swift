@@ -10,6 +10,8 @@ public final class ThreadPool: Sendable {
     public let name: String
     public let limit: Int
     public let idleSeconds: Double
+    /// Jobs that may wait for a thread before `tryRun` refuses more (nil: no limit).
+    public let maxWaiting: Int?
 
     private struct State {
         var jobs: [@Sendable () -> Void] = []
@@ -22,9 +24,10 @@ public final class ThreadPool: Sendable {
     }
     private let state = Monitor(State())
 
-    public init(name: String, limit: Int, idleSeconds: Double = 2) {
+    public init(name: String, limit: Int, maxWaiting: Int? = nil, idleSeconds: Double = 2) {
         self.name = name
         self.limit = max(1, limit)
+        self.maxWaiting = maxWaiting.map { max(0, $0) }
         self.idleSeconds = idleSeconds
     }
 
@@ -36,19 +39,32 @@ public final class ThreadPool: Sendable {
 
     /// Queues `job`; starts a thread for it when none is idle and fewer than `limit` run.
     public func run(_ job: @escaping @Sendable () -> Void) {
-        let start = state.update { s -> Bool in
+        _ = enqueue(job, refuseOver: nil)
+    }
+
+    /// Queues `job` as `run` does, unless `maxWaiting` jobs already wait for a thread: then it is
+    /// dropped and false returned, so a burst against jobs that never end cannot grow the queue.
+    public func tryRun(_ job: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(job, refuseOver: maxWaiting)
+    }
+
+    private func enqueue(_ job: @escaping @Sendable () -> Void, refuseOver bound: Int?) -> Bool {
+        let outcome = state.update { s -> (queued: Bool, start: Bool) in
+            // Jobs an idle thread will take do not count as waiting.
+            if let bound, s.waiting - s.idle >= bound { return (false, false) }
             s.jobs.append(job)
             // An idle thread takes it, unless more jobs wait than threads are idle.
-            if s.waiting <= s.idle || s.threads >= limit { return false }
+            if s.waiting <= s.idle || s.threads >= limit { return (true, false) }
             s.threads += 1
             s.peak = max(s.peak, s.threads)
-            return true
+            return (true, true)
         }
-        if start {
+        if outcome.start {
             startThread(named: name) { [self] in work() }
-        } else {
+        } else if outcome.queued {
             state.signal()
         }
+        return outcome.queued
     }
 
     /// Threads running now, and the most that ran at once.

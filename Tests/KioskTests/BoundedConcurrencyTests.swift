@@ -1,5 +1,7 @@
 import Foundation
 import Kiosk
+import Playback
+import Synchronization
 import Testing
 import TestSupport
 
@@ -39,9 +41,9 @@ import TestSupport
     }
 
     /// Any burst stays under this many threads above the playing process's own: 4 probe threads,
-    /// 4 callback threads, a request worker and a command thread per client (4 clients here), the
-    /// navigation thread, and the next items' decode threads (2 ahead, each with FFmpeg's frame
-    /// threads).
+    /// 4 callback threads, a request worker per client (4 clients here), 4 command threads (which
+    /// also hand seeks and steps over), and the next items' decode threads (2 ahead, each with
+    /// FFmpeg's frame threads).
     static let burstAllowance = 24
 
     @Test func threeHundredAppendsStayUnderAThreadBoundAndFdsComeBack() throws {
@@ -113,5 +115,72 @@ import TestSupport
         #expect(after.threads <= baseline.threads + 2, "threads \(after.threads) (\(afterNames)), baseline \(baseline.threads) (\(baselineNames))")
         _ = control.request(["quit"], id: 3)
         #expect(running.wait() == 0)
+    }
+}
+
+/// Issue 26: a player that never answers. Each command used to get a thread of its own that
+/// outlived its request's timeout, so a client repeating "no answer" requests grew the process by
+/// a thread each time; commands now run on a pool of 4 threads with 32 waiting at most.
+@Suite struct StuckPlayerCommandTests {
+    /// The threads of this process with `name`.
+    func threads(named name: String) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter {
+            (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) == name
+        }.count
+    }
+
+    @Test func commandsToAStuckPlayerUseAtMostFourThreadsAndTheRestAreRefused() throws {
+        let gate = Latch<Void>()
+        let calls = Atomic<Int>(0)
+        let controller = KioskController(status: KioskStatus(), commandTimeout: 0.05) { _ in
+            calls.add(1, ordering: .relaxed)
+            _ = gate.wait(timeout: 60)  // a player that keeps every command
+            return .done
+        }
+        // 8 clients' worth of requests, 25 each, of every kind that reaches the player (steps and
+        // seeks are answered at once and coalesced: they reach it as one hand-over at most).
+        let kinds: [(name: String, waits: Bool, send: @Sendable () throws -> Void)] = [
+            ("pause", true, { try controller.setProperty("pause", to: true) }),
+            ("display-power", true, { try controller.setProperty("display-power", to: false) }),
+            ("quit", true, { _ = try controller.run("quit", []) }),
+            ("loadfile", true, { _ = try controller.run("loadfile", ["/nonexistent.mp4", "append"]) }),
+            ("reload", true, { _ = try controller.run("reload", []) }),
+            ("playlist-next", false, { _ = try controller.run("playlist-next", []) }),
+            ("seek", false, { _ = try controller.run("seek", [5]) }),
+        ]
+        let outcomes = Mutex<(timedOut: Int, refused: Int, other: [String])>((0, 0, []))
+        DispatchQueue.concurrentPerform(iterations: 8) { client in
+            for i in 0..<25 {
+                let kind = kinds[(client + i) % kinds.count]
+                do {
+                    try kind.send()
+                    if kind.waits { outcomes.withLock { $0.other.append("\(kind.name) answered") } }
+                } catch {
+                    let text = "\(error)"
+                    outcomes.withLock {
+                        if text.contains("no answer from the player") { $0.timedOut += 1 }
+                        else if text.contains("the player is busy") { $0.refused += 1 }
+                        else { $0.other.append("\(kind.name): \(text)") }
+                    }
+                }
+            }
+        }
+        let waiting = (0..<8).reduce(0) { sum, client in
+            sum + (0..<25).filter { kinds[(client + $0) % kinds.count].waits }.count
+        }
+        let (timedOut, refused, other) = outcomes.withLock { $0 }
+        #expect(other.isEmpty, "\(other.prefix(3))")
+        #expect(timedOut + refused == waiting)
+        #expect(refused > 0, "a queue that never drains must refuse at some point")
+        #expect(threads(named: "marquee-command") <= 4)
+        // At most 4 commands reached the stuck player; the 32 queued wait behind them.
+        #expect(calls.load(ordering: .relaxed) <= 4)
+        // The queue's entries are kept, not leaked: once the player answers, the pool drains.
+        gate.set(())
+        let drained = Date(timeIntervalSinceNow: 10)
+        while calls.load(ordering: .relaxed) < 4 + 32, Date() < drained { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(calls.load(ordering: .relaxed) >= 4 + 32)
     }
 }
