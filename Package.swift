@@ -20,11 +20,16 @@ let package = Package(
         // The one C shim: what Swift cannot import (function-like and struct-valued macros).
         .target(name: "CShim", dependencies: ["CFFmpeg"], path: "Sources/CShim"),
 
-        // Pure Swift: the playback model, timing and the protocols the C-backed modules implement.
-        .target(name: "Playback"),
-        // Pure Swift over Glibc: owned file descriptors and system calls that retry EINTR and throw
-        // errors naming the call and errno (Display and Kiosk use it).
+        // Time and checked values: MediaTime, rates, vsync clocks, the cadence, wall time, the calendar.
+        .target(name: "Timing"),
+        // Owned file descriptors, system calls that throw errors naming the call and errno, and
+        // journald's socket.
         .target(name: "SystemCalls"),
+        // The logger, the trace, threads, pools and waits with timeouts.
+        .target(name: "Diagnostics", dependencies: ["Timing", "SystemCalls"]),
+        // The playback model (assets, items, players, looper, observers, the presentation loop) and
+        // the protocols the C-backed modules implement.
+        .target(name: "Playback", dependencies: ["Timing", "Diagnostics"]),
         .target(name: "Media", dependencies: ["Playback", "CFFmpeg", "CShim", "SystemCalls"]),
         .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES", "CGBM", "CFreeType"]),
         // Sound through ALSA (alsa-lib): one PCM device, its latency, underrun recovery.

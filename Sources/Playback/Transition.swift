@@ -153,3 +153,21 @@ extension Player {
         return PictureMix(kind: .fade, frameWeight: w, other: nil, otherWeight: 0, otherItem: nil, otherPts: nil)
     }
 }
+
+extension TraceWriter {
+    /// A frame line (`TraceWriter.frame`); during a transition `mix` adds
+    /// `"mix":{"kind":"crossfade","weight":0.5,"otherItem":0,"otherPts":1.966667}` (`weight`: this
+    /// frame's; the other picture's is 1 - weight in a crossfade, the background's the rest in a fade).
+    public func frame(vsync: Int64, t: MediaTime, output: String, item: Int, uri: String, pts: MediaTime,
+                      wall: Double = Date().timeIntervalSince1970, late: Int64 = 0, mix: PictureMix? = nil) {
+        var extra = ""
+        if let mix {
+            extra += ",\"mix\":{\"kind\":\"\(mix.kind.rawValue)\",\"weight\":\(mix.frameWeight.formatted(decimals: 6))"
+            if let other = mix.otherItem, let pts = mix.otherPts {
+                extra += ",\"otherItem\":\(other),\"otherPts\":\(pts.seconds.formatted(decimals: 6)),\"otherWeight\":\(mix.otherWeight.formatted(decimals: 6))"
+            }
+            extra += "}"
+        }
+        frame(vsync: vsync, t: t, output: output, item: item, uri: uri, pts: pts, wall: wall, late: late, extraFields: extra)
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import Timing
 import Synchronization
 
 /// The presentation trace: JSON Lines, one line each time the picture on an output changes.
@@ -30,20 +31,11 @@ public final class TraceWriter: Sendable {
     }
 
     /// A frame line; `wall` is the Unix time (seconds) at which it was shown; `late` (only when
-    /// above 0) the vsyncs it came after the one it was due on (decoded or drawn too late).
-    /// During a transition `mix` adds `"mix":{"kind":"crossfade","weight":0.5,"otherItem":0,"otherPts":1.966667}`
-    /// (`weight`: this frame's; the other picture's is 1 - weight in a crossfade, the background's
-    /// the rest in a fade).
+    /// above 0) the vsyncs it came after the one it was due on (decoded or drawn too late);
+    /// `extraFields`: more of the object's members, each `,"key":value` (Playback adds a transition's mix).
     public func frame(vsync: Int64, t: MediaTime, output: String, item: Int, uri: String, pts: MediaTime,
-                      wall: Double = Date().timeIntervalSince1970, late: Int64 = 0, mix: PictureMix? = nil) {
-        var extra = late > 0 ? ",\"late\":\(late)" : ""
-        if let mix {
-            extra += ",\"mix\":{\"kind\":\"\(mix.kind.rawValue)\",\"weight\":\(mix.frameWeight.formatted(decimals: 6))"
-            if let other = mix.otherItem, let pts = mix.otherPts {
-                extra += ",\"otherItem\":\(other),\"otherPts\":\(pts.seconds.formatted(decimals: 6)),\"otherWeight\":\(mix.otherWeight.formatted(decimals: 6))"
-            }
-            extra += "}"
-        }
+                      wall: Double = Date().timeIntervalSince1970, late: Int64 = 0, extraFields: String) {
+        let extra = (late > 0 ? ",\"late\":\(late)" : "") + extraFields
         append("{\"type\":\"frame\",\"vsync\":\(vsync),\"t\":\(t.seconds.formatted(decimals: 6)),\"output\":\(jsonStringLiteral(output)),\"item\":\(item),\"uri\":\(jsonStringLiteral(uri)),\"pts\":\(pts.seconds.formatted(decimals: 6)),\"wall\":\(wall.formatted(decimals: 6))\(extra)}")
     }
 

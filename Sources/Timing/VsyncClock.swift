@@ -1,16 +1,5 @@
 import Foundation
 
-/// Error raised when a wait expires; every wait in Marquee has a timeout and says what it waited for.
-public struct WaitTimeout: Error, CustomStringConvertible {
-    public let waitingFor: String
-    public let seconds: Double
-    public init(waitingFor: String, seconds: Double) {
-        self.waitingFor = waitingFor
-        self.seconds = seconds
-    }
-    public var description: String { "timed out after \(seconds.formatted(decimals: 3)) s waiting for \(waitingFor)" }
-}
-
 /// The clock of an output: vsync `n` happens at `time(ofVsync: n)` on the presentation timeline,
 /// where vsync 0 is the moment the output started.
 public protocol VsyncClock: Sendable {

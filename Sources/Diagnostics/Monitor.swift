@@ -1,4 +1,5 @@
 import Glibc
+import Timing
 
 /// A value guarded by a mutex, with a condition variable to wait for the value to change: the one
 /// way threads in Marquee wait for each other. (`Synchronization.Mutex` guards state nobody waits

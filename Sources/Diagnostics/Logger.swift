@@ -1,4 +1,6 @@
 import Foundation
+import Timing
+import SystemCalls
 
 /// The one logger of a Marquee process: made in `main`, passed down, with structured fields.
 ///
