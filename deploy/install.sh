@@ -14,7 +14,7 @@ install -d "$prefix/bin" /etc/marquee /usr/share/marquee/demo /usr/share/doc/mar
 install -m 0755 "$bin/marquee" "$prefix/bin/marquee"
 [ -x "$bin/marqueectl" ] && install -m 0755 "$bin/marqueectl" "$prefix/bin/marqueectl"
 install -m 0644 "$here/configs/demo/demo.mp4" /usr/share/marquee/demo/demo.mp4
-install -m 0644 "$here/README.md" /usr/share/doc/marquee/README.md
+install -m 0644 "$here/README.md" "$here"/docs/*.md /usr/share/doc/marquee/
 # Keep an existing config: it is the operator's.
 if [ ! -f /etc/marquee/config.json ]; then
     install -m 0644 "$here/configs/single-screen.json" /etc/marquee/config.json

@@ -3,11 +3,11 @@
 --input-ipc-server, on the same clips) and compares the replies' shapes: the reply's keys, the
 error string, and the type of `data` (int and float told apart; for an object, every key mpv gives
 with the same type; for a list, the union of its elements' shapes). The requests are the rows of
-README's table of mpv IPC requests marked `same`; `CLIP` in a request stands for the first clip.
+the table of mpv IPC requests in docs/control.md marked `same`; `CLIP` in a request stands for the first clip.
 Also compares the events around a playlist-next and the event for an observed unknown property.
 Prints a JSON report; exits 0 when everything agrees, 1 otherwise.
 
-Usage: mpv-compare.py --marquee SOCKET --readme README.md CLIP...
+Usage: mpv-compare.py --marquee SOCKET --doc docs/control.md CLIP...
 """
 import argparse
 import json
@@ -128,11 +128,11 @@ def covers(ours, theirs, path="data"):
     return None if ours == theirs else f"{path}: Marquee {ours}, mpv {theirs}"
 
 
-def table_rows(readme):
-    """The requests of README's mpv table marked `same`: (text, is_json)."""
+def table_rows(doc):
+    """The requests of the doc's mpv table marked `same`: (text, is_json)."""
     rows = []
     in_table = False
-    for line in open(readme, encoding="utf-8"):
+    for line in open(doc, encoding="utf-8"):
         if line.startswith("| Request"):
             in_table = True
             continue
@@ -151,10 +151,10 @@ def table_rows(readme):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--marquee", required=True)
-    parser.add_argument("--readme", required=True)
+    parser.add_argument("--doc", required=True)
     parser.add_argument("clips", nargs="+")
     args = parser.parse_args()
-    rows = table_rows(args.readme)
+    rows = table_rows(args.doc)
     folder = tempfile.mkdtemp(prefix="mpv-compare-")
     mpv_socket = os.path.join(folder, "mpv.sock")
     mpv = subprocess.Popen(["mpv", "--no-config", "--vo=null", "--ao=null", "--idle=yes", "--loop-playlist=inf",
@@ -238,7 +238,7 @@ def main():
             mpv.wait(5)
     report["compared"] = len(report["rows"])
     if not report["rows"]:
-        report["problems"].append("no rows marked `same` found in README's table: nothing was compared")
+        report["problems"].append("no rows marked `same` found in the doc's table: nothing was compared")
     report["problems"] += [f"{row['request']}: {row['why']}" for row in report["rows"] if not row["ok"]]
     print(json.dumps(report))
     sys.exit(0 if not report["problems"] else 1)

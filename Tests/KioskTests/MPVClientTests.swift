@@ -120,7 +120,7 @@ import TestSupport
         _ = running.wait(timeout: 0)
     }
 
-    @Test func repliesAgreeWithMPVsForEveryRequestInTheReadmeTable() throws {
+    @Test func repliesAgreeWithMPVsForEveryRequestInTheControlDocTable() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/mpv") else {
             try Test.cancel("needs mpv (Debian's mpv package, which make test installs)")
         }
@@ -128,13 +128,14 @@ import TestSupport
         let running = try MarqueeProcessTests.Running(config: try MarqueeProcessTests().writeConfig(clips), exitAfter: 120)
         _ = try running.connect()
         let result = try Command.run("python3", [Command.repository + "/tools/mpv-compare.py", "--marquee", running.socket,
-                                                 "--readme", Command.repository + "/README.md"] + clips)
+                                                 "--doc", Command.repository + "/docs/control.md"] + clips)
         let report = try #require((try? JSONSerialization.jsonObject(with: result.output)) as? [String: Any],
                                   "\(result.text)\n\(result.errorText)")
         let rows = report["rows"] as? [[String: Any]] ?? []
         // Every row marked `same` was sent to both (the table has over 40 of them).
-        let readme = try String(contentsOfFile: Command.repository + "/README.md", encoding: .utf8)
-        let same = readme.split(separator: "\n").filter { line in
+        let doc = try String(contentsOfFile: Command.repository + "/docs/control.md", encoding: .utf8)
+        let table = doc.components(separatedBy: "\n| Request").dropFirst().first ?? ""
+        let same = table.components(separatedBy: "\n\n").first!.split(separator: "\n").filter { line in
             line.hasPrefix("| `") && line.split(separator: "|").last?.trimmingCharacters(in: .whitespaces).hasPrefix("same") == true
         }.count
         #expect(rows.count == same && same > 40, "\(rows.count) compared of \(same)")

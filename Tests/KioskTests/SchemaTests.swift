@@ -21,10 +21,12 @@ import TestSupport
         try Command.run(MarqueeProcessTests.binary.path, ["--config", path, "--check-config"])
     }
 
-    /// The config examples of the docs (README, deploy/WALL.md): each ```json block that is a whole config.
+    /// The config examples of the docs (README.md and every docs/*.md): each ```json block that is a whole config.
     func documentedConfigs() throws -> [String] {
         var files: [String] = []
-        for doc in ["README.md", "deploy/WALL.md"] {
+        let docs = try FileManager.default.contentsOfDirectory(atPath: Command.repository + "/docs")
+            .filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+        for doc in ["README.md"] + docs {
             let text = try String(contentsOfFile: Command.repository + "/" + doc, encoding: .utf8)
             for (i, block) in text.components(separatedBy: "```json\n").dropFirst().enumerated() {
                 let body = block.components(separatedBy: "```").first ?? ""
@@ -155,7 +157,7 @@ import TestSupport
             .filter { $0.hasSuffix(".json") && $0 != "marquee.schema.json" }.map { Command.repository + "/configs/" + $0 }
         #expect(shipped.count >= 3)
         let documented = try documentedConfigs()
-        #expect(documented.count >= 2, "config examples found in the docs: \(documented)")
+        #expect(documented.count >= 6, "config examples found in the docs: \(documented)")
         // What the folder and M3U playlists of the good configs name (the reader reads them).
         try FileManager.default.createDirectory(atPath: TestMedia.folder + "/media", withIntermediateDirectories: true)
         try "a.mp4\n".write(toFile: TestMedia.folder + "/list.m3u", atomically: true, encoding: .utf8)

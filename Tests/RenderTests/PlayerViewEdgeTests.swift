@@ -5,7 +5,7 @@ import Playback
 import Testing
 import TestSupport
 
-/// The edges of playback on a `PlayerView` (the README's first lines, on the real clock): the
+/// The edges of playback on a `PlayerView` (the first lines of docs/playback.md's example, on the real clock): the
 /// first frame on the vsync it is due, a newly set player taken on the next vsync whatever the view
 /// was doing, and every start-file line traced whatever the order of `play()` and `view.player`.
 @Suite("A player view's first frames, player changes and trace events", .serialized)

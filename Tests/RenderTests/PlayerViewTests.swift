@@ -117,9 +117,9 @@ import TestSupport
         #expect(throws: PlayerViewError.closed) { try view.screenshot() }
     }
 
-    /// README's example (the guide's "Putting It All Together"), as written there but on a headless
+    /// docs/playback.md's example (the guide's "Putting It All Together"), as written there but on a headless
     /// output: it plays, loops by seeking to zero at the end, and the boundary block sees its time.
-    @Test func theReadmeExampleRuns() async throws {
+    @Test func thePlaybackDocExampleRuns() async throws {
         let boundaries = Mutex<[String]>([])
         let print: @Sendable (String) -> Void = { line in boundaries.withLock { $0.append(line) } }
 
