@@ -52,6 +52,7 @@ import TestSupport
         #"{"playlist": [{"uri": "a.mp4", "transition": {"type": "cut"}}], "transition": {"type": "crossfade"}}"#,
         ##"{"playlist": [{"uri": "a.mp4"}], "overlays": [{"image": "logo.png", "anchor": "bottom-right", "offset": [-5, 10], "width": 8, "height": 4, "opacity": 0}, {"text": "Hi", "on": "canvas", "size": 1024, "color": "#A0b0C0"}, {"clock": "%c", "schedule": {"days": ["mon"], "to": "24:00", "dates": ["2026-01-01..2026-01-02"]}}]}"##,
         #"{"playlist": [{"uri": "a.mp4", "volume": 40}], "audio": {"enabled": true, "device": "hdmi:CARD=PCH,DEV=0", "volume": 80, "mute": false, "delay": -0.05, "output": "left"}}"#,
+        #"{"wall": {"canvas": {"width": 20, "height": 10}, "regions": [{"x": 0, "y": 0, "width": 10, "height": 10, "playlist": {"directory": "media"}}, {"x": 10, "y": 0, "width": 10, "height": 10, "playlist": {"m3u": "list.m3u"}}], "outputs": [{"name": "all", "x": 0, "y": 0, "width": 20, "height": 10}]}}"#,
         #"{"wall": {"canvas": {"width": 3840, "height": 1080}, "regions": [{"x": 0, "y": 0, "width": 1920, "height": 1080, "playlist": [{"uri": "l.mp4"}]}, {"x": 1920, "y": 0, "width": 1920, "height": 1080, "playlist": [{"uri": "r.mp4"}], "gravity": "resizeAspectFill"}], "outputs": [{"name": "left", "x": 0, "y": 0, "width": 1920, "height": 1080, "rotation": 90, "connector": "HDMI-A-1", "node": "pi-1"}, {"name": "right", "x": 1920, "y": 0, "width": 1920, "height": 1080, "connector": "HDMI-A-1", "node": "pi-2"}], "sync": {"mode": "clock", "epoch": "2026-01-01T00:00:00Z"}}}"#,
     ]
 
