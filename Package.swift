@@ -30,14 +30,17 @@ let package = Package(
         // The playback model (assets, items, players, looper, observers, the presentation loop) and
         // the protocols the C-backed modules implement.
         .target(name: "Playback", dependencies: ["Timing", "Diagnostics"]),
-        .target(name: "Media", dependencies: ["Playback", "CFFmpeg", "CShim", "SystemCalls"]),
+        // The player's sound path: its decode thread, the writer that keeps sound on the picture's
+        // timeline, the clock sync, and the sink protocol devices implement.
+        .target(name: "Sound", dependencies: ["Playback"]),
+        .target(name: "Media", dependencies: ["Playback", "Sound", "CFFmpeg", "CShim", "SystemCalls"]),
         .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES", "CGBM", "CFreeType"]),
-        // Sound through ALSA (alsa-lib): one PCM device, its latency, underrun recovery.
-        .target(name: "Audio", dependencies: ["Playback", "CALSA"]),
+        // ALSA devices (alsa-lib) as Sound's sink: one PCM device, its latency, underrun recovery.
+        .target(name: "Audio", dependencies: ["Playback", "Sound", "CALSA"]),
         .target(name: "Display", dependencies: ["Playback", "Render", "CDRM", "SystemCalls"]),
         // The control socket's protocol and client: JSON, the socket path, a blocking client (no C libraries).
         .target(name: "Control", dependencies: ["Playback", "SystemCalls"]),
-        .target(name: "Kiosk", dependencies: ["Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Audio"]),
+        .target(name: "Kiosk", dependencies: ["Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
         .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Control", "Playback"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
@@ -57,12 +60,13 @@ let package = Package(
         // Test media made with the ffmpeg command at test time.
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "PlaybackTests", dependencies: ["Playback", "TestSupport"]),
+        .testTarget(name: "SoundTests", dependencies: ["Sound", "Playback"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "Playback", "TestSupport"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
-        .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
+        .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Sound", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Media", "Playback", "Render", "TestSupport"]),
         .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
-        .testTarget(name: "AudioTests", dependencies: ["Audio", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Sound", "Media", "Playback", "TestSupport"]),
     ]
 )

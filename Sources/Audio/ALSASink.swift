@@ -1,5 +1,6 @@
 import Foundation
 import Playback
+import Sound
 import Synchronization
 
 /// An ALSA device as a player's sound output (`AudioSink`): `AudioOutput` opened by name, and

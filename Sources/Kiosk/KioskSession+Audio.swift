@@ -2,6 +2,7 @@ import Audio
 import Foundation
 import Media
 import Playback
+import Sound
 import Synchronization
 
 /// The sound of a session: one audio path (`PlayerAudioOutput`) for the session's player, on

@@ -1,6 +1,7 @@
 import CFFmpeg
 import Foundation
 import Playback
+import Sound
 
 extension AudioDecoder: AudioReader {}
 

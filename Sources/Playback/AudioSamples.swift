@@ -90,3 +90,16 @@ public struct PCMBuffer: Sendable {
         }
     }
 }
+
+/// Reads the decoded audio of one file, in order: interleaved float32 buffers whose `pts` are on
+/// the item's picture timeline. Used from one thread at a time (an item's audio decode thread).
+public protocol AudioReader: AnyObject {
+    /// The next buffer, or nil at the end of the stream.
+    func nextBuffer() throws -> PCMBuffer?
+    /// Positions the reader so that the next buffer starts at `time` (to the sample).
+    func seek(to time: MediaTime) throws
+    /// Packets that failed to decode and were skipped so far.
+    var corruptPackets: Int { get }
+    /// Ends the reader's waits (slow storage) from another thread.
+    var canceller: @Sendable () -> Void { get }
+}

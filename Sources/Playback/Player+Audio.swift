@@ -27,35 +27,35 @@ extension Player {
     }
 
     /// The gain the audio is played at now: the volume, or 0 when muted.
-    var audioGain: Float { audioSettings.values.withLock { $0.muted ? 0 : $0.volume } }
+    package var audioGain: Float { audioSettings.values.withLock { $0.muted ? 0 : $0.volume } }
 
     /// Where the timeline stands, as the audio thread needs it: whether the picture is moving, the
     /// current run (its item, its start on the timeline and the item time there), the item after
     /// it, and the timeline position of the last vsync asked for.
-    struct AudioView {
-        var playing = false
-        var rate = 1.0
-        var item: PlayerItem?
-        var run: ObjectIdentifier?
-        var runStart = MediaTime.zero
-        var runOrigin = MediaTime.zero
-        var next: PlayerItem?
+    package struct AudioView {
+        package var playing = false
+        package var rate = 1.0
+        package var item: PlayerItem?
+        package var run: ObjectIdentifier?
+        package var runStart = MediaTime.zero
+        package var runOrigin = MediaTime.zero
+        package var next: PlayerItem?
         /// Where the next item starts (a seek made on it before it plays), else zero.
-        var nextStart = MediaTime.zero
-        var lastVsync: Int64?
-        var position = MediaTime.zero
+        package var nextStart = MediaTime.zero
+        package var lastVsync: Int64?
+        package var position = MediaTime.zero
         /// The current item's start is primed for a seek back to zero (the guide's loop): its
         /// end stays current and waits for the end's handlers (`Player+Seams`).
-        var startPrimed = false
+        package var startPrimed = false
         /// The end's vsync waits for the end's handlers (a seek back may come).
-        var seamOpen = false
+        package var seamOpen = false
         /// The current run has played to its end.
-        var ended = false
+        package var ended = false
         /// Times the timeline moved with a late picture that started it (`didShow`).
-        var timelineShifts = 0
+        package var timelineShifts = 0
     }
 
-    func audioView() -> AudioView {
+    package func audioView() -> AudioView {
         withLock {
             var view = AudioView()
             view.rate = Double(_rate)

@@ -114,7 +114,7 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
         set { state.withLock { $0.transition = newValue } }
     }
 
-    var traceIndex: Int { playlistIndex ?? serial }
+    package var traceIndex: Int { playlistIndex ?? serial }
 
     /// The item's time now (read it when needed; observe time with a periodic time observer).
     public func currentTime() -> MediaTime {

@@ -2,6 +2,7 @@ import Audio
 import Foundation
 import Media
 import Playback
+import Sound
 import Synchronization
 import Testing
 import TestSupport

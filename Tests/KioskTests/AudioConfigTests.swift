@@ -1,6 +1,7 @@
 import Foundation
 import Kiosk
 import Playback
+import Sound
 import Testing
 
 /// `audio` in the config, an item's `volume`, and the sound's properties on the control socket.

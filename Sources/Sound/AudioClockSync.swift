@@ -1,3 +1,4 @@
+import Playback
 /// Keeps sound on the picture's clock by resampling it (the display clock is the master, as
 /// mpv's `display-resample`): the pictures stay vsync-exact and the audio is played a little
 /// faster or slower, by a smoothly varying factor, so that each sample is heard when the

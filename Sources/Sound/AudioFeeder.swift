@@ -1,4 +1,5 @@
 import Foundation
+import Playback
 import Synchronization
 
 /// Decodes one item's sound, from an item time on, on a thread of its own into a bounded queue

@@ -1,3 +1,4 @@
+import Sound
 import Playback
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import Playback
 import Synchronization
 
 /// What a player's audio path has done (status, health, tests).

@@ -1,4 +1,5 @@
 import Foundation
+import Playback
 import Synchronization
 
 /// A sound device as the player's audio path drives it: interleaved samples in its `format`,
@@ -27,19 +28,6 @@ public protocol AudioConverter: AnyObject {
     func convert(_ buffer: PCMBuffer) throws -> PCMBuffer
     /// Output frames per input frame on top of the rate conversion (1: none).
     func setRatio(_ ratio: Double) throws
-}
-
-/// Reads the decoded audio of one file, in order: interleaved float32 buffers whose `pts` are on
-/// the item's picture timeline. Used from one thread at a time (an item's audio decode thread).
-public protocol AudioReader: AnyObject {
-    /// The next buffer, or nil at the end of the stream.
-    func nextBuffer() throws -> PCMBuffer?
-    /// Positions the reader so that the next buffer starts at `time` (to the sample).
-    func seek(to time: MediaTime) throws
-    /// Packets that failed to decode and were skipped so far.
-    var corruptPackets: Int { get }
-    /// Ends the reader's waits (slow storage) from another thread.
-    var canceller: @Sendable () -> Void { get }
 }
 
 /// A sound device on a virtual clock, for tests and tools that drive time by hand: it starts
