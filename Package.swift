@@ -6,6 +6,19 @@ let package = Package(
     products: [
         .executable(name: "marquee", targets: ["marquee"]),
         .executable(name: "marqueectl", targets: ["marqueectl"]),
+        // The libraries an app depends on (docs/library.md). Public API, kept compatible: Playback
+        // (the AVFoundation-style model), Media (FFmpeg: `Asset(url:)`), Display (`PlayerView`;
+        // `import Display` brings Playback and Media), Render (GL drawing of a player) and Audio
+        // (ALSA). Control, the control socket's client, is public but unsupported: it changes with
+        // marquee. Kiosk (the marquee app itself), SystemCalls and the C modules are internal: no
+        // product. No unsafe pointer crosses a product's public API (`package` access where one
+        // module hands raw buffers to another).
+        .library(name: "Playback", targets: ["Playback"]),
+        .library(name: "Media", targets: ["Media"]),
+        .library(name: "Display", targets: ["Display"]),
+        .library(name: "Render", targets: ["Render"]),
+        .library(name: "Audio", targets: ["Audio"]),
+        .library(name: "Control", targets: ["Control"]),
     ],
     targets: [
         // C system libraries (headers and link flags only).
@@ -61,7 +74,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "PlaybackTests", dependencies: ["Playback", "TestSupport"]),
         .testTarget(name: "SoundTests", dependencies: ["Sound", "Playback"]),
-        .testTarget(name: "MediaTests", dependencies: ["Media", "Playback", "TestSupport"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "Sound", "Playback", "TestSupport"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
         .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Sound", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),

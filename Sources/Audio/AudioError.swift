@@ -1,28 +1,22 @@
 import CALSA
+import Playback
 
 /// A failure of the sound output: names the device, the ALSA call (or the wait) that failed and
-/// ALSA's reason (`snd_strerror`).
-public struct AudioError: Error, CustomStringConvertible, Sendable, Equatable {
+/// ALSA's reason (`snd_strerror`; `call`, `code` and `reason` come from `CallError`).
+public struct AudioError: CallError, Equatable {
     /// The ALSA device name as given (`default`, `hdmi:CARD=PCH,DEV=0`, ...).
     public let device: String
-    /// The call that failed, e.g. `snd_pcm_open`, or the wait that timed out.
-    public let call: String
-    /// ALSA's return code (a negative errno), or 0 when the failure is not an ALSA call's.
-    public let code: Int32
-    public let reason: String
+    public let failure: CallFailure
+    public var subject: String { "audio device \"\(device)\"" }
 
     public init(device: String, call: String, code: Int32 = 0, reason: String) {
         self.device = device
-        self.call = call
-        self.code = code
-        self.reason = reason
+        failure = CallFailure(call: call, code: code, reason: reason)
     }
 
     init(device: String, call: String, alsa code: Int32) {
         self.init(device: device, call: call, code: code, reason: alsaErrorString(code))
     }
-
-    public var description: String { "audio device \"\(device)\": \(call) failed: \(reason)" }
 }
 
 /// ALSA's message for a (negative) return code.

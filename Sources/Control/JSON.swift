@@ -1,3 +1,4 @@
+import Foundation
 import Playback
 
 /// A parsed JSON value that keeps the order of object members, so that errors can be reported in
@@ -44,7 +45,8 @@ public indirect enum JSONValue: Equatable, Sendable {
 }
 
 /// A JSON syntax error with its position (1-based line and column).
-public struct JSONSyntaxError: Error, CustomStringConvertible, Sendable {
+public struct JSONSyntaxError: LocalizedError, CustomStringConvertible, Sendable {
+    public var errorDescription: String? { description }
     public let line: Int
     public let column: Int
     public let message: String

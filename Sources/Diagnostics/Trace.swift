@@ -10,7 +10,8 @@ public final class TraceWriter: Sendable {
     /// Lines not yet written. Written with the lock held, so lines reach the file in order.
     private let buffer = Mutex([UInt8]())
 
-    public struct OpenError: Error, CustomStringConvertible {
+    public struct OpenError: LocalizedError, CustomStringConvertible {
+        public var errorDescription: String? { description }
         public let path: String
         public let reason: String
         public var description: String { "cannot write trace file \(path): \(reason)" }

@@ -5,17 +5,21 @@ import Render
 import SystemCalls
 
 /// A failing DRM call: names the call, its errno and what it was doing.
-public struct DRMError: Error, CustomStringConvertible, Sendable {
+public struct DRMError: LocalizedError, CustomStringConvertible, Sendable {
+    public var errorDescription: String? { description }
     public let call: String
     public let errno: Int32
     public let detail: String
-    public init(call: String, errno: Int32 = 0, detail: String = "") {
+    /// The failed system call behind it, when there was one.
+    public let cause: SystemCallError?
+    public init(call: String, errno: Int32 = 0, detail: String = "", cause: SystemCallError? = nil) {
         self.call = call
         self.errno = errno
         self.detail = detail
+        self.cause = cause
     }
     init(_ error: SystemCallError, detail: String = "") {
-        self.init(call: error.call, errno: error.errno, detail: detail)
+        self.init(call: error.call, errno: error.errno, detail: detail, cause: error)
     }
     public var description: String {
         var text = "\(call) failed"

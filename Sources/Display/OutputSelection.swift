@@ -9,8 +9,16 @@ public enum OutputKind: String, Sendable, CaseIterable {
     case headless
 }
 
-public struct OutputUnavailable: Error, CustomStringConvertible {
+public struct OutputUnavailable: LocalizedError, CustomStringConvertible {
+    public var errorDescription: String? { description }
     public let description: String
+    /// The error it was made from (the same, before the wait for a card), if any.
+    public let cause: (any Error)?
+
+    init(description: String, cause: (any Error)? = nil) {
+        self.description = description
+        self.cause = cause
+    }
 }
 
 /// A DRM card with a connected connector, as sysfs reports it (`/sys/class/drm/card0-HDMI-A-1/status`).
@@ -147,7 +155,7 @@ public func selectOutput(_ requested: OutputKind, waitForCard: Double, logger: L
         logger.warning("no display card; playing headless", ["why": why])
         return (kind, why)
     } catch let error as OutputUnavailable {
-        throw OutputUnavailable(description: "\(error.description) (waited \(waited.formatted(decimals: 1)) s for one)")
+        throw OutputUnavailable(description: "\(error.description) (waited \(waited.formatted(decimals: 1)) s for one)", cause: error)
     }
 }
 

@@ -1,9 +1,11 @@
+import Foundation
 import Media
 import Playback
 import Render
 
 /// A bad `IN_FORMATS` blob: what in it is wrong.
-public struct PlaneBlobError: Error, CustomStringConvertible, Sendable, Equatable {
+public struct PlaneBlobError: LocalizedError, CustomStringConvertible, Sendable, Equatable {
+    public var errorDescription: String? { description }
     public let description: String
 }
 

@@ -276,7 +276,8 @@ extension KMSOutput: PresentationSurface {
 }
 
 /// Errors of a `PlayerView`.
-public enum PlayerViewError: Error, Equatable, CustomStringConvertible {
+public enum PlayerViewError: LocalizedError, Equatable, CustomStringConvertible {
+    public var errorDescription: String? { description }
     case closed
     case noScreenshot(String)
 

@@ -198,7 +198,7 @@ public struct KioskConfig: Sendable {
         do {
             json = try JSONParser.parse(text)
         } catch {
-            throw ConfigError(source: source, problems: [.init(path: "", message: "syntax error at \(error)")])
+            throw ConfigError(source: source, problems: [.init(path: "", message: "syntax error at \(error)")], cause: error)
         }
         var reader = ConfigReader()
         reader.defersListFile = defersListFile
@@ -222,7 +222,7 @@ public struct KioskConfig: Sendable {
 }
 
 /// Everything wrong with a config, each problem with its JSON path.
-public struct ConfigError: Error, CustomStringConvertible, Sendable {
+public struct ConfigError: LocalizedError, CustomStringConvertible, Sendable {
     public struct Problem: Sendable, Equatable, CustomStringConvertible {
         /// JSON path of the offending value, like `playlist[2].uri`; empty for the whole document.
         public let path: String
@@ -233,7 +233,16 @@ public struct ConfigError: Error, CustomStringConvertible, Sendable {
 
     public let source: String
     public let problems: [Problem]
+    /// The error it was made from (the JSON syntax error of a config that does not parse), if any.
+    public let cause: (any Error)?
+
+    init(source: String, problems: [Problem], cause: (any Error)? = nil) {
+        self.source = source
+        self.problems = problems
+        self.cause = cause
+    }
     public var description: String { problems.map { "\(escapingControlCharacters(source)): \($0)" }.joined(separator: "\n") }
+    public var errorDescription: String? { description }
 }
 
 /// The largest config file read (64 MB: a playlist of a few hundred thousand items written out).

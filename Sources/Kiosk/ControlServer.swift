@@ -4,7 +4,7 @@ import Synchronization
 import SystemCalls
 
 /// An error reply of the control protocol, with mpv's error strings.
-public enum ControlError: Error, Equatable, Sendable {
+public enum ControlError: LocalizedError, Equatable, Sendable {
     case propertyUnavailable
     case propertyNotFound
     case invalidParameter
@@ -24,6 +24,12 @@ public enum ControlError: Error, Equatable, Sendable {
         case .propertyFormat: "unsupported format for accessing property"
         case .commandFailed: "error running command"
         }
+    }
+
+    /// The reply's text and, for a failed command, why.
+    public var errorDescription: String? {
+        if case .commandFailed(let why) = self { return "\(replyText): \(why)" }
+        return replyText
     }
 }
 

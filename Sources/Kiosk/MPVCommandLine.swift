@@ -1,10 +1,13 @@
+import Foundation
+
 /// mpv's plain-text command syntax (input.conf's, which its IPC also takes for a line not starting
 /// with `{`): words separated by blanks; `"..."` with C-style escapes, `'...'` taken as written, and
 /// `` `X...X` `` (any character X but a blank, closed by X and a backtick) quote a word; `;` separates commands; `#`
 /// starts a comment; the prefixes mpv accepts before a command name (`no-osd`, `raw`, ...) are
 /// dropped, since Marquee shows no OSD and expands no properties.
 public enum MPVCommandLine {
-    public struct SyntaxError: Error, Equatable, CustomStringConvertible {
+    public struct SyntaxError: LocalizedError, Equatable, CustomStringConvertible {
+        public var errorDescription: String? { description }
         public let description: String
     }
 

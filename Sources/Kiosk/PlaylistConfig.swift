@@ -119,9 +119,17 @@ extension ConfigReader {
     }
 }
 
-public struct PlaylistError: Error, CustomStringConvertible {
+public struct PlaylistError: LocalizedError, CustomStringConvertible {
+    public var errorDescription: String? { description }
     public let message: String
+    /// The error it was made from (a folder that cannot be read, a `RegularFileError`), if any.
+    public let cause: (any Error)?
     public var description: String { message }
+
+    init(message: String, cause: (any Error)? = nil) {
+        self.message = message
+        self.cause = cause
+    }
 }
 
 /// An entry of a playlist folder that is not played because it is not a regular file (a FIFO, a
@@ -179,7 +187,7 @@ func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout [Skippe
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: folder)
         } catch {
-            throw PlaylistError(message: "cannot read the folder \(folder): \(posixReason(error))")
+            throw PlaylistError(message: "cannot read the folder \(folder): \(posixReason(error))", cause: error)
         }
         var media = names.filter { mediaFileExtensions.contains(($0 as NSString).pathExtension.lowercased()) && !$0.hasPrefix(".") }
             .sorted { $0.localizedStandardCompare($1) == .orderedAscending }
@@ -201,7 +209,7 @@ func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout [Skippe
         do {
             data = try RegularFile.read(file, limit: largestM3UFile)
         } catch {
-            throw PlaylistError(message: "the M3U file \(file) \(error.reason)")
+            throw PlaylistError(message: "the M3U file \(file) \(error.reason)", cause: error)
         }
         let folder = (file as NSString).deletingLastPathComponent
         // A head is read from the file's first lines only (twice as many as it wants, for

@@ -115,7 +115,8 @@ public struct WallConfig: Sendable, Equatable {
     }
 }
 
-public struct WallConfigError: Error, CustomStringConvertible, Sendable {
+public struct WallConfigError: LocalizedError, CustomStringConvertible, Sendable {
+    public var errorDescription: String? { description }
     public let message: String
     public var description: String { message }
 }

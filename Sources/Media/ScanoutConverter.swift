@@ -71,8 +71,9 @@ public final class ScanoutConverter {
     /// Converts `crop` of `frame` (its stored pixels) into `target` at `placement`, turned
     /// clockwise by `turn` (the placement's size is the turned size). Throws, naming the frame,
     /// for a DMA-BUF frame (copy it first), a placement outside `target`, or a failing swscale call.
-    public func convert(_ frame: VideoFrame, crop: FrameCrop, turn: Rotation, into target: UnsafeMutableRawBufferPointer,
-                        placement: ScanoutPlacement) throws {
+    /// `package`, as `blend`: a raw buffer does not cross the library's API (Display uses them).
+    package func convert(_ frame: VideoFrame, crop: FrameCrop, turn: Rotation, into target: UnsafeMutableRawBufferPointer,
+                         placement: ScanoutPlacement) throws {
         let name = "\(frame.pixelFormat.rawValue) \(frame.width)x\(frame.height) frame"
         guard let needed = placement.bytesNeeded, needed <= target.count, let base = target.baseAddress else {
             throw MediaError(uri: name, call: "ScanoutConverter.convert",
@@ -123,8 +124,8 @@ public final class ScanoutConverter {
     /// laid out as `placement.pitch` says): target = source x alpha + target x (1 - alpha), per
     /// channel, in eighths of a 256th (a transition's mix on the planes path). Both buffers must
     /// hold the placement (`bytesNeeded`); nothing is written otherwise.
-    public static func blend(_ source: UnsafeRawBufferPointer, into target: UnsafeMutableRawBufferPointer,
-                             placement: ScanoutPlacement, alpha: Float) {
+    package static func blend(_ source: UnsafeRawBufferPointer, into target: UnsafeMutableRawBufferPointer,
+                              placement: ScanoutPlacement, alpha: Float) {
         guard let needed = placement.bytesNeeded, needed <= source.count, needed <= target.count,
               let from = source.baseAddress, let to = target.baseAddress, alpha.isFinite else { return }
         let a = UInt32(min(max((alpha * 256).rounded(), 0), 256)), b = 256 - a

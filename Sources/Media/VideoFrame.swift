@@ -152,7 +152,8 @@ public enum PixelFormat: String, Sendable, CaseIterable {
 
 /// One plane of a frame, valid only inside `VideoFrame.withPlanes`.
 public struct Plane {
-    public let bytes: UnsafeRawPointer
+    /// `package`: the pointer is for Render's texture upload, not for the library's users.
+    package let bytes: UnsafeRawPointer
     public let bytesPerRow: Int
     /// Width in texels (a texel of an interleaved chroma plane holds Cb and Cr).
     public let width: Int

@@ -116,7 +116,8 @@ public final class YUVPlaneWriter {
     /// Writes `crop` of `frame` (widened to whole chroma samples: `ScanoutConverter.aligned`; its
     /// size must be the layout's) into `target` laid out as `layout`. Throws, naming the frame, for
     /// a DMA-BUF frame, a layout that does not fit `target` or the crop, or a failing swscale call.
-    public func write(_ frame: VideoFrame, crop: FrameCrop, into target: UnsafeMutableRawBufferPointer, layout: YUVBufferLayout) throws {
+    /// `package`: a raw buffer does not cross the library's API (Display's dumb buffers use it).
+    package func write(_ frame: VideoFrame, crop: FrameCrop, into target: UnsafeMutableRawBufferPointer, layout: YUVBufferLayout) throws {
         let name = "\(frame.pixelFormat.rawValue) \(frame.width)x\(frame.height) frame"
         let crop = ScanoutConverter.aligned(crop, format: frame.pixelFormat, width: frame.width, height: frame.height)
         guard crop.width == layout.width, crop.height == layout.height, layout.size <= target.count, let base = target.baseAddress else {

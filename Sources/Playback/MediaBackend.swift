@@ -157,7 +157,8 @@ extension MediaBackend {
 }
 
 /// Why an asset cannot be used, when the backend's own error does not say.
-public struct AssetError: Error, CustomStringConvertible, Sendable {
+public struct AssetError: LocalizedError, CustomStringConvertible, Sendable {
+    public var errorDescription: String? { description }
     public let url: URL
     public let reason: String
     public init(url: URL, reason: String) {

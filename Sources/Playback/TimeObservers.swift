@@ -9,7 +9,8 @@ public struct TimeObserverToken: Hashable, Sendable {
 }
 
 /// Errors of the player's API (what AVFoundation raises as exceptions).
-public enum PlayerError: Error, Equatable, CustomStringConvertible, Sendable {
+public enum PlayerError: LocalizedError, Equatable, CustomStringConvertible, Sendable {
+    public var errorDescription: String? { description }
     case advanceNeedsAQueuePlayer
     case emptyBoundaryTimes
     case tokenOfAnotherPlayer

@@ -1,8 +1,10 @@
+import Foundation
 import CEGL
 import CGLES
 
 /// A failing EGL or GL call: names the call and its error code.
-public struct RenderError: Error, CustomStringConvertible, Sendable {
+public struct RenderError: LocalizedError, CustomStringConvertible, Sendable {
+    public var errorDescription: String? { description }
     public let call: String
     public let code: UInt32
     public let detail: String

@@ -1,7 +1,9 @@
+import Foundation
 import CFreeType
 
 /// A FreeType call that failed: names the call and its `FT_Error`.
-public struct FreeTypeError: Error, CustomStringConvertible, Sendable {
+public struct FreeTypeError: LocalizedError, CustomStringConvertible, Sendable {
+    public var errorDescription: String? { description }
     public let call: String
     public let code: Int32
     public let detail: String

@@ -135,7 +135,8 @@ public final class VirtualAudioSink: AudioSink, @unchecked Sendable {
 }
 
 /// A failure of the audio path that is not a device's or a decoder's own error.
-public struct AudioPathError: Error, CustomStringConvertible, Sendable {
+public struct AudioPathError: LocalizedError, CustomStringConvertible, Sendable {
+    public var errorDescription: String? { description }
     public let device: String
     public let reason: String
     public init(device: String, reason: String) {

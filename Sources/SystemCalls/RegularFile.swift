@@ -1,15 +1,27 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+// LocalizedError only: the module stays clear of the rest of Foundation.
+import FoundationEssentials
 
 /// Why a file could not be read as a regular file: its path and the reason, in words.
-public struct RegularFileError: Error, CustomStringConvertible, Sendable, Equatable {
+public struct RegularFileError: LocalizedError, CustomStringConvertible, Sendable, Equatable {
+    public var errorDescription: String? { description }
     public let path: String
     /// "is a FIFO, not a regular file", "cannot be opened: No such file or directory", ...
     public let reason: String
     /// The errno behind it, when a call failed (ENOENT for a missing file); 0 otherwise.
     public let errno: Int32
+    /// The failed system call behind it, when there was one.
+    public let cause: SystemCallError?
     public var description: String { "\(path) \(reason)" }
+
+    init(path: String, reason: String, errno: Int32, cause: SystemCallError? = nil) {
+        self.path = path
+        self.reason = reason
+        self.errno = errno
+        self.cause = cause
+    }
 }
 
 /// The files a config names (the config itself, M3U lists, overlay pictures and fonts) are opened
@@ -37,14 +49,14 @@ public enum RegularFile {
         do {
             file = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY)
         } catch {
-            throw RegularFileError(path: path, reason: "cannot be opened: \(error.reason)", errno: error.errno)
+            throw RegularFileError(path: path, reason: "cannot be opened: \(error.reason)", errno: error.errno, cause: error)
         }
         var info = stat()
         let fd = file.rawValue
         do {
             try systemCall("fstat") { fstat(fd, &info) }
         } catch {
-            throw RegularFileError(path: path, reason: "cannot be examined: \(error.reason)", errno: error.errno)
+            throw RegularFileError(path: path, reason: "cannot be examined: \(error.reason)", errno: error.errno, cause: error)
         }
         if let kind = kind(of: info.st_mode) {
             throw RegularFileError(path: path, reason: "is \(kind), not a regular file", errno: 0)

@@ -1,9 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+// LocalizedError only: the module stays clear of the rest of Foundation.
+import FoundationEssentials
 
 /// A failing system call: names the call (with what it was called on) and its errno.
-public struct SystemCallError: Error, CustomStringConvertible, Sendable, Equatable {
+public struct SystemCallError: LocalizedError, CustomStringConvertible, Sendable, Equatable {
+    public var errorDescription: String? { description }
     /// The call and its subject, e.g. `open(/dev/dri/card0)`.
     public let call: String
     public let errno: Int32

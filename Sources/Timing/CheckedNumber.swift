@@ -1,10 +1,13 @@
+import Foundation
+
 /// A number from outside the process (a config file, the control socket, the command line, the
 /// environment) that does not fit where it was meant to go: `field` names it (a JSON path such as
 /// `display.rotation`, or an option such as `--frames`), `reason` says what is wrong.
 ///
 /// Every such number goes through `checkedInteger` or `checkedNumber` before any conversion or
 /// arithmetic, so that a hostile value is reported instead of trapping.
-public struct NumberOutOfRange: Error, Equatable, CustomStringConvertible, Sendable {
+public struct NumberOutOfRange: LocalizedError, Equatable, CustomStringConvertible, Sendable {
+    public var errorDescription: String? { description }
     public let field: String
     public let reason: String
     public init(field: String, reason: String) {

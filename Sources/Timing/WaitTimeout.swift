@@ -1,5 +1,8 @@
+import Foundation
+
 /// Error raised when a wait expires; every wait in Marquee has a timeout and says what it waited for.
-public struct WaitTimeout: Error, CustomStringConvertible {
+public struct WaitTimeout: LocalizedError, CustomStringConvertible {
+    public var errorDescription: String? { description }
     public let waitingFor: String
     public let seconds: Double
     public init(waitingFor: String, seconds: Double) {

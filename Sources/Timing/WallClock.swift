@@ -109,7 +109,8 @@ public struct WallTime: Sendable, Hashable, Comparable, CustomStringConvertible 
 
 
 /// Why a wall's timeline cannot be made.
-public struct WallSyncError: Error, CustomStringConvertible, Sendable {
+public struct WallSyncError: LocalizedError, CustomStringConvertible, Sendable {
+    public var errorDescription: String? { description }
     public let description: String
 }
 

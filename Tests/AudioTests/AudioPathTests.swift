@@ -154,3 +154,13 @@ func sineBuffers(frequency: Double, seconds: Double, block: Int = 1000) -> [PCMB
         }
     }
 }
+
+@Suite struct AudioErrorDescriptionTests {
+    /// The same message as before it shared `CallError` with `MediaError`, now also as `localizedDescription`.
+    @Test func anAudioErrorNamesTheDeviceCallAndALSAsReason() {
+        let error = AudioError(device: "hdmi:CARD=PCH,DEV=0", call: "snd_pcm_open", code: -2, reason: "No such file or directory")
+        #expect(error.description == #"audio device "hdmi:CARD=PCH,DEV=0": snd_pcm_open failed: No such file or directory"#)
+        #expect(error.localizedDescription == error.description)
+        #expect(error.code == -2 && error.call == "snd_pcm_open")
+    }
+}

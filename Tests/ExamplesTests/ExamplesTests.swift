@@ -3,8 +3,10 @@ import Testing
 import TestSupport
 
 /// Runs the example programs (Examples/) built next to this test binary and checks what they print.
-/// `make test` builds them (`swift build --build-tests` builds every target).
-@Suite struct ExamplesTests {
+/// `make test` builds them (`swift build --build-tests` builds every target). Serialized: the
+/// examples' frame counts are timed, and GuidePackage's `swift build` (nested here) would load the
+/// machine under them.
+@Suite(.serialized) struct ExamplesTests {
     struct NotBuilt: Error, CustomStringConvertible {
         let description: String
     }

@@ -16,9 +16,10 @@ public enum Command {
         .deletingLastPathComponent().path
 
     /// Runs `executable` (a path, or a name looked up on PATH) with `arguments` until it exits and
-    /// returns what it printed. `environment` is added to this process's.
+    /// returns what it printed. `environment` is added to this process's. With a `timeout` (seconds)
+    /// a command still running then is terminated, so that a hang fails the test instead of stalling it.
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
-                           directory: String? = nil, mergeErrors: Bool = false) throws -> CommandResult {
+                           directory: String? = nil, mergeErrors: Bool = false, timeout: Double? = nil) throws -> CommandResult {
         let process = Process()
         if executable.hasPrefix("/") {
             process.executableURL = URL(fileURLWithPath: executable)
@@ -34,6 +35,9 @@ public enum Command {
         process.standardOutput = out
         process.standardError = mergeErrors ? out : err
         try process.run()
+        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        if let timeout { DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer) }
+        defer { killer.cancel() }
         // Standard error is drained beside standard output, so that neither pipe fills up.
         final class Box: @unchecked Sendable { var data = Data() }
         let errors = Box()

@@ -137,3 +137,15 @@ private final class LockedResult: @unchecked Sendable {
         }
     }
 }
+
+@Suite("System call errors as LocalizedError")
+struct SystemCallErrorDescriptionTests {
+    @Test("a file that cannot be opened says why, and carries the failed call")
+    func regularFileErrorCarriesItsCause() throws {
+        let path = "/nonexistent-\(getpid())/list.m3u"
+        let error = try #require(throws: RegularFileError.self) { _ = try RegularFile.read(path, limit: 1 << 20) }
+        #expect(error.localizedDescription == "\(path) cannot be opened: No such file or directory")
+        #expect(error.cause?.errno == ENOENT)
+        #expect(error.cause?.localizedDescription == "open(\(path)) failed (errno \(ENOENT): No such file or directory)")
+    }
+}
