@@ -8,8 +8,8 @@ let package = Package(
         .executable(name: "marqueectl", targets: ["marqueectl"]),
         // The libraries an app depends on (docs/library.md). Public API, kept compatible: Playback
         // (the AVFoundation-style model), Media (FFmpeg: `Asset(url:)`), Display (`PlayerView`;
-        // `import Display` brings Playback and Media), Render (GL drawing of a player) and Audio
-        // (ALSA). Control, the control socket's client, is public but unsupported: it changes with
+        // `import Display` brings Playback and Media), Render (GL drawing of a player), Sound (a
+        // player's sound path) and Audio (ALSA). Playback brings Timing and Diagnostics. Control, the control socket's client, is public but unsupported: it changes with
         // marquee. Kiosk (the marquee app itself), SystemCalls and the C modules are internal: no
         // product. No unsafe pointer crosses a product's public API (`package` access where one
         // module hands raw buffers to another).
@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "Media", targets: ["Media"]),
         .library(name: "Display", targets: ["Display"]),
         .library(name: "Render", targets: ["Render"]),
+        .library(name: "Sound", targets: ["Sound"]),
         .library(name: "Audio", targets: ["Audio"]),
         .library(name: "Control", targets: ["Control"]),
     ],
