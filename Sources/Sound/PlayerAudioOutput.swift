@@ -112,13 +112,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     private var current: Segment?
     private var upcoming: Segment?
     private var matchedRun: ObjectIdentifier?
-    private var aligned = false
-    /// After an alignment: the timeline time until which the measures are checked (set at the
-    /// first measure the device plays for), and how many more times the sound may be put in place.
-    private var settleUntil: Double?
-    private var settleTriesLeft = 0
-    /// The alignment under way was asked for by such a check (it keeps the tries left).
-    private var settling = false
+    private var placement = AudioPlacement(tolerance: settleTolerance, settleTime: settleTime, tries: settleTries)
     private var active = false
     private var held: PCMBuffer?
     private var lastGain: Float?
@@ -230,7 +224,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         } else if view.ended, coasted == nil, current?.loopsBack == true || upcoming?.loopsBack == true {
             coasted = 0
         }
-        let coasting = !view.playing && (coasted.map { $0 < Self.loopGrace } ?? false) && active && aligned && current != nil
+        let coasting = !view.playing && (coasted.map { $0 < Self.loopGrace } ?? false) && active && placement.isPlaced && current != nil
         guard view.playing || coasting, let item = view.item, let vsync = view.lastVsync else {
             if active || current != nil { reset(dropDevice: true) }
             return false
@@ -279,7 +273,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
                 // A gap in the file's sound (a lost packet) stays a gap: silence in its place, so
                 // that the sound after it stays with its pictures; an overlap is dropped.
                 let gap = (buffer.pts - seg.next).seconds
-                if aligned, seg.hadSoundBefore, gap.isFinite, abs(gap) > Self.gapTolerance, abs(gap) < Self.realignLimit {
+                if placement.isPlaced, seg.hadSoundBefore, gap.isFinite, abs(gap) > Self.gapTolerance, abs(gap) < Self.realignLimit {
                     let frames = Int((abs(gap) * Double(buffer.format.sampleRate)).rounded())
                     if gap > 0 {
                         shared.withLock { $0.silentFrames += frames }
@@ -312,7 +306,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
                 let frames = silenceFormat.sampleRate / 100
                 shared.withLock { $0.silentFrames += frames }
                 try write(PCMBuffer.silence(silenceFormat, frames: frames, pts: .zero), gainFor: item)
-                aligned = false
+                placement.lose()
                 return true
             }
         }
@@ -324,18 +318,12 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         // sound is put back in place at once, not resampled over seconds.
         if view.timelineShifts != seenTimelineShifts {
             seenTimelineShifts = view.timelineShifts
-            if aligned {
-                aligned = false
-                shared.withLock { $0.realignments += 1 }
-            }
+            if placement.lose() { shared.withLock { $0.realignments += 1 } }
         }
         let underruns = sink.underruns
         if underruns > seenUnderruns {
             seenUnderruns = underruns
-            if aligned {
-                aligned = false
-                shared.withLock { $0.realignments += 1 }
-            }
+            if placement.lose() { shared.withLock { $0.realignments += 1 } }
         }
         let shift = extraDelay.withLock { $0 }
         let sampleTime = seg.timeline(block.pts).seconds + shift
@@ -347,7 +335,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
             coasted = (coasted ?? 0) + block.format.duration(frames: block.frames).seconds
             return true
         }
-        if !aligned {
+        if !placement.isPlaced {
             // Put the sound in place to the sample: drop what is late, or wait with silence.
             let error = now + delay - sampleTime
             let rate = block.format.sampleRate
@@ -369,39 +357,27 @@ public final class PlayerAudioOutput: @unchecked Sendable {
                     }
                 }
             }
-            aligned = true
-            if !settling { settleTriesLeft = Self.settleTries }
-            settling = false
-            settleUntil = nil
+            placement.didPlace()
             sync.reset()
             _ = sync.update(timelineNow: now, deviceDelay: try sink.delay(), sampleTime: seg.timeline(block.pts).seconds + shift)
             logger.debug("audio aligned", ["error": error.formatted(decimals: 4), "delay": delay.formatted(decimals: 4),
                                            "item": "\(seg.item.traceIndex)"])
         } else {
-            if settleTriesLeft > 0 && delay > 0 {
-                let until = settleUntil ?? now + Self.settleTime
-                settleUntil = until
-                let error = now + delay - sampleTime
-                if now > until {
-                    settleTriesLeft = 0
-                } else if abs(error) > Self.settleTolerance {
-                    // Put in place within the stream (the device keeps playing): drop what is late,
-                    // or wait with silence.
-                    logger.debug("audio put in place again", ["error": error.formatted(decimals: 4), "delay": delay.formatted(decimals: 4),
-                                                              "item": "\(seg.item.traceIndex)"])
-                    settleTriesLeft -= 1
-                    settling = true
-                    aligned = false
-                    held = block
-                    return true
-                }
+            let error = now + delay - sampleTime
+            if placement.check(now: now, error: error, delay: delay) == .placeAgain {
+                // Put in place within the stream (the device keeps playing): drop what is late,
+                // or wait with silence.
+                logger.debug("audio put in place again", ["error": error.formatted(decimals: 4), "delay": delay.formatted(decimals: 4),
+                                                          "item": "\(seg.item.traceIndex)"])
+                held = block
+                return true
             }
             switch sync.update(timelineNow: now, deviceDelay: delay, sampleTime: sampleTime) {
             case .realign(let seconds):
                 logger.info("audio realigned", ["error": seconds.formatted(decimals: 3), "item": "\(seg.item.traceIndex)"])
                 shared.withLock { $0.realignments += 1 }
                 try sink.drop()
-                aligned = false
+                placement.lose()
                 held = block
                 return true
             case .resample(let ratio):
@@ -459,8 +435,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         upcoming = nil
         held = nil
         matchedRun = nil
-        aligned = false
-        settling = false
+        placement.reset()
         sync.reset()
         if dropDevice { try? sink.drop() }
         active = false
