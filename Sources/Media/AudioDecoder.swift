@@ -221,22 +221,15 @@ public final class AudioDecoder {
                 finished = true
                 return nil
             }
-            let read = av_read_frame(input.format, packet)
-            if read == averrorEOF {
+            switch try input.feed(codec, streamIndex: streamIndex, packet: packet) {
+            case .ended:
                 draining = true
-                avcodec_send_packet(codec, nil)
-                continue
-            }
-            guard read >= 0 else {
-                if input.isStopped { throw FileInput.error(uri, input.state, call: "av_read_frame", code: read) }
-                try countError(call: "av_read_frame", code: read)
-                continue
-            }
-            defer { av_packet_unref(packet) }
-            guard packet.pointee.stream_index == streamIndex else { continue }
-            let sent = avcodec_send_packet(codec, packet)
-            if sent < 0 && sent != averrorEAGAIN {
-                try countError(call: "avcodec_send_packet", code: sent)
+            case .readFailed(let code):
+                try countError(call: "av_read_frame", code: code)
+            case .sent(let sent, _):
+                if sent < 0 && sent != averrorEAGAIN {
+                    try countError(call: "avcodec_send_packet", code: sent)
+                }
             }
         }
     }

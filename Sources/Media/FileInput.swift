@@ -230,6 +230,40 @@ final class FileInput {
             || state.cancelled.load(ordering: .relaxed)
     }
 
+    /// What feeding a decoder the next packet of its stream did.
+    enum Feed {
+        /// A packet went to the decoder: `result` is avcodec_send_packet's, `isKey` whether it
+        /// was a keyframe.
+        case sent(result: Int32, isKey: Bool)
+        /// The file ended: the decoder was told to give what it still holds (draining).
+        case ended
+        /// The read failed with `code`; the caller counts it (a timeout or a cancel throws).
+        case readFailed(code: Int32)
+    }
+
+    /// The send half of FFmpeg's decode loop, as the video and the audio decoders share it: reads
+    /// packets until one of `streamIndex` is sent to `codec` (others are passed over).
+    /// `packet` is the caller's, unreferenced again before this returns.
+    func feed(_ codec: UnsafeMutablePointer<AVCodecContext>?, streamIndex: Int32,
+              packet: UnsafeMutablePointer<AVPacket>) throws -> Feed {
+        while true {
+            let read = av_read_frame(format, packet)
+            if read == averrorEOF {
+                avcodec_send_packet(codec, nil)
+                return .ended
+            }
+            guard read >= 0 else {
+                // A read that timed out (or a cancel) ends the item now: a retry would wait again.
+                if isStopped { throw Self.error(path, state, call: "av_read_frame", code: read) }
+                return .readFailed(code: read)
+            }
+            defer { av_packet_unref(packet) }
+            guard packet.pointee.stream_index == streamIndex else { continue }
+            let sent = avcodec_send_packet(codec, packet)
+            return .sent(result: sent, isKey: packet.pointee.flags & AV_PKT_FLAG_KEY != 0)
+        }
+    }
+
     deinit {
         var context: UnsafeMutablePointer<AVFormatContext>? = format
         avformat_close_input(&context)

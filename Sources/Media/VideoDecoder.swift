@@ -290,30 +290,22 @@ public final class VideoDecoder {
             }
             if draining { return try endOfStream() }
             // The decoder wants input: feed it the next packet of our stream.
-            let readResult = av_read_frame(format, packet)
-            if readResult == averrorEOF {
-                draining = true
-                avcodec_send_packet(codec, nil)  // enter draining mode: flush delayed frames
-                continue
-            }
-            guard readResult >= 0 else {
-                // A read that timed out (or a cancel) ends the item now: a retry would wait again.
-                if input.isStopped { throw FileInput.error(uri, input.state, call: "av_read_frame", code: readResult) }
-                try countError(call: "av_read_frame", code: readResult)
-                continue
-            }
-            defer { av_packet_unref(packet) }
-            guard packet.pointee.stream_index == streamIndex else { continue }
-            let sent = avcodec_send_packet(codec, packet)
-            if sent < 0 && sent != averrorEAGAIN {
-                try countError(call: "avcodec_send_packet", code: sent)
-            }
-            if case .armed = firstPacket {
-                if sent >= 0 && packet.pointee.flags & AV_PKT_FLAG_KEY != 0 {
-                    firstPacket = .draining
-                    avcodec_send_packet(codec, nil)  // what this packet makes, without the pictures after it
-                } else {
-                    firstPacket = .off  // not a keyframe: decoded as usual
+            switch try input.feed(codec, streamIndex: streamIndex, packet: packet) {
+            case .ended:
+                draining = true  // the decoder gives its delayed frames
+            case .readFailed(let code):
+                try countError(call: "av_read_frame", code: code)
+            case .sent(let sent, let isKey):
+                if sent < 0 && sent != averrorEAGAIN {
+                    try countError(call: "avcodec_send_packet", code: sent)
+                }
+                if case .armed = firstPacket {
+                    if sent >= 0 && isKey {
+                        firstPacket = .draining
+                        avcodec_send_packet(codec, nil)  // what this packet makes, without the pictures after it
+                    } else {
+                        firstPacket = .off  // not a keyframe: decoded as usual
+                    }
                 }
             }
         }
