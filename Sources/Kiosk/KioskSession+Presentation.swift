@@ -13,7 +13,7 @@ extension KioskSession {
     public func present<Output: KioskOutput>(on output: Output, options: RunOptions, trace: TraceWriter?,
                                              shouldContinue: @escaping () -> Bool,
                                              onVsync: ((Int64) -> Void)? = nil) throws -> PresentationStats {
-        let layer = output.layer
+        let layer = output.pictureLayer
         // A mosaic output shows several regions: a session of its own plays each further one.
         let regions = (1..<max(1, layer.mosaicRegions.count)).map { rank in
             makeFollower(slot: outputSlot, regionRank: rank, output: self.output, logger: logger.with(["region": "\(rank)"]))

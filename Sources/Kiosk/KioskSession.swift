@@ -16,11 +16,11 @@ extension HeadlessOutput: ScreenshotSource {
     public func readBack() throws -> RGBAImage { try screenshotAsStored() }
 }
 
-/// An output the kiosk can present on: it draws `VideoFrame`s with a `PlayerLayer` into `bounds`.
+/// An output the kiosk can present on: it draws `VideoFrame`s, placed by its picture layer, into
+/// `bounds`.
 public protocol KioskOutput: PresentationOutput where Frame == VideoFrame {
-    associatedtype Layer: PictureLayer
-    /// What places the pictures: the player layer (GL), or the planes output's scan-out layer.
-    var layer: Layer { get }
+    /// What places the pictures: the player layer (GL), or the planes presentation's scan-out layer.
+    var pictureLayer: any PictureLayer { get }
     var bounds: PixelRect { get }
     /// The scan-out a KMS output uses and why (`display.scanout`); nil for other outputs.
     var scanout: ScanoutChoice? { get }
@@ -30,14 +30,13 @@ extension KioskOutput {
     public var scanout: ScanoutChoice? { nil }
 }
 
-extension HeadlessOutput: KioskOutput {}
+extension HeadlessOutput: KioskOutput {
+    public var pictureLayer: any PictureLayer { layer }
+}
 extension KMSOutput: KioskOutput {
-    public var scanout: ScanoutChoice? { scanoutChoice }
+    public var pictureLayer: any PictureLayer { layer }
 }
-extension KMSPlanesOutput: KioskOutput {
-    public var scanout: ScanoutChoice? { choice }
-}
-extension KMSPlanesOutput: ScreenshotSource {}
+extension KMSOutput: ScreenshotSource {}
 
 /// One running kiosk: the playlist as a `QueuePlayer` (looped by a `PlayerLooper`), the status the
 /// control socket reports, and the commands it sends. `run` presents on the calling thread;
