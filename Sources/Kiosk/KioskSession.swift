@@ -24,10 +24,23 @@ public protocol KioskOutput: PresentationOutput where Frame == VideoFrame {
     var bounds: PixelRect { get }
     /// The scan-out a KMS output uses and why (`display.scanout`); nil for other outputs.
     var scanout: ScanoutChoice? { get }
+    /// What the output can do besides drawing, as it reports it; each facet below is nil where
+    /// it lacks that feature (callers ask, never cast the output).
+    var features: OutputFeatures { get }
+    /// Reads back the picture on screen (`.screenshot`).
+    var screenshots: (any ScreenshotSource)? { get }
+    /// Standby and waking (`.displayPower`).
+    var displayPower: (any DisplayPowerControl)? { get }
+    /// The page-flip clock of the display shown on now (`.pageFlipClock`; nil while none is).
+    var pageFlips: PageFlipClock? { get }
 }
 
 extension KioskOutput {
     public var scanout: ScanoutChoice? { nil }
+}
+
+extension KioskOutput where Self: ScreenshotSource {
+    public var screenshots: (any ScreenshotSource)? { features.contains(.screenshot) ? self : nil }
 }
 
 extension HeadlessOutput: KioskOutput {
