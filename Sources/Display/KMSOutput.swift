@@ -36,14 +36,13 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
     public var renderer: String { presentation.renderer }
     /// How hotplug is noticed ("netlink uevents", or the sysfs poll and why).
     public let hotplugSource: String
-    /// The `display.scanout` choice that made this output's presentation, and why (set by whoever
-    /// chose it).
-    public var scanoutChoice: ScanoutChoice?
+    /// The `display.scanout` choice that made this output's presentation, and why.
+    public let scanoutChoice: ScanoutChoice
     /// That choice and, once a display has connected on the planes presentation, how its pictures
     /// reach the planes (`PlaneRoute`) and why.
     public var scanout: ScanoutChoice? {
-        guard let choice = scanoutChoice, let route = presentation.routeReason else { return scanoutChoice }
-        return ScanoutChoice(kind: choice.kind, reason: "\(choice.reason); pictures: \(route)")
+        guard let route = presentation.routeReason else { return scanoutChoice }
+        return ScanoutChoice(kind: scanoutChoice.kind, reason: "\(scanoutChoice.reason); pictures: \(route)")
     }
     /// What draws over or between pictures (overlays, transitions), set before the display
     /// connects: the planes presentation then keeps pictures off the Y'CbCr plane (it cannot blend).
@@ -64,17 +63,17 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
     private var queuedVsync: Int64?
 
     /// Opens the card (`settings.device`, else the first with a connected connector, else the
-    /// first that can drive a display) and makes the presentation `scanout` names (GL: the GBM
-    /// device, GL context and layer). A display need not be connected yet: `waitForDisplay` waits
-    /// for one. Throws `OutputUnavailable` naming what is missing (no device, no permission, not a
-    /// display device).
+    /// first that can drive a display) and the first presentation `scanout` allows that opens
+    /// (`openPresentation`; logged as "scan-out chosen", kept in `scanoutChoice`). A display need
+    /// not be connected yet: `waitForDisplay` waits for one. Throws `OutputUnavailable` naming what
+    /// is missing (no device, no permission, not a display device).
     ///
     /// With `card`, the output drives `settings.connector` on that card, opened once for all the
-    /// outputs of a wall node; the card stays open when the output closes.
-    public init(settings: KMSSettings, card: KMSCard? = nil, scanout: ScanoutKind = .gl, untimed: Bool = false,
+    /// outputs of a wall node; the card stays open when the output closes. `untimed` applies to
+    /// the planes presentation only (a GL output has always paced to its flips).
+    public init(settings: KMSSettings, card: KMSCard? = nil, scanout: ScanoutMode = .gl, untimed: Bool = false,
                 background: RGBColor = .black, logger: Logger, hotplug: (events: any HotplugEvents, why: String)? = nil) throws {
         self.logger = logger
-        self.untimed = untimed
         let (device, firstConnected) = try card.map { ($0.device, settings.connector) } ?? Self.openCard(settings)
         ownsDevice = card == nil
         self.device = device
@@ -85,14 +84,16 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
             logger.warning("the driver has no atomic modesetting; using the legacy API", ["device": device.path])
         }
         do {
-            switch scanout {
-            case .gl: presentation = try KMSGLPresentation(device: device, settings: settings, api: api, background: background, logger: logger)
-            case .planes: presentation = KMSPlanesPresentation(device: device, settings: settings, api: api, background: background, logger: logger)
-            }
+            let opened = try Self.openPresentation(scanout, device: device, settings: settings, api: api,
+                                                   background: background, logger: logger)
+            presentation = opened.presentation
+            scanoutChoice = opened.choice
         } catch {
             if ownsDevice { device.close() }   // nothing else holds it yet
             throw error
         }
+        logger.info("scan-out chosen", ["scanout": presentation.kind.rawValue, "why": scanoutChoice.reason, "setting": scanout.rawValue])
+        self.untimed = untimed && presentation.kind == .planes
         name = "kms-\(settings.connector ?? firstConnected ?? "display")"
         let hotplug = hotplug ?? systemHotplugEvents()
         hotplugSource = hotplug.why
@@ -104,6 +105,45 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
     }
 
     deinit { close() }
+
+    /// The presentations `mode` allows, in the order they are tried: the one place the way
+    /// pictures reach a KMS display is chosen (as mpv's `init_best_video_out` tries its table).
+    static func presentationTable(_ mode: ScanoutMode) -> [ScanoutKind] {
+        switch mode {
+        case .gl: [.gl]
+        case .planes: [.planes]
+        case .auto: [.gl, .planes]
+        }
+    }
+
+    /// Opens the first presentation of `presentationTable(mode)` that opens and is wanted, on the
+    /// output's card. Under `auto` the GL presentation declines a software renderer, and one that
+    /// cannot be made (`chooseScanout` judges both): its context goes, the card, VT and hotplug
+    /// stay as they are, and the planes presentation opens next. Only `auto` needs the renderer,
+    /// and it keeps the GL presentation it opened to learn it when that is a GPU.
+    static func openPresentation(_ mode: ScanoutMode, device: DRMDevice, settings: KMSSettings, api: KMSAPI, background: RGBColor,
+                                 logger: Logger) throws -> (presentation: any KMSPresentation, choice: ScanoutChoice) {
+        var declined: ScanoutChoice?
+        for kind in presentationTable(mode) {
+            switch kind {
+            case .gl:
+                let opened: KMSGLPresentation
+                do {
+                    opened = try KMSGLPresentation(device: device, settings: settings, api: api, background: background, logger: logger)
+                } catch where mode == .auto {
+                    declined = chooseScanout(mode) { .failure(error) }
+                    continue
+                }
+                let choice = chooseScanout(mode) { .success(opened.renderer) }
+                if choice.kind == .gl { return (opened, choice) }
+                declined = choice   // a software rasterizer: its GL context goes with `opened`
+            case .planes:
+                let choice = declined ?? chooseScanout(mode) { .failure(OutputUnavailable(description: "not asked")) }
+                return (KMSPlanesPresentation(device: device, settings: settings, api: api, background: background, logger: logger), choice)
+            }
+        }
+        throw OutputUnavailable(description: "display.scanout \(mode.rawValue): no presentation opened")
+    }
 
     /// The card for `settings`, and the name of its first wanted, connected connector (if any).
     static func openCard(_ settings: KMSSettings) throws -> (DRMDevice, String?) {

@@ -114,35 +114,19 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
     if kind == .kms {
         var settings = config.display.kms
         if let connector = wallOutput?.connector { settings.connector = connector }
-        var output: KMSOutput?
-        defer { output?.close() }  // the saved display state goes back on every way out
-        // `auto` asks the card's GL renderer (the GL output opens, and closes again when planes win).
-        let choice = chooseScanout(config.display.scanout) {
-            Result {
-                let opened = try KMSOutput(settings: settings, card: card, scanout: .gl, background: config.display.background, logger: logger)
-                output = opened
-                return opened.renderer
-            }
-        }
-        logger.info("scan-out chosen", ["scanout": choice.kind.rawValue, "why": choice.reason, "setting": config.display.scanout.rawValue])
-        if choice.kind == .planes {
-            output?.close()
-            output = nil
-        }
-        let opened = try output ?? KMSOutput(settings: settings, card: card, scanout: choice.kind,
-                                             untimed: choice.kind == .planes && options.clock == .virtual,
-                                             background: config.display.background, logger: logger)
-        output = opened
-        opened.scanoutChoice = choice
-        opened.layer.gravity = config.display.gravity
-        opened.layer.rotation = config.display.rotation
+        // The presentation (GL or planes) is chosen as the output opens (`KMSOutput.presentationTable`).
+        let output = try KMSOutput(settings: settings, card: card, scanout: config.display.scanout, untimed: options.clock == .virtual,
+                                   background: config.display.background, logger: logger)
+        defer { output.close() }  // the saved display state goes back on every way out
+        output.layer.gravity = config.display.gravity
+        output.layer.rotation = config.display.rotation
         // A Y'CbCr plane cannot blend: with overlays or transitions the pictures go into XRGB buffers.
-        opened.pictureBlending = !config.overlays.isEmpty ? "overlays" : config.hasTransitions ? "transitions" : nil
-        applyWall(config, output: wallOutput, to: opened.layer, logger: logger)
-        let capabilities = opened.openCapabilities(conversion: config.display.conversion)
-        logger.log(.info, "output chosen", fields: [("output", opened.name), ("kind", kind.rawValue), ("why", reason)] + opened.openedFields)
+        output.pictureBlending = !config.overlays.isEmpty ? "overlays" : config.hasTransitions ? "transitions" : nil
+        applyWall(config, output: wallOutput, to: output.layer, logger: logger)
+        let capabilities = output.openCapabilities(conversion: config.display.conversion)
+        logger.log(.info, "output chosen", fields: [("output", output.name), ("kind", kind.rawValue), ("why", reason)] + output.openedFields)
         logCapabilities(capabilities, setting: config.display.conversion, logger: logger)
-        return try presentOnDisplay(opened, makeSession: makeSession, capabilities: capabilities, options: options, trace: trace,
+        return try presentOnDisplay(output, makeSession: makeSession, capabilities: capabilities, options: options, trace: trace,
                                     shouldContinue: shouldContinue, onVsync: onVsync)
     }
     let output = try HeadlessOutput(name: wallOutput.map { "headless-\($0.name)" } ?? "headless-0", mode: config.display.mode,
