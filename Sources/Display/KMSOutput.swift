@@ -5,97 +5,145 @@ import Playback
 import Render
 
 /// An output on a real display through DRM/KMS, surviving displays that are absent at start or
-/// come and go: the card, its GBM device, the EGL context and the player layer live as long as
-/// the output; each connection of a display gets a head (`KMSHead`: connector, mode, CRTC,
-/// primary plane, GBM + EGL window surface, page-flip clock), driven by a `DisplayLink` that
-/// listens for hotplug notices. Pictures are shown by page flips (atomic or legacy, chosen once).
+/// come and go. The output owns the card (or drives one connector of a shared `KMSCard`), the
+/// hotplug notices, VT switching and the display link; each connection of a display gets a head
+/// (`KMSHead`: connector, mode, CRTC, primary plane, page-flip clock, the CRTC's saved state),
+/// driven by a `DisplayLink`. Pictures are shown by page flips (atomic or legacy, chosen once).
+///
+/// How pictures reach the screen is the output's presentation (as mpv's vo_gpu sits over its
+/// swapchain): `KMSGLPresentation` (GBM + EGL + the player layer) or `KMSPlanesPresentation`
+/// (swscale into dumb buffers, or a Y'CbCr overlay plane), chosen once when the output opens.
 ///
 /// Each head saves the CRTC's state before its modeset and puts it back when it goes; `close()`
 /// (called by deinit, and by the kiosk on every way out) also drops DRM master and closes the
-/// device. Made on, and used only from, the presentation thread (its GL context is current there).
+/// device. Made on, and used only from, the presentation thread (a GL context is current there).
 public final class KMSOutput: OutputDriver, DisplayPowerControl {
     public typealias Frame = VideoFrame
 
     public let name: String
     public let api: KMSAPI
     public let devicePath: String
-    public let layer: PlayerLayer
-    public var clock: any VsyncClock { link.clock }
-    public var renderer: String { context.context.renderer }
-    /// The EGL display and GL context the layer draws with (for DMA-BUF import).
-    public var glContext: GLContext { context.context }
-    /// Whether atomic commits carry render fences (EGL_ANDROID_native_fence_sync + IN_FENCE_FD).
-    public let nativeFences: Bool
-    /// The scan-out format in use (`display.format`, or XRGB8888 where the device lacks it).
-    public let format: KMSPixelFormat
+    /// What places the pictures: the player layer (GL) or the scan-out layer (planes).
+    public var layer: any PictureLayer { presentation.layer }
+    /// The display's flip clock; untimed, a virtual clock whose vsyncs advance with each flip.
+    public var clock: any VsyncClock { untimed ? VirtualVsyncClock(refresh: link.clock.refresh) : link.clock }
+    /// Untimed (`--clock virtual`): every picture is shown as soon as it is drawn and the previous
+    /// flip is done, without pacing to the display's vsyncs: for throughput measurements.
+    public let untimed: Bool
+    /// How pictures reach the screen (`gl` or `planes`).
+    public var scanoutKind: ScanoutKind { presentation.kind }
+    /// The GL renderer (`GL_RENDERER`), or what draws instead of GL.
+    public var renderer: String { presentation.renderer }
     /// How hotplug is noticed ("netlink uevents", or the sysfs poll and why).
     public let hotplugSource: String
-    /// Whether render times come from fences, and GPU times from timer queries.
-    public let renderTiming: String
-    /// The `display.scanout` choice that made this a GL output, and why (set by whoever chose it).
-    public var scanoutChoice: ScanoutChoice?
+    /// The `display.scanout` choice that made this output's presentation, and why.
+    public let scanoutChoice: ScanoutChoice
+    /// That choice and, once a display has connected on the planes presentation, how its pictures
+    /// reach the planes (`PlaneRoute`) and why.
+    public var scanout: ScanoutChoice? {
+        guard let route = presentation.routeReason else { return scanoutChoice }
+        return ScanoutChoice(kind: scanoutChoice.kind, reason: "\(scanoutChoice.reason); pictures: \(route)")
+    }
+    /// What draws over or between pictures (overlays, transitions), set before the display
+    /// connects: the planes presentation then keeps pictures off the Y'CbCr plane (it cannot blend).
+    public var pictureBlending: String? {
+        get { presentation.pictureBlending }
+        set { presentation.pictureBlending = newValue }
+    }
 
     private let device: DRMDevice
     /// Whether `close` closes the card (false when a `KMSCard` shared by several outputs owns it).
     private let ownsDevice: Bool
     private var closed = false
-    private let context: GBMDisplayContext
-    private let display: KMSDisplay
+    private let presentation: any KMSPresentation
     private let link: DisplayLink<KMSDisplay>
     private let logger: Logger
     private var lastBounds = PixelRect(x: 0, y: 0, width: 0, height: 0)
+    /// The vsync the picture queued last was asked for (untimed: it is reported shown there).
+    private var queuedVsync: Int64?
 
     /// Opens the card (`settings.device`, else the first with a connected connector, else the
-    /// first that can drive a display) and makes the GL context and layer. A display need not be
-    /// connected yet: `waitForDisplay` waits for one. Throws `OutputUnavailable` naming what is
-    /// missing (no device, no permission, not a display device).
+    /// first that can drive a display) and the first presentation `scanout` allows that opens
+    /// (`openPresentation`; logged as "scan-out chosen", kept in `scanoutChoice`). A display need
+    /// not be connected yet: `waitForDisplay` waits for one. Throws `OutputUnavailable` naming what
+    /// is missing (no device, no permission, not a display device).
     ///
     /// With `card`, the output drives `settings.connector` on that card, opened once for all the
-    /// outputs of a wall node; the card stays open when the output closes.
-    public init(settings: KMSSettings, card: KMSCard? = nil, background: RGBColor = .black, logger: Logger,
-                hotplug: (events: any HotplugEvents, why: String)? = nil) throws {
+    /// outputs of a wall node; the card stays open when the output closes. `untimed` applies to
+    /// the planes presentation only (a GL output has always paced to its flips).
+    public init(settings: KMSSettings, card: KMSCard? = nil, scanout: ScanoutMode = .gl, untimed: Bool = false,
+                background: RGBColor = .black, logger: Logger, hotplug: (events: any HotplugEvents, why: String)? = nil) throws {
         self.logger = logger
         let (device, firstConnected) = try card.map { ($0.device, settings.connector) } ?? Self.openCard(settings)
         ownsDevice = card == nil
-        let gbmFD = fcntl(device.fd, F_DUPFD_CLOEXEC, 0)   // owned by the GBM device from here on
-        guard gbmFD >= 0 else { throw DRMError(call: "fcntl(F_DUPFD_CLOEXEC, \(device.path))", errno: errno) }
-        var choice = ScanoutFormatChoice(format: .xrgb8888, missing: [])
-        let planeFormats = settings.format == .xrgb8888 ? [] : (try? device.primaryPlaneFormats()) ?? []
-        let context = try GBMDisplayContext(drmFD: gbmFD, ownsFD: true) { gbm, egl in
-            let report = ScanoutFormatReport(plane: planeFormats, gbm: Set(gbm.compactMap(KMSPixelFormat.init)),
-                                             egl: Set(egl.compactMap(KMSPixelFormat.init)))
-            choice = chooseScanoutFormat(settings.format, report: report)
-            return choice.format.scanout
-        }
-        if !choice.missing.isEmpty {
-            logger.warning("\(settings.format.fourcc) scan-out is not available; using \(choice.format.fourcc)",
-                           ["device": device.path, "missing": choice.missing.joined(separator: "; ")])
-        }
-        self.format = choice.format
-        self.layer = try PlayerLayer()
-        layer.background = background
-        let timer = GPUFrameTimer(context: context.context)
         self.device = device
-        self.context = context
-        self.devicePath = device.path
-        self.api = settings.api == .atomic && device.atomic ? .atomic : .legacy
+        devicePath = device.path
+        let api: KMSAPI = settings.api == .atomic && device.atomic ? .atomic : .legacy
+        self.api = api
         if settings.api == .atomic && !device.atomic {
             logger.warning("the driver has no atomic modesetting; using the legacy API", ["device": device.path])
         }
-        self.nativeFences = api == .atomic && context.hasNativeFences
-        self.renderTiming = (timer.hasFences ? "fences" : "none") + (timer.hasTimerQuery ? "+timer-query" : "")
-        self.name = "kms-\(settings.connector ?? firstConnected ?? "display")"
+        do {
+            let opened = try Self.openPresentation(scanout, device: device, settings: settings, api: api,
+                                                   background: background, logger: logger)
+            presentation = opened.presentation
+            scanoutChoice = opened.choice
+        } catch {
+            if ownsDevice { device.close() }   // nothing else holds it yet
+            throw error
+        }
+        logger.info("scan-out chosen", ["scanout": presentation.kind.rawValue, "why": scanoutChoice.reason, "setting": scanout.rawValue])
+        self.untimed = untimed && presentation.kind == .planes
+        name = "kms-\(settings.connector ?? firstConnected ?? "display")"
         let hotplug = hotplug ?? systemHotplugEvents()
-        self.hotplugSource = hotplug.why
+        hotplugSource = hotplug.why
         // VT switches: the display is let go of while the terminal is in the background.
         device.followVT(logger: logger)
-        display = KMSDisplay(device: device, settings: settings, api: api, context: context, timer: timer,
-                             nativeFences: nativeFences, logger: logger)
+        let display = KMSDisplay(device: device, settings: settings, api: api, presentation: presentation, logger: logger)
         link = DisplayLink(display: display, hotplug: device.vt.map { VTAwareHotplugEvents(inner: hotplug.events, switcher: $0) } ?? hotplug.events,
                            refresh: RefreshRate(numerator: 60), logger: logger)
     }
 
     deinit { close() }
+
+    /// The presentations `mode` allows, in the order they are tried: the one place the way
+    /// pictures reach a KMS display is chosen (as mpv's `init_best_video_out` tries its table).
+    static func presentationTable(_ mode: ScanoutMode) -> [ScanoutKind] {
+        switch mode {
+        case .gl: [.gl]
+        case .planes: [.planes]
+        case .auto: [.gl, .planes]
+        }
+    }
+
+    /// Opens the first presentation of `presentationTable(mode)` that opens and is wanted, on the
+    /// output's card. Under `auto` the GL presentation declines a software renderer, and one that
+    /// cannot be made (`chooseScanout` judges both): its context goes, the card, VT and hotplug
+    /// stay as they are, and the planes presentation opens next. Only `auto` needs the renderer,
+    /// and it keeps the GL presentation it opened to learn it when that is a GPU.
+    static func openPresentation(_ mode: ScanoutMode, device: DRMDevice, settings: KMSSettings, api: KMSAPI, background: RGBColor,
+                                 logger: Logger) throws -> (presentation: any KMSPresentation, choice: ScanoutChoice) {
+        var declined: ScanoutChoice?
+        for kind in presentationTable(mode) {
+            switch kind {
+            case .gl:
+                let opened: KMSGLPresentation
+                do {
+                    opened = try KMSGLPresentation(device: device, settings: settings, api: api, background: background, logger: logger)
+                } catch where mode == .auto {
+                    declined = chooseScanout(mode) { .failure(error) }
+                    continue
+                }
+                let choice = chooseScanout(mode) { .success(opened.renderer) }
+                if choice.kind == .gl { return (opened, choice) }
+                declined = choice   // a software rasterizer: its GL context goes with `opened`
+            case .planes:
+                let choice = declined ?? chooseScanout(mode) { .failure(OutputUnavailable(description: "not asked")) }
+                return (KMSPlanesPresentation(device: device, settings: settings, api: api, background: background, logger: logger), choice)
+            }
+        }
+        throw OutputUnavailable(description: "display.scanout \(mode.rawValue): no presentation opened")
+    }
 
     /// The card for `settings`, and the name of its first wanted, connected connector (if any).
     static func openCard(_ settings: KMSSettings) throws -> (DRMDevice, String?) {
@@ -163,6 +211,20 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
         return lastBounds
     }
 
+    /// What this output can do (`OutputCapabilities`), from its presentation: the card's GL
+    /// context (kept for the output's whole life, so they hold across hotplug), or what the planes
+    /// take. Call once, as it opens, on its presentation thread, before any player is made for it.
+    /// The refresh is the connected display's, nil before one.
+    public func openCapabilities(conversion: ColorConversionMode) -> OutputCapabilities {
+        presentation.capabilities(name: name, refresh: mode?.refresh, conversion: conversion)
+    }
+
+    /// What the "output chosen" line says of this output after its name, kind and why.
+    public var openedFields: [(String, String)] {
+        [("device", devicePath), ("api", api.rawValue)]
+            + presentation.describe(rotation: layer.rotation, hotplug: hotplugSource, untimed: untimed)
+    }
+
     // MARK: Output driver
 
     /// Whether a display is connected and open to draw on.
@@ -186,14 +248,9 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
     /// As `draw(_:)`, with a transition's mix per frame.
     public func draw(_ frames: [VideoFrame?], mixes: [FrameMix<VideoFrame>?]) throws {
         guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
-        try link.draw { [layer, link] in
+        try link.draw { [link] in
             guard let head = link.head else { return }
-            if frames.count == 1 {
-                try layer.draw(frames[0], bounds: head.bounds, mix: mixes.first ?? nil)
-            } else {
-                try layer.draw(mosaic: frames, bounds: head.bounds, mixes: mixes)
-            }
-            try layer.drawOverlays(bounds: head.bounds)
+            try head.buffers?.render(frames, mixes: mixes, bounds: head.bounds)
         }
     }
 
@@ -202,28 +259,95 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
     public func queue(forVsync vsync: Int64) throws {
         guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
         try link.queue(forVsync: vsync)
+        queuedVsync = vsync
     }
 
     public func waitForEvent(timeout: Double) throws -> OutputEvent {
         guard device.isOpen, !closed else { throw OutputUnavailable(description: "\(name) is closed") }
-        return try link.waitForEvent(timeout: timeout)
+        let event = try link.waitForEvent(timeout: timeout)
+        if untimed, case .flipped = event, let vsync = queuedVsync {
+            queuedVsync = nil
+            return .flipped(vsync: vsync)
+        }
+        return event
     }
 
     public func noteRescheduled(by vsyncs: Int64) { link.head?.flipClock.noteRescheduled(by: vsyncs) }
 
-    /// Takes the display down (the saved CRTC state goes back), releases the surfaces, drops DRM
-    /// master and closes the device. Safe to call more than once.
+    /// Whether the picture on screen can be read back (`readBack`): the planes presentation's
+    /// dumb buffers can, the GL one's GBM buffers are not read.
+    public var readsBack: Bool { presentation.readsBack }
+
+    /// The picture on screen now, read back from its buffer.
+    public func readBack() throws -> RGBAImage {
+        guard let image = link.head?.buffers?.screenImage() else {
+            throw OutputUnavailable(description: readsBack ? "\(name) shows no picture yet" : "\(name) cannot read back its picture")
+        }
+        return image
+    }
+
+    /// Takes the display down (the saved CRTC state goes back), releases the buffers, drops DRM
+    /// master and closes the device (unless a `KMSCard` owns it). Safe to call more than once.
     public func close() {
         guard device.isOpen, !closed else { return }
         closed = true
         link.close()
         let counters = link.counters
-        logger.info("output closed", ["device": device.path, "connects": "\(counters.connects)", "losses": "\(counters.losses)",
-                                      "flipTimeouts": "\(counters.flipTimeouts)", "hotplugNotices": "\(counters.hotplugNotices)"])
-        // Drops master and closes the fd (a shared card: its owner does, after every output);
-        // GBM's dup goes with the context.
+        logger.log(.info, "output closed", fields: [
+            ("device", device.path), ("connects", "\(counters.connects)"), ("losses", "\(counters.losses)"),
+            ("flipTimeouts", "\(counters.flipTimeouts)"), ("hotplugNotices", "\(counters.hotplugNotices)"),
+        ] + presentation.closedFields)
+        // Drops master and closes the fd (a shared card: its owner does, after every output); a
+        // GL presentation's GBM dup goes with its context.
         if ownsDevice { device.close() }
     }
+}
+
+/// How pictures reach the screen on a KMS output (mpv's vo_gpu over its swapchain): what draws
+/// and the buffers each head scans out. The output owns the card, its heads and their flips; a
+/// presentation lives as long as the output and makes each connection's buffers.
+protocol KMSPresentation: AnyObject {
+    var kind: ScanoutKind { get }
+    var layer: any PictureLayer { get }
+    /// `GL_RENDERER`, or what draws instead.
+    var renderer: String { get }
+    /// What draws over or between pictures (only the planes presentation looks: it keeps pictures
+    /// off a plane that cannot blend).
+    var pictureBlending: String? { get set }
+    /// How pictures reach the planes and why, once chosen at the first connection (planes only).
+    var routeReason: String? { get }
+    /// Whether a head's buffers can give back the picture on screen.
+    var readsBack: Bool { get }
+    /// Whether "display released" gives the flips' spread (shownMinusPlanned, jitter): the GL
+    /// head's line always did, the planes head's never; kept so that no log line changes.
+    var logsFlipSpread: Bool { get }
+    /// Makes the buffers of a new connection on `pipe`, before the head saves the CRTC's state.
+    func makeBuffers(connector: String, mode: KMSMode, pipe: KMSPipe, committer: any KMSCommitter) throws -> any KMSHeadBuffers
+    func capabilities(name: String, refresh: RefreshRate?, conversion: ColorConversionMode) -> OutputCapabilities
+    /// What the "output chosen" line says after the device and API.
+    func describe(rotation: Rotation, hotplug: String, untimed: Bool) -> [(String, String)]
+    /// What "output closed" says besides the display link's counters.
+    var closedFields: [(String, String)] { get }
+}
+
+/// The buffers one head draws into and scans out: a free one is drawn, queued, flipped to, and
+/// freed again when the next flip has replaced it.
+protocol KMSHeadBuffers: AnyObject {
+    /// Readies a free buffer and runs `draw` (which calls `render`) into it. Returns the render
+    /// time in nanoseconds, nil for the first picture (see `DisplayHead.draw`).
+    func draw(_ draw: () throws -> Void, scanout: KMSScanout) throws -> Int64?
+    /// Draws `frames` into the buffer `draw` readied (nothing outside `draw`).
+    func render(_ frames: [VideoFrame?], mixes: [FrameMix<VideoFrame>?], bounds: PixelRect) throws
+    /// Queues the picture drawn last on `scanout`; false when none was drawn.
+    func queueFlip(on scanout: KMSScanout) throws -> Bool
+    /// The picture queued last is on screen: the one before it may be drawn into again.
+    func flipped()
+    /// The picture on screen, where the buffers can be read (nil otherwise, or before the first).
+    func screenImage() -> RGBAImage?
+    /// The render time of the last picture, for "display released".
+    var lastRenderNanoseconds: Int64? { get }
+    /// Lets the buffers go (after the CRTC's saved state went back).
+    func close()
 }
 
 /// A DRM card opened once for the several outputs of one process (only one fd of a card can be
@@ -246,25 +370,21 @@ public final class KMSCard: @unchecked Sendable {
     public func close() { device.close() }
 }
 
-/// The real `HotplugDisplay`: a DRM card's connectors, probed on hotplug notices.
+/// The real `HotplugDisplay`: a DRM card's connectors, probed on hotplug notices; each connection
+/// gets its buffers from the output's presentation.
 final class KMSDisplay: HotplugDisplay {
     let device: DRMDevice
     let settings: KMSSettings
     let api: KMSAPI
-    let context: GBMDisplayContext
-    let timer: GPUFrameTimer
-    let nativeFences: Bool
+    let presentation: any KMSPresentation
     let logger: Logger
     private(set) var absence = "not probed yet"
 
-    init(device: DRMDevice, settings: KMSSettings, api: KMSAPI, context: GBMDisplayContext, timer: GPUFrameTimer,
-         nativeFences: Bool, logger: Logger) {
+    init(device: DRMDevice, settings: KMSSettings, api: KMSAPI, presentation: any KMSPresentation, logger: Logger) {
         self.device = device
         self.settings = settings
         self.api = api
-        self.context = context
-        self.timer = timer
-        self.nativeFences = nativeFences
+        self.presentation = presentation
         self.logger = logger
     }
 
@@ -281,8 +401,8 @@ final class KMSDisplay: HotplugDisplay {
 
 extension DRMDevice {
     /// The first connected connector that `settings` allow, in the mode they ask for, with a CRTC
-    /// and its primary plane, made into a head by `makeHead` (the GL and the planes heads); the
-    /// CRTC is released again when that throws. nil when none is connected: `absence` says why.
+    /// and its primary plane, made into a head by `makeHead`; the CRTC is released again when that
+    /// throws. nil when none is connected: `absence` says why.
     func connectHead<Head>(settings: KMSSettings, api: KMSAPI, absence: inout String,
                            makeHead: (String, KMSMode, KMSPipe, any KMSCommitter) throws -> Head) throws -> Head? {
         if let why = vt?.claim(self) {
@@ -332,135 +452,96 @@ extension DRMDevice {
     }
 }
 
-/// One connection of a display: connector, mode, CRTC + primary plane, the GBM + EGL window
-/// surface of the mode's size, the page-flip presenter and its clock. Saves the CRTC's state
-/// before its modeset; `close` puts it back and removes its framebuffers.
+/// One connection of a display: connector, mode, CRTC + primary plane, the presentation's buffers
+/// of the mode's size, the page flips and their clock. Saves the CRTC's state before its modeset;
+/// `close` puts it back and lets the buffers go.
 final class KMSHead: DisplayHead {
     let connector: String
     let mode: DisplayMode
     let flipClock: PageFlipClock
     let pipe: KMSPipe
     var bounds: PixelRect { PixelRect(x: 0, y: 0, width: pipe.width, height: pipe.height) }
-    /// The last picture's render timing.
-    private(set) var lastTiming: GPUFrameTiming?
+    /// The presentation's buffers; nil once closed.
+    private(set) var buffers: (any KMSHeadBuffers)?
 
     private unowned let display: KMSDisplay
-    private var window: GBMWindowSurface?            // released in close()
     private let scanout: KMSScanout
     private var saved: SavedCRTC?
-    private var framebuffers: [UInt: UInt32] = [:]   // GBM buffer id -> DRM fb, removed in close()
-    private var onScreen: ScanoutBuffer?             // locked until the next picture replaces it
-    private var drawn: (buffer: ScanoutBuffer, framebuffer: UInt32)?    // drawn, not queued yet
-    private var inFlight: (buffer: ScanoutBuffer, planned: Int64)?      // queued, its flip not seen yet
+    /// The display vsync the picture in flight was planned for (queued, its flip not seen yet).
+    private var inFlight: Int64?
 
     init(display: KMSDisplay, connector: String, mode: KMSMode, pipe: KMSPipe, committer: any KMSCommitter) throws {
         self.display = display
         self.connector = connector
         self.mode = mode.displayMode
         self.pipe = pipe
-        window = try GBMWindowSurface(on: display.context, width: pipe.width, height: pipe.height)
+        buffers = try display.presentation.makeBuffers(connector: connector, mode: mode, pipe: pipe, committer: committer)
         flipClock = PageFlipClock(refresh: mode.refresh)
         scanout = KMSScanout(device: display.device, committer: committer, pipe: pipe)
         saved = try display.device.saveState(of: pipe)  // before the first modeset
     }
 
     func draw(_ draw: () throws -> Void) throws -> Int64? {
-        guard let window else { throw OutputUnavailable(description: "the head on \(connector) is closed") }
-        if let unshown = drawn {
-            // Drawn but never queued (the loop gave up on it): its buffer can be drawn again.
-            window.release(unshown.buffer)
-            drawn = nil
-        }
-        window.bind()
-        let started = monotonicNow()
-        display.timer.begin()
-        try draw()
-        let fence = display.nativeFences && scanout.modeSet && scanout.committer.takesInFences ? try display.timer.nativeFence() : nil
-        let buffer = try window.swapAndLock()
-        var rendered: Int64?
-        do {
-            if let timing = try display.timer.end(startedAt: started, waitForFence: fence == nil) {
-                // The first picture of a head pays for one-time work (textures, shader variants): an
-                // outlier the estimate would keep for a whole window.
-                if scanout.modeSet { rendered = timing.renderNanoseconds }
-                lastTiming = timing
-            }
-            let fb: UInt32
-            if let cached = framebuffers[buffer.id] {
-                fb = cached
-            } else {
-                fb = try display.device.addFramebuffer(buffer)
-                framebuffers[buffer.id] = fb
-            }
-            drawn = (buffer, fb)
-        } catch {
-            window.release(buffer)
-            throw error
-        }
-        scanout.inFence = fence
-        return rendered
+        guard let buffers else { throw OutputUnavailable(description: "the head on \(connector) is closed") }
+        return try buffers.draw(draw, scanout: scanout)
     }
 
     func queueFlip(planned: Int64) throws {
-        guard let window, let picture = drawn else { return }
-        drawn = nil
-        do {
-            try scanout.queueFlip(framebuffer: picture.framebuffer)
-        } catch {
-            window.release(picture.buffer)
-            throw error
-        }
-        inFlight = (picture.buffer, planned)
+        guard let buffers, try buffers.queueFlip(on: scanout) else { return }
+        inFlight = planned
     }
 
     func waitForFlip(timeout: Double) throws -> Int64 {
-        guard let window, let flight = inFlight else {
+        guard let buffers, let planned = inFlight else {
             throw OutputUnavailable(description: "no flip queued on \(connector)")
         }
         let event = try scanout.waitForFlip(timeout: timeout)
         inFlight = nil
         // The flip is done: the previous picture is off screen and its buffer can be drawn again.
-        if let previous = onScreen { window.release(previous) }
-        onScreen = flight.buffer
-        return flipClock.record(event, planned: flight.planned)
+        buffers.flipped()
+        return flipClock.record(event, planned: planned)
     }
 
+    /// Standby or awake through the scan-out's committer (`DisplayLink.setPower`).
     func setPower(_ on: Bool) throws {
-        guard window != nil else { throw OutputUnavailable(description: "the head on \(connector) is closed") }
+        guard buffers != nil else { throw OutputUnavailable(description: "the head on \(connector) is closed") }
         try scanout.setPower(on)
     }
 
     func close(lost: Bool) {
-        guard window != nil else { return }
+        guard let buffers else { return }
         let device = display.device
+        let logger = display.logger
         if let saved {
             do {
                 let restored = try device.restore(saved, connector: pipe.connector)
-                display.logger.info("display state restored", ["how": restored.how, "refused": restored.refused.joined(separator: "; "),
-                                                               "differs": restored.differences.isEmpty ? "none" : restored.differences.joined(separator: "; ")])
+                logger.info("display state restored", ["how": restored.how, "refused": restored.refused.joined(separator: "; "),
+                                                       "differs": restored.differences.isEmpty ? "none" : restored.differences.joined(separator: "; ")])
             } catch {
                 if lost {
-                    display.logger.debug("display state not restored (the display is gone)", ["error": "\(error)"])
+                    logger.debug("display state not restored (the display is gone)", ["error": "\(error)"])
                 } else {
-                    display.logger.warning("cannot restore the display state", ["error": "\(error)", "device": device.path])
+                    logger.warning("cannot restore the display state", ["error": "\(error)", "device": device.path])
                 }
             }
             self.saved = nil
         }
-        for fb in framebuffers.values { device.removeFramebuffer(fb) }
-        framebuffers = [:]
+        buffers.close()   // after the restore: no plane shows them any more
+        self.buffers = nil
         device.releaseCRTC(pipe.crtc)
-        onScreen = nil
-        drawn = nil
         inFlight = nil
-        window = nil   // the GBM and EGL window surfaces; the context stays, surfaceless
         let stats = flipClock.stats
-        display.logger.info("display released", [
-            "device": device.path, "connector": connector, "mode": "\(mode)", "lost": "\(lost)", "flips": "\(stats.flips)",
-            "late": "\(stats.lateFrames)", "missedVsyncs": "\(stats.missedVsyncs)", "rescheduled": "\(stats.rescheduledFrames)",
-            "shownMinusPlanned": stats.shownMinusPlanned.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ","),
-            "renderMs": lastTiming.map { (Double($0.renderNanoseconds) / 1e6).formatted(decimals: 2) } ?? "-",
-            "refresh": flipClock.measuredRefresh.map { $0.formatted(decimals: 3) } ?? "-",
-            "jitter": flipClock.jitter.map { $0.formatted(decimals: 4) } ?? "-"])
+        let spread = display.presentation.logsFlipSpread
+        var fields: [(String, String)] = [
+            ("device", device.path), ("connector", connector), ("mode", "\(mode)"), ("lost", "\(lost)"), ("flips", "\(stats.flips)"),
+            ("late", "\(stats.lateFrames)"), ("missedVsyncs", "\(stats.missedVsyncs)"), ("rescheduled", "\(stats.rescheduledFrames)"),
+        ]
+        if spread {
+            fields.append(("shownMinusPlanned", stats.shownMinusPlanned.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")))
+        }
+        fields.append(("renderMs", buffers.lastRenderNanoseconds.map { (Double($0) / 1e6).formatted(decimals: 2) } ?? "-"))
+        fields.append(("refresh", flipClock.measuredRefresh.map { $0.formatted(decimals: 3) } ?? "-"))
+        if spread { fields.append(("jitter", flipClock.jitter.map { $0.formatted(decimals: 4) } ?? "-")) }
+        logger.log(.info, "display released", fields: fields)
     }
 }

@@ -4,17 +4,17 @@ import Render
 
 /// `display.scanout`: how pictures reach a KMS display.
 public enum ScanoutMode: String, Sendable, CaseIterable {
-    /// The player layer draws each picture with OpenGL ES into a GBM surface (`KMSOutput`).
+    /// The player layer draws each picture with OpenGL ES into a GBM surface (`KMSGLPresentation`).
     case gl
     /// Pictures go to KMS planes without any GL: swscale converts and scales each one straight
-    /// into a mapped dumb buffer that the primary plane scans out (`KMSPlanesOutput`).
+    /// into a mapped dumb buffer that the primary plane scans out (`KMSPlanesPresentation`).
     case planes
     /// `gl` on a hardware renderer, `planes` on a software one (llvmpipe), where drawing every
     /// picture with the CPU costs far more than converting it into the scan-out buffer.
     case auto
 }
 
-/// The two ways a KMS output can show pictures.
+/// The two ways a KMS output can show pictures (its presentation).
 public enum ScanoutKind: String, Sendable {
     case gl, planes
 }

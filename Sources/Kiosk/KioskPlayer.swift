@@ -114,47 +114,17 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
     if kind == .kms {
         var settings = config.display.kms
         if let connector = wallOutput?.connector { settings.connector = connector }
-        var glOutput: KMSOutput?
-        defer { glOutput?.close() }  // the saved display state goes back on every way out
-        // `auto` asks the card's GL renderer (the GL output opens, and closes again when planes win).
-        let choice = chooseScanout(config.display.scanout) {
-            Result {
-                let opened = try KMSOutput(settings: settings, card: card, background: config.display.background, logger: logger)
-                glOutput = opened
-                return opened.renderer
-            }
-        }
-        logger.info("scan-out chosen", ["scanout": choice.kind.rawValue, "why": choice.reason, "setting": config.display.scanout.rawValue])
-        if choice.kind == .planes {
-            glOutput?.close()
-            glOutput = nil
-            let output = try KMSPlanesOutput(settings: settings, card: card, choice: choice, untimed: options.clock == .virtual,
-                                             background: config.display.background, logger: logger)
-            defer { output.close() }  // the saved display state goes back on every way out
-            output.layer.gravity = config.display.gravity
-            output.layer.rotation = config.display.rotation
-            // A Y'CbCr plane cannot blend: with overlays or transitions the pictures go into XRGB buffers.
-            output.pictureBlending = !config.overlays.isEmpty ? "overlays" : config.hasTransitions ? "transitions" : nil
-            applyWall(config, output: wallOutput, to: output.layer, logger: logger)
-            let capabilities = output.openCapabilities()
-            logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
-                                          "api": output.api.rawValue, "format": output.format.description, "scanout": "planes",
-                                          "clock": output.untimed ? "virtual (untimed)" : "flips", "rotation": "\(output.layer.rotation.rawValue)", "hotplug": output.hotplugSource])
-            logCapabilities(capabilities, setting: config.display.conversion, logger: logger)
-            return try presentOnDisplay(output, makeSession: makeSession, capabilities: capabilities, options: options, trace: trace,
-                                        shouldContinue: shouldContinue, onVsync: onVsync)
-        }
-        let output = try glOutput ?? KMSOutput(settings: settings, card: card, background: config.display.background, logger: logger)
-        glOutput = output
-        output.scanoutChoice = choice
+        // The presentation (GL or planes) is chosen as the output opens (`KMSOutput.presentationTable`).
+        let output = try KMSOutput(settings: settings, card: card, scanout: config.display.scanout, untimed: options.clock == .virtual,
+                                   background: config.display.background, logger: logger)
+        defer { output.close() }  // the saved display state goes back on every way out
         output.layer.gravity = config.display.gravity
         output.layer.rotation = config.display.rotation
+        // A Y'CbCr plane cannot blend: with overlays or transitions the pictures go into XRGB buffers.
+        output.pictureBlending = !config.overlays.isEmpty ? "overlays" : config.hasTransitions ? "transitions" : nil
         applyWall(config, output: wallOutput, to: output.layer, logger: logger)
         let capabilities = output.openCapabilities(conversion: config.display.conversion)
-        logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason, "device": output.devicePath,
-                                      "api": output.api.rawValue, "format": output.format.rawValue, "rotation": "\(output.layer.rotation.rawValue)",
-                                      "fences": output.nativeFences ? "native" : "none", "renderTiming": output.renderTiming,
-                                      "hotplug": output.hotplugSource, "renderer": output.renderer])
+        logger.log(.info, "output chosen", fields: [("output", output.name), ("kind", kind.rawValue), ("why", reason)] + output.openedFields)
         logCapabilities(capabilities, setting: config.display.conversion, logger: logger)
         return try presentOnDisplay(output, makeSession: makeSession, capabilities: capabilities, options: options, trace: trace,
                                     shouldContinue: shouldContinue, onVsync: onVsync)
@@ -174,7 +144,7 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
     return try session.present(on: output, options: options, trace: trace, shouldContinue: shouldContinue, onVsync: onVsync)
 }
 
-/// A KMS output (GL or planes) as the kiosk drives it: it waits for its display, and says when
+/// A KMS output (either presentation) as the kiosk drives it: it waits for its display, and says when
 /// the display comes and goes.
 protocol KioskDisplayOutput: KioskOutput {
     var shouldContinue: () -> Bool { get set }
@@ -184,7 +154,6 @@ protocol KioskDisplayOutput: KioskOutput {
 }
 
 extension KMSOutput: KioskDisplayOutput {}
-extension KMSPlanesOutput: KioskDisplayOutput {}
 
 /// Makes the session for a KMS output that opened and presents it there once a display is connected.
 private func presentOnDisplay<Output: KioskDisplayOutput>(_ output: Output, makeSession: (OutputCapabilities) throws -> KioskSession,

@@ -17,7 +17,7 @@ extension KioskSession {
         let overlays = OverlayPresenter(overlays: config.overlays, timeZone: config.timeZone ?? .current,
                                         logger: logger.with(["output": output.name]))
         if outputSlot == 0 { overlays.onStatus = { [status] list in status.update { $0.overlays = list } } }
-        let layer = output.layer
+        let layer = output.pictureLayer
         let canvas = config.wall.map { (width: $0.canvasWidth, height: $0.canvasHeight) }
         // What the overlays were last placed for: nothing they show changes within a second of
         // the wall clock (texts, clocks and schedules change on whole seconds).

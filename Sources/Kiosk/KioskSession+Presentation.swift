@@ -13,7 +13,7 @@ extension KioskSession {
     public func present<Output: KioskOutput>(on output: Output, options: RunOptions, trace: TraceWriter?,
                                              shouldContinue: @escaping () -> Bool,
                                              onVsync: ((Int64) -> Void)? = nil) throws -> PresentationStats {
-        let layer = output.layer
+        let layer = output.pictureLayer
         // A mosaic output shows several regions: a session of its own plays each further one.
         let regions = (1..<max(1, layer.mosaicRegions.count)).map { rank in
             makeFollower(slot: outputSlot, regionRank: rank, output: self.output, logger: logger.with(["region": "\(rank)"]))
@@ -22,7 +22,7 @@ extension KioskSession {
         let presenter = try PlayerPresenter(players: [player] + regions.map(\.player), output: output, trace: trace, logger: logger,
                                             exitAfter: options.exitAfter.map { MediaTime(seconds: $0, preferredTimescale: 1_000_000) })
         let context = PresentationContext(name: output.name, width: output.bounds.width, height: output.bounds.height,
-                                          screenshots: output as? ScreenshotSource, clock: output.clock)
+                                          screenshots: output.screenshots, clock: output.clock)
         state.withLock { s in s.outputName = output.name }
         startAudio(clock: output.clock)
         defer { audio.stop() }
@@ -69,7 +69,7 @@ extension KioskSession {
             clockSyncCheck?(shown, picture)
         }
         var reportedNotDrawn = 0
-        let power = output as? DisplayPowerControl
+        let power = output.displayPower
         scheduledPower = power
         presentationTrace = trace
         let schedule = makeScheduleStep(clock: output.clock, trace: trace, outputName: output.name, power: power)
@@ -86,10 +86,12 @@ extension KioskSession {
             beat(idle: shownPlayers.allSatisfy { $0.rate == 0 } ? "paused"
                      : shownPlayers.allSatisfy { $0.currentItem == nil } ? "nothing to play" : nil)
             if n % 30 == 0 {
-                // What the display measures (page-flip times) where it can; the mode's rate elsewhere.
-                let flips = output.clock as? PageFlipClock
-                let fps = flips?.measuredRefresh ?? output.clock.refresh.hertz
-                let jitter = flips?.jitter ?? 0
+                // The clock's rate, jitter 0. The cast this replaced (`output.clock as? PageFlipClock`)
+                // never matched: a KMS output's clock is its display link's, not a head's page-flip
+                // clock. `output.pageFlips` has the measured figures; reporting them here would
+                // change what status and health say (a behaviour change of its own, not made here).
+                let fps = output.clock.refresh.hertz
+                let jitter = 0.0
                 let rect = layer.videoRect.map { [$0.x, $0.y, $0.width, $0.height] }
                 if outputSlot == 0 {
                     status.update {

@@ -16,28 +16,40 @@ extension HeadlessOutput: ScreenshotSource {
     public func readBack() throws -> RGBAImage { try screenshotAsStored() }
 }
 
-/// An output the kiosk can present on: it draws `VideoFrame`s with a `PlayerLayer` into `bounds`.
+/// An output the kiosk can present on: it draws `VideoFrame`s, placed by its picture layer, into
+/// `bounds`.
 public protocol KioskOutput: PresentationOutput where Frame == VideoFrame {
-    associatedtype Layer: PictureLayer
-    /// What places the pictures: the player layer (GL), or the planes output's scan-out layer.
-    var layer: Layer { get }
+    /// What places the pictures: the player layer (GL), or the planes presentation's scan-out layer.
+    var pictureLayer: any PictureLayer { get }
     var bounds: PixelRect { get }
     /// The scan-out a KMS output uses and why (`display.scanout`); nil for other outputs.
     var scanout: ScanoutChoice? { get }
+    /// What the output can do besides drawing, as it reports it; each facet below is nil where
+    /// it lacks that feature (callers ask, never cast the output).
+    var features: OutputFeatures { get }
+    /// Reads back the picture on screen (`.screenshot`).
+    var screenshots: (any ScreenshotSource)? { get }
+    /// Standby and waking (`.displayPower`).
+    var displayPower: (any DisplayPowerControl)? { get }
+    /// The page-flip clock of the display shown on now (`.pageFlipClock`; nil while none is).
+    var pageFlips: PageFlipClock? { get }
 }
 
 extension KioskOutput {
     public var scanout: ScanoutChoice? { nil }
 }
 
-extension HeadlessOutput: KioskOutput {}
+extension KioskOutput where Self: ScreenshotSource {
+    public var screenshots: (any ScreenshotSource)? { features.contains(.screenshot) ? self : nil }
+}
+
+extension HeadlessOutput: KioskOutput {
+    public var pictureLayer: any PictureLayer { layer }
+}
 extension KMSOutput: KioskOutput {
-    public var scanout: ScanoutChoice? { scanoutChoice }
+    public var pictureLayer: any PictureLayer { layer }
 }
-extension KMSPlanesOutput: KioskOutput {
-    public var scanout: ScanoutChoice? { choice }
-}
-extension KMSPlanesOutput: ScreenshotSource {}
+extension KMSOutput: ScreenshotSource {}
 
 /// One running kiosk: the playlist as a `QueuePlayer` (looped by a `PlayerLooper`), the status the
 /// control socket reports, and the commands it sends. `run` presents on the calling thread;

@@ -31,6 +31,13 @@ struct PlaneScanoutTests {
         #expect(none.reason.contains("no EGL"))
     }
 
+    @Test("the KMS output tries its presentations in order: auto is GL, then planes; gl and planes only themselves")
+    func presentationTable() {
+        #expect(KMSOutput.presentationTable(.auto) == [.gl, .planes])
+        #expect(KMSOutput.presentationTable(.gl) == [.gl])
+        #expect(KMSOutput.presentationTable(.planes) == [.planes])
+    }
+
     @Test("a dumb buffer's pitch and size from the driver are checked before use")
     func dumbBufferLayout() throws {
         let padded = try #require(DumbBufferLayout(width: 1280, height: 800, pitch: 5120 + 256, size: UInt64((5120 + 256) * 800)))
