@@ -47,8 +47,7 @@ extension Player {
 
     /// Frames come again (or the run they were awaited for is gone).
     func endStallLocked() {
-        starved = nil
-        stalled = false
+        pullState.endStall()
     }
 
     /// After the current item changed by an API call: the new item starts where time is now.

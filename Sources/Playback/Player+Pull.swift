@@ -59,8 +59,7 @@ extension Player {
             lastVsync = nil
             waitingVsync = nil
             retryAtVsync = nil
-            starved = nil
-            holdingStart = false
+            pullState.detach()
             timelineStartVsync = nil
         }
     }
@@ -192,18 +191,20 @@ extension Player {
         if anchor == nil {
             // Playback starts (play, seek, a new item by an API call): the timeline starts with
             // the first frame, unless it was told a host time to start at.
-            holdingStart = hostStartVsync == nil
+            pullState.start(holds: hostStartVsync == nil)
             anchor = (hostStartVsync ?? n, pausedPosition)
             hostStartVsync = nil
         }
         // A frame shown on this vsync starts the timeline (the frame may come in after this look).
-        let startsTimeline = holdingStart
-        if holdingStart, let a = anchor {
-            anchor = (n, a.position)
-            if peekLocked() != nil { holdingStart = false }  // it starts now
-        } else if stalled {
+        var startsTimeline = false
+        switch pullState.anchoring(frameReady: { peekLocked() != nil }) {
+        case .runs: break
+        case .startsHere:
+            startsTimeline = true
+            if let a = anchor { anchor = (n, a.position) }
+        case .holds(let at):
             // A stall holds the timeline where the missing frame belongs.
-            anchor = (n, stallPosition)
+            anchor = (n, at)
         }
 
         var selected: (frame: any PresentableFrame, t: MediaTime, vsync: Int64, run: Run)?
@@ -227,12 +228,12 @@ extension Player {
                 if !clockWaitsForDecoding, let s = selected ?? shown.map({ ($0.frame, $0.t, $0.vsync, $0.run) }),
                    s.run === current, vsyncOf(s.t + s.frame.duration) > n { break loop }
                 if selected == nil {
-                    if !holdingStart { starvingLocked(n, waited: waited, run: current, &outbox) }
+                    if !pullState.isHoldingStart { starvingLocked(n, waited: waited, run: current, &outbox) }
                     waitingVsync = n
                 }
                 break loop
             }
-            starved = nil
+            pullState.decoded()
             switch next! {
             case .frame(let frame, let t):
                 let due = vsyncOf(t)
@@ -298,24 +299,17 @@ extension Player {
     /// `stallTimeout` (counted in vsyncs, or in time waited for a clock that waits for decoding)
     /// playback is stalled: the timeline waits at the missing frame's place, and it is reported.
     func starvingLocked(_ n: Int64, waited: Double, run current: Run, _ outbox: inout Outbox) {
-        let since = starved?.since ?? n
-        let total = (starved?.waited ?? 0) + waited
-        starved = (since, total)
-        guard !stalled, let refresh else { return }
-        let vsyncs = Double(n - since + 1) / refresh.hertz
-        guard max(vsyncs, total) >= _stallTimeout else { return }
-        stalled = true
-        _stats.stalls += 1
-        // The missing frame starts where the one on screen ends (or where the run starts).
-        if let s = shown, s.run === current {
-            stallPosition = s.t + s.frame.duration
-        } else {
-            stallPosition = position(atVsync: since)
+        let stall = pullState.starve(vsync: n, waited: waited, hertz: refresh?.hertz, timeout: _stallTimeout) { since in
+            // The missing frame starts where the one on screen ends (or where the run starts).
+            if let s = shown, s.run === current { return s.t + s.frame.duration }
+            return position(atVsync: since)
         }
-        anchor = (n, stallPosition)
+        guard let stall else { return }
+        _stats.stalls += 1
+        anchor = (n, stall.at)
         post(.playbackStalled, item: current.item)
         logger.warning("playback stalled", ["item": "\(current.item.traceIndex)", "vsync": "\(n)",
-                                            "seconds": max(vsyncs, total).formatted(decimals: 3)])
+                                            "seconds": stall.seconds.formatted(decimals: 3)])
         updateTimeControlLocked()
         fireJumpLocked(&outbox)
     }
@@ -350,7 +344,7 @@ extension Player {
     func reportClockLocked(_ n: Int64) {
         guard let run else { return }
         // A clock that waits for decoding (a virtual one) is never behind it.
-        guard _rate != 0, !stalled, anchor != nil, !clockWaitsForDecoding, let refresh else {
+        guard _rate != 0, !pullState.isStalled, anchor != nil, !clockWaitsForDecoding, let refresh else {
             run.feeder.report(clock: nil, lateDropRate: 0)
             return
         }
@@ -367,9 +361,7 @@ extension Player {
         run.shownFrames += 1
         _stats.presented += 1
         emptyRuns = 0
-        holdingStart = false
-        if stalled { logger.info("playback resumed", ["item": "\(run.item.traceIndex)", "vsync": "\(n)"]) }
-        endStallLocked()
+        if pullState.shown() { logger.info("playback resumed", ["item": "\(run.item.traceIndex)", "vsync": "\(n)"]) }
         if _rate != 0 { updateTimeControlLocked() }
         if run.shownFrames == 1 {
             if let seek = run.seek {
