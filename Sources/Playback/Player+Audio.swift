@@ -75,7 +75,7 @@ extension Player {
                 view.startPrimed = listened && mayLoopLocked && run.item === queue.first && view.next == nil
                     && run.item.preroll.map { $0.start == .zero && !$0.isStopped } == true
             }
-            view.seamOpen = seam != nil
+            view.seamOpen = pullState.seam != nil
             view.timelineShifts = timelineShifts
             view.ended = run?.ended ?? false
             return view

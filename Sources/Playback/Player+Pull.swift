@@ -57,8 +57,6 @@ extension Player {
             pausedPosition = currentPositionLocked()
             anchor = nil
             lastVsync = nil
-            waitingVsync = nil
-            retryAtVsync = nil
             pullState.detach()
             timelineStartVsync = nil
         }
@@ -139,21 +137,20 @@ extension Player {
     }
 
     func pullLocked(_ n: Int64, waited: Double, _ outbox: inout Outbox) -> Picture {
-        // A vsync is asked once, or again while its picture waits for a frame being decoded.
-        if let last = lastVsync, n < last || (n == last && waitingVsync != n) { return currentPicture(isNew: false) }
-        waitingVsync = nil
-        // The vsync of an item's end waits for the end's handlers to seek back (Player+Seams).
-        if seamStillWaitsLocked(n) { return currentPicture(isNew: false, waiting: true) }
+        // A vsync is asked once, or again while its picture waits for a frame being decoded. The
+        // vsync of an item's end waits for the end's handlers to seek back (Player+Seams).
+        switch pullState.admit(n, last: lastVsync, now: .now, limit: Self.seamWaitLimit, plays: seamPlaysLocked, wake: wakeCount) {
+        case .asked: return currentPicture(isNew: false)
+        case .seamWaits: return currentPicture(isNew: false, waiting: true)
+        case .pull: break
+        }
         let hadPicture = shown != nil
         // The picture that started the timeline was shown on time (or `didShow` moved it).
         if let start = timelineStartVsync, n > start { timelineStartVsync = nil }
         lastVsync = n
         _stats.lastVsync = n
         expirePrimerLocked()
-        if let retry = retryAtVsync {
-            if n < retry { return currentPicture(isNew: false) }
-            retryAtVsync = nil
-        }
+        if pullState.retryWaits(n) { return currentPicture(isNew: false) }
         ensureRunLocked(at: pausedPositionOrNow(n))
         traceStartLocked()
         startPrerollsLocked()
@@ -182,7 +179,7 @@ extension Player {
                     return picture
                 }
                 if next == nil {
-                    waitingVsync = n
+                    pullState.wait(n)
                     return currentPicture(isNew: false, waiting: true)
                 }
             }
@@ -218,7 +215,7 @@ extension Player {
                     // decoding waits for it, so which frame a vsync shows never depends on how
                     // fast the decoder was.
                     selected = nil
-                    waitingVsync = n
+                    pullState.wait(n)
                     break loop
                 }
                 // Nothing decoded yet: only a wait when the picture on screen has had its time
@@ -229,7 +226,7 @@ extension Player {
                    s.run === current, vsyncOf(s.t + s.frame.duration) > n { break loop }
                 if selected == nil {
                     if !pullState.isHoldingStart { starvingLocked(n, waited: waited, run: current, &outbox) }
-                    waitingVsync = n
+                    pullState.wait(n)
                 }
                 break loop
             }
@@ -280,14 +277,14 @@ extension Player {
             return currentPicture(isNew: hadPicture)
         }
         // A picture that is new is not asked for again: a seam opened with it does not wait.
-        if selected != nil, waitingVsync == n, seam?.vsync == n { waitingVsync = nil }
+        if selected != nil { pullState.showsNew(n) }
         reportClockLocked(n)
         fireProgressLocked(&outbox)
         // A transition's weights change every vsync: the picture is drawn again with each.
         let previousMix = currentMix.flatMap { current in run.map(ObjectIdentifier.init) == current.run ? current.mix : nil }
         let mix = mixLocked(n)
         currentMix = (mix != nil && run != nil) ? (ObjectIdentifier(run!), mix!) : nil
-        var picture = currentPicture(isNew: selected != nil, waiting: waitingVsync == n, newMix: mix != previousMix)
+        var picture = currentPicture(isNew: selected != nil, waiting: pullState.isWaiting(n), newMix: mix != previousMix)
         if startsTimeline && selected != nil {
             timelineStartVsync = n
             picture.startsTimeline = true

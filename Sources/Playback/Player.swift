@@ -83,11 +83,8 @@ public class Player: @unchecked Sendable {
     var hostStartVsync: Int64?
     var hostStartTime: MediaTime?
     var emptyRuns = 0
-    var retryAtVsync: Int64?
-    /// Held start, starving, stall: where the timeline stands with the frames it waits for.
+    /// Held start, starving, stall; the vsync that waits, a seam, a retry (PullState.swift).
     var pullState = PullState()
-    /// The vsync whose picture waits for a frame being decoded (it may be asked for again).
-    var waitingVsync: Int64?
     /// On a clock that waits for decoding: the timeline time of the frame put back to wait for the
     /// one after it (which may be due on the same vsync), and how long it has waited.
     var lookahead: (t: MediaTime, waited: Double)?
@@ -108,8 +105,6 @@ public class Player: @unchecked Sendable {
     var _stats = PresentationStats()
 
     // Seams and idleness (Player+Seams.swift).
-    /// An item end whose vsync waits briefly for the end's handlers to seek back; nil otherwise.
-    var seam: Seam?
     /// Goes up with every API call that can change the picture (a waiting presentation loop wakes).
     var wakeCount: UInt64 = 0
     /// When the current item's primed start (its `preroll`) stops unless a seek takes it.

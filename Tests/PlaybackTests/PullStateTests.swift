@@ -1,8 +1,9 @@
 @testable import Playback
 import Testing
 
-/// The vsync pull's state machine alone: held starts, starving, stalls, and what ends them.
-/// Virtual values only: vsync numbers, seconds waited, positions in 60ths of a second.
+/// The vsync pull's state machine alone: held starts, starving, stalls, and what ends them; which
+/// vsyncs are asked again (waits for decoding, seams, retries). Virtual values only: vsync
+/// numbers, seconds waited, positions in 60ths of a second, instants set apart by hand.
 @Suite struct PullStateTests {
     func at(_ sixtieths: Int64) -> MediaTime { MediaTime(value: sixtieths, timescale: 60) }
     /// Where a stall that began on vsync `since` holds, when no picture of the run is on screen.
@@ -169,5 +170,127 @@ import Testing
             s.detach()
             #expect(s.phase == after, "\(phase)")
         }
+    }
+
+    // MARK: The gate
+
+    let t0 = ContinuousClock.now
+    func seam(_ vsync: Int64, openedAfter seconds: Double = 0, seen: UInt64 = 0) -> PullState.Seam {
+        PullState.Seam(vsync: vsync, opened: t0 + .milliseconds(Int64(seconds * 1000)), seen: seen)
+    }
+    /// Asks vsync `n` with no seam input that matters.
+    func admit(_ s: inout PullState, _ n: Int64, last: Int64?) -> PullState.Admission {
+        s.admit(n, last: last, now: t0, limit: 1, plays: false, wake: 0)
+    }
+
+    @Test func vsyncsGoForwardAndAreAnsweredOnce() {
+        var s = PullState()
+        #expect(admit(&s, 5, last: nil) == .pull)
+        #expect(admit(&s, 5, last: 5) == .asked)
+        #expect(admit(&s, 4, last: 5) == .asked)
+        #expect(admit(&s, 6, last: 5) == .pull)
+        #expect(s.gate == .answered && s.isSettled && !s.isWaiting(6))
+    }
+
+    @Test func aPictureThatWaitsForDecodingMayBeAskedAgain() {
+        var s = PullState()
+        s.wait(8)
+        #expect(s.gate == .waiting(vsync: 8) && s.isWaiting(8) && !s.isWaiting(9))
+        #expect(s.isSettled && s.seam == nil && s.waitingSeam == nil)
+        #expect(admit(&s, 7, last: 8) == .asked)
+        #expect(s.gate == .waiting(vsync: 8), "an earlier vsync changes nothing")
+        #expect(admit(&s, 8, last: 8) == .pull)
+        #expect(s.gate == .answered)
+        #expect(admit(&s, 8, last: 8) == .asked)
+        s.wait(8)
+        #expect(admit(&s, 9, last: 8) == .pull)
+        #expect(s.gate == .answered)
+    }
+
+    @Test func aSeamWaitsForTheEndsHandlersOnItsVsync() {
+        var s = PullState()
+        s.openSeam(20, now: t0, wake: 3)
+        #expect(s.gate == .seam(seam(20, seen: 3), waiting: true))
+        #expect(s.isWaiting(20) && !s.isSettled && s.waitingSeam == seam(20, seen: 3) && s.seam == seam(20, seen: 3))
+        // Asked again within the limit with nothing to play: it waits, noting the wake count.
+        let half = s.admit(20, last: 20, now: t0 + .milliseconds(500), limit: 1, plays: false, wake: 4)
+        #expect(half == .seamWaits)
+        #expect(s.gate == .seam(seam(20, seen: 4), waiting: true))
+        // Something plays now (a seek back): the seam closes and the vsync is pulled.
+        let sought = s.admit(20, last: 20, now: t0 + .milliseconds(600), limit: 1, plays: true, wake: 5)
+        #expect(sought == .pull)
+        #expect(s.gate == .answered && s.isSettled)
+    }
+
+    @Test func aSeamClosesWhenItsWaitIsOver() {
+        var s = PullState()
+        s.openSeam(20, now: t0, wake: 0)
+        let over = s.admit(20, last: 20, now: t0 + .seconds(1), limit: 1, plays: false, wake: 0)
+        #expect(over == .pull)
+        #expect(s.gate == .answered)
+    }
+
+    @Test func aSeamClosesOnAnotherVsync() {
+        var s = PullState()
+        s.openSeam(20, now: t0, wake: 0)
+        #expect(admit(&s, 21, last: 20) == .pull)
+        #expect(s.gate == .answered)
+    }
+
+    @Test func aSeamOpenedWithANewPictureDoesNotWait() {
+        var s = PullState()
+        s.openSeam(20, now: t0, wake: 0)
+        s.showsNew(19)
+        #expect(s.isWaiting(20), "another vsync's picture changes nothing")
+        s.showsNew(20)
+        #expect(s.gate == .seam(seam(20), waiting: false))
+        #expect(!s.isWaiting(20) && s.waitingSeam == nil && s.seam == seam(20) && !s.isSettled)
+        // Not asked again; the next vsync closes it.
+        #expect(admit(&s, 20, last: 20) == .asked)
+        #expect(s.seam != nil)
+        #expect(admit(&s, 21, last: 20) == .pull)
+        #expect(s.gate == .answered)
+        // A new picture without a seam changes nothing.
+        s.wait(30)
+        s.showsNew(30)
+        #expect(s.gate == .waiting(vsync: 30))
+    }
+
+    @Test func waitingAtAnOpenSeamWaitsOnItsVsync() {
+        var s = PullState(gate: .seam(seam(20), waiting: false))
+        s.wait(20)
+        #expect(s.gate == .seam(seam(20), waiting: true))
+    }
+
+    @Test func aRetryShowsTheBackgroundUntilItsVsync() {
+        var s = PullState()
+        s.retry(at: 160)
+        #expect(s.gate == .retry(at: 160) && !s.isSettled && !s.isWaiting(100))
+        #expect(admit(&s, 101, last: 100) == .pull, "the retry is looked at after the vsync is admitted")
+        for n: Int64 in [101, 159] {
+            let waits = s.retryWaits(n)
+            #expect(waits, "vsync \(n)")
+        }
+        #expect(s.gate == .retry(at: 160))
+        do { let waits = s.retryWaits(160); #expect(!waits) }
+        #expect(s.gate == .answered)
+        do { let waits = s.retryWaits(161); #expect(!waits) }
+    }
+
+    @Test func detachingForgetsWaitsAndRetriesButKeepsASeamOpen() {
+        let gates: [(PullState.Gate, PullState.Gate)] = [
+            (.answered, .answered), (.waiting(vsync: 4), .answered), (.retry(at: 9), .answered),
+            (.seam(seam(4), waiting: true), .seam(seam(4), waiting: false)),
+            (.seam(seam(4), waiting: false), .seam(seam(4), waiting: false)),
+        ]
+        for (gate, after) in gates {
+            var s = PullState(gate: gate)
+            s.detach()
+            #expect(s.gate == after, "\(gate)")
+        }
+        // The next output's first vsync: not asked before; an open seam on another vsync closes.
+        var s = PullState(gate: .seam(seam(4), waiting: false))
+        #expect(admit(&s, 0, last: nil) == .pull)
+        #expect(s.gate == .answered)
     }
 }
