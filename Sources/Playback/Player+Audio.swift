@@ -68,14 +68,14 @@ extension Player {
                 view.run = ObjectIdentifier(run)
                 view.runStart = run.start
                 view.runOrigin = run.origin ?? run.seek?.target ?? .zero
-                view.playing = _rate != 0 && anchor != nil && !holdingStart && !stalled && !run.ended && lastVsync != nil
+                view.playing = _rate != 0 && anchor != nil && !pullState.isHoldingStart && !pullState.isStalled && !run.ended && lastVsync != nil
                     && hostStartVsync == nil && hostStartTime == nil
                 // As `openSeamLocked`: the end waits for handlers only when something listens.
                 let listened = eventBroadcast.subscriberCount > 0 || run.item.hasEventSubscribers || !observers.isEmpty
                 view.startPrimed = listened && mayLoopLocked && run.item === queue.first && view.next == nil
                     && run.item.preroll.map { $0.start == .zero && !$0.isStopped } == true
             }
-            view.seamOpen = seam != nil
+            view.seamOpen = pullState.seam != nil
             view.timelineShifts = timelineShifts
             view.ended = run?.ended ?? false
             return view

@@ -47,8 +47,7 @@ extension Player {
 
     /// Frames come again (or the run they were awaited for is gone).
     func endStallLocked() {
-        starved = nil
-        stalled = false
+        pullState.endStall()
     }
 
     /// After the current item changed by an API call: the new item starts where time is now.
@@ -193,7 +192,7 @@ extension Player {
             if emptyRuns > queue.count + 1 {
                 // Nothing in the queue can be played: show the background, try again in a second.
                 emptyRuns = 0
-                if let refresh { retryAtVsync = n + max(1, refresh.numerator / refresh.denominator) }
+                if let refresh { pullState.retry(at: n + max(1, refresh.numerator / refresh.denominator)) }
                 logger.warning("nothing playable; retrying in 1 s", ["items": "\(queue.count)"])
                 return false
             }

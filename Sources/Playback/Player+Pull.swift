@@ -57,10 +57,7 @@ extension Player {
             pausedPosition = currentPositionLocked()
             anchor = nil
             lastVsync = nil
-            waitingVsync = nil
-            retryAtVsync = nil
-            starved = nil
-            holdingStart = false
+            pullState.detach()
             timelineStartVsync = nil
         }
     }
@@ -140,21 +137,20 @@ extension Player {
     }
 
     func pullLocked(_ n: Int64, waited: Double, _ outbox: inout Outbox) -> Picture {
-        // A vsync is asked once, or again while its picture waits for a frame being decoded.
-        if let last = lastVsync, n < last || (n == last && waitingVsync != n) { return currentPicture(isNew: false) }
-        waitingVsync = nil
-        // The vsync of an item's end waits for the end's handlers to seek back (Player+Seams).
-        if seamStillWaitsLocked(n) { return currentPicture(isNew: false, waiting: true) }
+        // A vsync is asked once, or again while its picture waits for a frame being decoded. The
+        // vsync of an item's end waits for the end's handlers to seek back (Player+Seams).
+        switch pullState.admit(n, last: lastVsync, now: .now, limit: Self.seamWaitLimit, plays: seamPlaysLocked, wake: wakeCount) {
+        case .asked: return currentPicture(isNew: false)
+        case .seamWaits: return currentPicture(isNew: false, waiting: true)
+        case .pull: break
+        }
         let hadPicture = shown != nil
         // The picture that started the timeline was shown on time (or `didShow` moved it).
         if let start = timelineStartVsync, n > start { timelineStartVsync = nil }
         lastVsync = n
         _stats.lastVsync = n
         expirePrimerLocked()
-        if let retry = retryAtVsync {
-            if n < retry { return currentPicture(isNew: false) }
-            retryAtVsync = nil
-        }
+        if pullState.retryWaits(n) { return currentPicture(isNew: false) }
         ensureRunLocked(at: pausedPositionOrNow(n))
         traceStartLocked()
         startPrerollsLocked()
@@ -183,7 +179,7 @@ extension Player {
                     return picture
                 }
                 if next == nil {
-                    waitingVsync = n
+                    pullState.wait(n)
                     return currentPicture(isNew: false, waiting: true)
                 }
             }
@@ -192,18 +188,20 @@ extension Player {
         if anchor == nil {
             // Playback starts (play, seek, a new item by an API call): the timeline starts with
             // the first frame, unless it was told a host time to start at.
-            holdingStart = hostStartVsync == nil
+            pullState.start(holds: hostStartVsync == nil)
             anchor = (hostStartVsync ?? n, pausedPosition)
             hostStartVsync = nil
         }
         // A frame shown on this vsync starts the timeline (the frame may come in after this look).
-        let startsTimeline = holdingStart
-        if holdingStart, let a = anchor {
-            anchor = (n, a.position)
-            if peekLocked() != nil { holdingStart = false }  // it starts now
-        } else if stalled {
+        var startsTimeline = false
+        switch pullState.anchoring(frameReady: { peekLocked() != nil }) {
+        case .runs: break
+        case .startsHere:
+            startsTimeline = true
+            if let a = anchor { anchor = (n, a.position) }
+        case .holds(let at):
             // A stall holds the timeline where the missing frame belongs.
-            anchor = (n, stallPosition)
+            anchor = (n, at)
         }
 
         var selected: (frame: any PresentableFrame, t: MediaTime, vsync: Int64, run: Run)?
@@ -217,7 +215,7 @@ extension Player {
                     // decoding waits for it, so which frame a vsync shows never depends on how
                     // fast the decoder was.
                     selected = nil
-                    waitingVsync = n
+                    pullState.wait(n)
                     break loop
                 }
                 // Nothing decoded yet: only a wait when the picture on screen has had its time
@@ -227,12 +225,12 @@ extension Player {
                 if !clockWaitsForDecoding, let s = selected ?? shown.map({ ($0.frame, $0.t, $0.vsync, $0.run) }),
                    s.run === current, vsyncOf(s.t + s.frame.duration) > n { break loop }
                 if selected == nil {
-                    if !holdingStart { starvingLocked(n, waited: waited, run: current, &outbox) }
-                    waitingVsync = n
+                    if !pullState.isHoldingStart { starvingLocked(n, waited: waited, run: current, &outbox) }
+                    pullState.wait(n)
                 }
                 break loop
             }
-            starved = nil
+            pullState.decoded()
             switch next! {
             case .frame(let frame, let t):
                 let due = vsyncOf(t)
@@ -279,14 +277,14 @@ extension Player {
             return currentPicture(isNew: hadPicture)
         }
         // A picture that is new is not asked for again: a seam opened with it does not wait.
-        if selected != nil, waitingVsync == n, seam?.vsync == n { waitingVsync = nil }
+        if selected != nil { pullState.showsNew(n) }
         reportClockLocked(n)
         fireProgressLocked(&outbox)
         // A transition's weights change every vsync: the picture is drawn again with each.
         let previousMix = currentMix.flatMap { current in run.map(ObjectIdentifier.init) == current.run ? current.mix : nil }
         let mix = mixLocked(n)
         currentMix = (mix != nil && run != nil) ? (ObjectIdentifier(run!), mix!) : nil
-        var picture = currentPicture(isNew: selected != nil, waiting: waitingVsync == n, newMix: mix != previousMix)
+        var picture = currentPicture(isNew: selected != nil, waiting: pullState.isWaiting(n), newMix: mix != previousMix)
         if startsTimeline && selected != nil {
             timelineStartVsync = n
             picture.startsTimeline = true
@@ -298,24 +296,17 @@ extension Player {
     /// `stallTimeout` (counted in vsyncs, or in time waited for a clock that waits for decoding)
     /// playback is stalled: the timeline waits at the missing frame's place, and it is reported.
     func starvingLocked(_ n: Int64, waited: Double, run current: Run, _ outbox: inout Outbox) {
-        let since = starved?.since ?? n
-        let total = (starved?.waited ?? 0) + waited
-        starved = (since, total)
-        guard !stalled, let refresh else { return }
-        let vsyncs = Double(n - since + 1) / refresh.hertz
-        guard max(vsyncs, total) >= _stallTimeout else { return }
-        stalled = true
-        _stats.stalls += 1
-        // The missing frame starts where the one on screen ends (or where the run starts).
-        if let s = shown, s.run === current {
-            stallPosition = s.t + s.frame.duration
-        } else {
-            stallPosition = position(atVsync: since)
+        let stall = pullState.starve(vsync: n, waited: waited, hertz: refresh?.hertz, timeout: _stallTimeout) { since in
+            // The missing frame starts where the one on screen ends (or where the run starts).
+            if let s = shown, s.run === current { return s.t + s.frame.duration }
+            return position(atVsync: since)
         }
-        anchor = (n, stallPosition)
+        guard let stall else { return }
+        _stats.stalls += 1
+        anchor = (n, stall.at)
         post(.playbackStalled, item: current.item)
         logger.warning("playback stalled", ["item": "\(current.item.traceIndex)", "vsync": "\(n)",
-                                            "seconds": max(vsyncs, total).formatted(decimals: 3)])
+                                            "seconds": stall.seconds.formatted(decimals: 3)])
         updateTimeControlLocked()
         fireJumpLocked(&outbox)
     }
@@ -350,7 +341,7 @@ extension Player {
     func reportClockLocked(_ n: Int64) {
         guard let run else { return }
         // A clock that waits for decoding (a virtual one) is never behind it.
-        guard _rate != 0, !stalled, anchor != nil, !clockWaitsForDecoding, let refresh else {
+        guard _rate != 0, !pullState.isStalled, anchor != nil, !clockWaitsForDecoding, let refresh else {
             run.feeder.report(clock: nil, lateDropRate: 0)
             return
         }
@@ -367,9 +358,7 @@ extension Player {
         run.shownFrames += 1
         _stats.presented += 1
         emptyRuns = 0
-        holdingStart = false
-        if stalled { logger.info("playback resumed", ["item": "\(run.item.traceIndex)", "vsync": "\(n)"]) }
-        endStallLocked()
+        if pullState.shown() { logger.info("playback resumed", ["item": "\(run.item.traceIndex)", "vsync": "\(n)"]) }
         if _rate != 0 { updateTimeControlLocked() }
         if run.shownFrames == 1 {
             if let seek = run.seek {

@@ -12,15 +12,6 @@ import Foundation
 /// The primed start stops when no seek came (`primerLinger` after the end): an item that can no
 /// longer play keeps no decoder.
 extension Player {
-    /// An end whose vsync waits for the end's handlers.
-    struct Seam {
-        /// The vsync the end was due on: the one a seek back shows its first frame on.
-        let vsync: Int64
-        let opened: ContinuousClock.Instant
-        /// `wakeCount` when the picture last said it waits.
-        var seen: UInt64
-    }
-
     /// At most this long (real time) an end's vsync waits for a handler to seek back; on a real
     /// clock the presentation loop's deadline for that vsync comes first.
     static let seamWaitLimit = 1.0
@@ -84,34 +75,20 @@ extension Player {
     func openSeamLocked(_ n: Int64, item: PlayerItem) {
         primerExpiry = ContinuousClock.now + .milliseconds(Int64(Self.primerLinger * 1000))
         guard eventBroadcast.subscriberCount > 0 || item.hasEventSubscribers || !observers.isEmpty else { return }
-        seam = Seam(vsync: n, opened: .now, seen: wakeCount)
-        waitingVsync = n
+        pullState.openSeam(n, now: .now, wake: wakeCount)
     }
 
-    /// At a re-asked seam vsync: true while it still waits for the handlers (nothing new to show
-    /// yet, and the wait is not over); otherwise the seam closes and the vsync goes on as usual.
-    func seamStillWaitsLocked(_ n: Int64) -> Bool {
-        guard let s = seam else { return false }
-        guard s.vsync == n else {
-            seam = nil
-            return false
-        }
-        // Something to show on vsync n: a new run (a seek, another item) that plays.
+    /// At an open seam: whether its vsync would have something to show now, a new run (a seek,
+    /// another item) that plays.
+    var seamPlaysLocked: Bool {
         let acted = run.map { !$0.ended } ?? (queue.first != nil)
-        let over = (ContinuousClock.now - s.opened).seconds >= Self.seamWaitLimit
-        if !over && !(acted && (_rate != 0 || hostStartTime != nil)) {
-            seam?.seen = wakeCount
-            waitingVsync = n
-            return true
-        }
-        seam = nil
-        return false
+        return acted && (_rate != 0 || hostStartTime != nil)
     }
 
     /// What `waitForDecodedFrame` waits for at a seam: the next API call (`wakeCount` past
     /// `seen`), at most until the seam's time is up (`left` seconds).
     func seamWaitLocked() -> (seen: UInt64, left: Double)? {
-        guard let s = seam, waitingVsync == s.vsync else { return nil }
+        guard let s = pullState.waitingSeam else { return nil }
         return (s.seen, Self.seamWaitLimit - (ContinuousClock.now - s.opened).seconds)
     }
 
@@ -123,7 +100,7 @@ extension Player {
     /// True while nothing the player shows can change until an API call: paused (or with nothing
     /// to play) with its picture shown, no seam open, no retry or timed start pending.
     var isSettledLocked: Bool {
-        guard seam == nil, retryAtVsync == nil, hostStartTime == nil, hostStartVsync == nil else { return false }
+        guard pullState.isSettled, hostStartTime == nil, hostStartVsync == nil else { return false }
         guard let run else { return queue.isEmpty && shown == nil }
         guard _rate == 0 else { return false }
         if run.shownFrames > 0 || run.ended { return true }

@@ -83,22 +83,12 @@ public class Player: @unchecked Sendable {
     var hostStartVsync: Int64?
     var hostStartTime: MediaTime?
     var emptyRuns = 0
-    var retryAtVsync: Int64?
-    var stalled = false
-    /// The vsync whose picture waits for a frame being decoded (it may be asked for again).
-    var waitingVsync: Int64?
-    /// The first vsync the picture was due to change with no frame decoded, and how long pulls
-    /// have waited for one since; nil while frames come.
-    var starved: (since: Int64, waited: Double)?
+    /// Held start, starving, stall; the vsync that waits, a seam, a retry (PullState.swift).
+    var pullState = PullState()
     /// On a clock that waits for decoding: the timeline time of the frame put back to wait for the
     /// one after it (which may be due on the same vsync), and how long it has waited.
     var lookahead: (t: MediaTime, waited: Double)?
-    /// Where the timeline stands while stalled.
-    var stallPosition = MediaTime.zero
     var _stallTimeout = 2.0
-    /// True from the start of playback until its first frame is shown: the timeline waits for it
-    /// (initial loading is not a stall).
-    var holdingStart = false
     /// The vsync whose picture started the timeline (the first frame after a held start, or one
     /// shown while paused): if the output shows it later, the timeline starts there instead,
     /// so that picture is not late and the frames after it keep their cadence from it.
@@ -115,8 +105,6 @@ public class Player: @unchecked Sendable {
     var _stats = PresentationStats()
 
     // Seams and idleness (Player+Seams.swift).
-    /// An item end whose vsync waits briefly for the end's handlers to seek back; nil otherwise.
-    var seam: Seam?
     /// Goes up with every API call that can change the picture (a waiting presentation loop wakes).
     var wakeCount: UInt64 = 0
     /// When the current item's primed start (its `preroll`) stops unless a seek takes it.
@@ -241,7 +229,7 @@ public class Player: @unchecked Sendable {
     /// True while playback is stalled: no frame has been decoded for `stallTimeout` and the
     /// timeline waits (also `timeControlStatus == .waitingToPlayAtSpecifiedRate`, and the item's
     /// `playbackStalled` event when it began).
-    public var isStalled: Bool { withLock { stalled } }
+    public var isStalled: Bool { withLock { pullState.isStalled } }
 
     /// Seconds without any decoded frame, while the picture on screen is due to change, after
     /// which playback counts as stalled and the timeline waits (default 2). Frames that come late
@@ -422,7 +410,7 @@ public class Player: @unchecked Sendable {
             (status, reason) = (.paused, nil)
         } else if queue.isEmpty {
             (status, reason) = (.waitingToPlayAtSpecifiedRate, .noItemToPlay)
-        } else if _automaticallyWaits && (stalled || (!showingRunLocked && !hasDecodedFrameLocked())) {
+        } else if _automaticallyWaits && (pullState.isStalled || (!showingRunLocked && !hasDecodedFrameLocked())) {
             (status, reason) = (.waitingToPlayAtSpecifiedRate, .toMinimizeStalls)
         } else {
             (status, reason) = (.playing, nil)
