@@ -1,4 +1,5 @@
 import Playback
+import PlaybackTestSupport
 import Testing
 
 /// A writer feeding a sound device whose clock runs off the picture's clock, simulated on a

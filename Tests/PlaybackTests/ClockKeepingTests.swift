@@ -1,5 +1,6 @@
 import Foundation
 @testable import Playback
+import PlaybackTestSupport
 import Testing
 
 /// A display driven vsync by vsync in virtual time, with a decoder that takes virtual time too:

@@ -1,5 +1,6 @@
 import Foundation
 import Playback
+import PlaybackTestSupport
 import Testing
 
 @Suite struct PlayerRuleTests {
@@ -112,15 +113,6 @@ import Testing
         display.step()
         #expect(results.all == [false, false, true])
         #expect(display.shown.last!.frame == 90)
-    }
-
-    @Test func awaitSeekReturnsTrueOnceTheFrameIsShown() async throws {
-        let player = try Player(item: item("a.mp4", frames: 300), logger: quiet)
-        let display = try VirtualDisplay(player)
-        async let finished = player.seek(to: tm(2, 1))
-        try await Task.sleep(nanoseconds: 20_000_000)
-        display.step()
-        #expect(await finished == true)
     }
 
     @Test func periodicObserverFiresEveryIntervalAndOnPlayPauseAndSeek() throws {

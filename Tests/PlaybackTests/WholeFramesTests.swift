@@ -1,4 +1,5 @@
 @testable import Playback
+import PlaybackTestSupport
 import Testing
 
 /// Times from a file turned into frame counts: never a trap, always within 0...cap.
