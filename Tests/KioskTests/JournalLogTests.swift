@@ -69,32 +69,6 @@ import TestSupport
         #expect(JournalSocket.journalFieldName(String(repeating: "x", count: 100)) == String(repeating: "X", count: 64))
     }
 
-    /// No journald (or a queue that is full): each record the socket refuses is a priority-prefixed
-    /// line on standard error; none is lost and none is sent twice.
-    @Test func recordsTheSocketRefusesFallBackToPrefixedLines() throws {
-        let lines = Mutex<[String]>([])
-        let absent = try #require(JournalSocket(path: "/nonexistent/journal.sock", identifier: "marquee"))
-        Logger(level: .info, priorityPrefix: true, journal: absent) { line in lines.withLock { $0.append(line) } }.warning("w", ["uri": "x"])
-        #expect(lines.withLock { $0 } == ["<4>level=warning msg=w uri=x"])
-        #expect(JournalSocket(path: "", identifier: "marquee") == nil)
-        #expect(JournalSocket(path: "/" + String(repeating: "p", count: 200), identifier: "marquee") == nil)
-
-        // A journal that does not read: its queue fills, and the rest go to standard error.
-        let journal = try FakeJournal()
-        let socket = try #require(JournalSocket(path: journal.path, identifier: "marquee"))
-        lines.withLock { $0 = [] }
-        let logger = Logger(level: .info, priorityPrefix: true, journal: socket) { line in lines.withLock { $0.append(line) } }
-        let sent = 2000
-        for i in 0..<sent { logger.info("record", ["n": "\(i)"]) }
-        let fallen = lines.withLock { $0 }
-        let received = journal.collect(count: sent, timeout: 1)
-        #expect(!fallen.isEmpty && !received.isEmpty, "\(fallen.count) on stderr, \(received.count) in the journal")
-        #expect(fallen.allSatisfy { $0.hasPrefix("<6>level=info msg=record n=") })
-        let numbers = received.compactMap { $0.first { $0.name == "N" }?.value } + fallen.compactMap { $0.split(separator: "=").last.map(String.init) }
-        #expect(numbers.sorted { Int($0) ?? -1 < Int($1) ?? -1 } == (0..<sent).map(String.init), "each record exactly once")
-        print("journal: a full queue took \(received.count) of \(sent) records; \(fallen.count) went to standard error")
-    }
-
 }
 
 /// A datagram socket standing in for journald's native socket: receives records and reads the

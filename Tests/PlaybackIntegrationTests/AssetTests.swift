@@ -44,6 +44,56 @@ import Testing
         #expect(item.error == nil)
     }
 
+    @Test func reachingForwardPlaybackEndTimeEndsTheItemAsTheRealEndWould() async throws {
+        let backend = FakeBackend()
+        let item = PlayerItem(url: backend.add("a.mp4", .init(frames: 30, fps: 30)), backend: backend)
+        item.forwardPlaybackEndTime = tm(1, 3)  // 10 frames
+        let player = Player(logger: quiet)
+        let events = item.events()
+        try player.replaceCurrentItem(with: item)
+        let display = try VirtualDisplay(player)
+        player.play()
+        display.step(40)
+        #expect(display.shown.compactMap(\.frame) == Array(0..<10))
+        let first = await firstValues(1, of: events).first
+        guard case .didPlayToEndTime? = first else { Issue.record("expected didPlayToEndTime, got \(String(describing: first))"); return }
+        #expect(player.rate == 0 && player.timeControlStatus == .paused)  // a plain player pauses at the end
+    }
+
+    @Test func decodeErrorPostsFailedToPlayToEndTimeWithTheError() async throws {
+        let backend = FakeBackend()
+        let item = PlayerItem(url: backend.add("bad.mp4", .init(frames: 30, fps: 30, failAt: 5)), backend: backend)
+        let events = item.events()
+        let player = Player(logger: quiet)
+        try player.replaceCurrentItem(with: item)
+        let display = try VirtualDisplay(player)
+        player.play()
+        display.step(20)
+        guard case .failedToPlayToEndTime(let error)? = await firstValues(1, of: events).first else { Issue.record("expected failedToPlayToEndTime"); return }
+        #expect("\(error)".contains("Invalid data"))
+        #expect(item.status == .failed && item.error != nil)
+    }
+
+    @Test func seeksPostTimeJumpedAndSlowDecodingPostsPlaybackStalled() async throws {
+        let backend = FakeBackend()
+        let item = PlayerItem(url: backend.add("a.mp4", .init(frames: 300, fps: 30)), backend: backend)
+        let events = item.events()
+        let player = Player(logger: quiet)
+        try player.replaceCurrentItem(with: item)
+        let display = try VirtualDisplay(player)
+        player.play()
+        display.step(4)
+        player.seek(to: tm(5, 1)) { _ in }
+        display.step(2)
+        backend.holdDecoding(true)
+        for _ in 0..<200 {  // past the frames already decoded and the player's stall timeout of 2 s (120 vsyncs)
+            display.vsyncStepNoWait()
+        }
+        backend.holdDecoding(false)
+        let seen = await firstValues(2, of: events).map { "\($0)" }
+        #expect(seen == ["timeJumped", "playbackStalled"])
+    }
+
 }
 
 extension VirtualDisplay {

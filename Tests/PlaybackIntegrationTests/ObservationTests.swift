@@ -145,4 +145,19 @@ import Testing
         #expect(zip(times.all, times.all.dropFirst()).allSatisfy { $0 <= $1 })
     }
 
+    /// With `.pause` too, the time at the end is the item's duration, and the periodic observer's
+    /// last time is not past it.
+    @Test func currentTimeStopsAtTheDurationAtTheEnd() throws {
+        let player = try Player(item: item("a.mp4", frames: 9), logger: quiet)
+        let times = Recorder<MediaTime>()
+        _ = try player.addPeriodicTimeObserver(forInterval: MediaTime(value: 1, timescale: 60)) { times.append($0) }
+        let display = try VirtualDisplay(player)
+        player.play()
+        display.step(60)
+        player.waitForTimeObserverCallbacks()
+        let duration = MediaTime(value: 9, timescale: 30)
+        #expect(player.currentTime() == duration)
+        #expect(times.all.allSatisfy { $0 <= duration })
+        #expect(times.all.last == duration)
+    }
 }
