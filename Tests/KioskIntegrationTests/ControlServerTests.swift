@@ -283,6 +283,3 @@ final class GatedHandler: ControlHandler, @unchecked Sendable {
     }
 
 }
-
-@Suite struct ServiceNotifierTests {
-}

@@ -32,8 +32,3 @@ import Testing
         }
     }
 }
-
-@Suite struct ControlSessionTests {
-    func text(_ line: [UInt8]?) -> String? { line.map { String(decoding: $0, as: UTF8.self) } }
-
-}

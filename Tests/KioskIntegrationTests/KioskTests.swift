@@ -17,10 +17,6 @@ func problems(_ text: String, base: String = "/media") -> [String] {
     }
 }
 
-@Suite struct ConfigTests {
-
-}
-
 /// A whole run of `config` on a headless output at 60 Hz with the virtual clock, through the same
 /// entry point as `marquee`: its trace lines, where the trace is, and the wall time it took.
 struct HeadlessRun {
@@ -101,8 +97,4 @@ struct HeadlessRun {
         #expect(ends.first?["reason"] as? String == "error")
         #expect((ends.first?["error"] as? String)?.contains("No such file or directory") == true)
     }
-}
-
-@Suite struct OutputSelectionTests {
-
 }

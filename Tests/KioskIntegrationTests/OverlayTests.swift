@@ -81,10 +81,6 @@ enum OverlayMedia {
 
 }
 
-@Suite struct TextRendererTests {
-
-}
-
 /// Whole runs through `runKiosk` on the headless output (320x180 at 60 Hz, virtual clock whose
 /// first vsync is at a chosen time), with screenshots read back on the presentation thread.
 @Suite(.serialized) struct OverlayRunTests {

@@ -61,10 +61,6 @@ private func weekSchedule() throws -> KioskConfig {
     }
 }
 
-@Suite struct ScheduleTimeTests {
-
-}
-
 /// A player stand-in: the playlist of each entry is items of a fixed length (vsyncs), laid end to
 /// end without a gap; it records on which vsync each playlist's first frame was due.
 private final class FakePlayback: SchedulePlayback {
@@ -107,29 +103,6 @@ private final class FakePlayback: SchedulePlayback {
         queued = .some(entry)
         return true
     }
-}
-
-@Suite struct ScheduleRunnerTests {
-    static let refresh = RefreshRate(numerator: 60)
-
-    /// Runs `runner` over `fake` until vsync `last`, asking every vsync within 15 s of a moment
-    /// in `moments` or 5 s of an item's end, and every 10 s otherwise (as an idle presentation
-    /// loop skips vsyncs); `wall` maps a vsync to its system-clock time.
-    fileprivate func run(_ runner: ScheduleRunner, _ fake: FakePlayback, until last: Int64, moments: [Int64], wall: (Int64) -> WallTime) {
-        var n: Int64 = 0
-        while n <= last {
-            fake.advance(to: n)
-            runner.vsync(n, wall: wall(n), playback: fake)
-            let nearItemEnd = fake.itemEnd - n <= 300
-            let nearChange = moments.contains { $0 - n <= 900 && $0 - n >= -900 }
-            n += nearItemEnd || nearChange ? 1 : 600
-        }
-    }
-
-    static func vsync(of moment: WallTime, start: WallTime) -> Int64 {
-        Int64((Double(moment - start) / 1e9 * 60).rounded())
-    }
-
 }
 
 /// Whole runs through `runKiosk` on the headless output (60 Hz, virtual clock) whose first vsync

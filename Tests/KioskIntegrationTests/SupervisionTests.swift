@@ -6,36 +6,6 @@ import Playback
 import Testing
 import TestSupport
 
-/// Health's `stalled` and the watchdog's decision, judged at given instants (a virtual clock).
-@Suite struct SupervisionJudgementTests {
-    let t0 = ContinuousClock.now
-
-    func at(_ seconds: Double) -> ContinuousClock.Instant { t0 + .milliseconds(Int64(seconds * 1000)) }
-
-    /// A status whose one output presents from t0 and showed a picture lasting `lasts` at t0.
-    func presenting(lasts: Double) -> KioskStatus {
-        let status = KioskStatus()
-        status.update {
-            $0.started = t0
-            $0.items = [.init(uri: "a.mp4", path: "/media/a.mp4", state: .playing)]
-            $0.position = 0
-            $0.currentPath = "/media/a.mp4"
-            $0.outputs = [.init(name: "headless-0", mode: "640x360@60")]
-            $0.outputs[0].lastBeat = t0
-            $0.outputs[0].dueSince = t0
-            $0.outputs[0].lastPicture = t0
-            $0.outputs[0].pictureDuration = lasts
-        }
-        return status
-    }
-
-    /// The presentation thread keeps going round (a beat at `seconds`) without a new picture.
-    func beat(_ status: KioskStatus, at seconds: Double, idle: String? = nil) {
-        status.update { $0.outputs[0].lastBeat = at(seconds); $0.outputs[0].idle = idle }
-    }
-
-}
-
 /// A datagram socket standing in for systemd's `NOTIFY_SOCKET`.
 /// A datagram socket bound at `path` (standing in for systemd's notify or journal socket).
 func bindDatagramSocket(_ path: String) throws -> Int32 {

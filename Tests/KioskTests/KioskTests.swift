@@ -122,17 +122,6 @@ struct HeadlessRun {
     var frames: [[String: Any]] { trace.filter { $0["type"] as? String == "frame" } }
 }
 
-/// Whole runs on the headless output with the virtual clock, through the same entry point as
-/// `marquee` itself.
-@Suite(.serialized) struct KioskRunTests {
-    func play(_ items: [String], seconds: Double, lines: LogLines = LogLines()) throws -> [[String: Any]] {
-        var config = KioskConfig()
-        config.playlist = items.map { .init(uri: $0, path: $0) }
-        return try HeadlessRun(config, width: 640, height: 360, seconds: seconds, lines: lines).trace
-    }
-
-}
-
 @Suite struct OutputSelectionTests {
     @Test func autoIsHeadlessWithoutAConnectedConnector() throws {
         #expect(try resolveOutputKind(.auto, connectors: []).0 == .headless)

@@ -101,79 +101,6 @@ enum OverlayMedia {
     }
 }
 
-/// Whole runs through `runKiosk` on the headless output (320x180 at 60 Hz, virtual clock whose
-/// first vsync is at a chosen time), with screenshots read back on the presentation thread.
-@Suite(.serialized) struct OverlayRunTests {
-    final class Shots: @unchecked Sendable {
-        let lock = NSLock()
-        var images: [Int64: RGBAImage] = [:]
-        var overlays: [Int64: [OverlayStatus]] = [:]
-        var session: KioskSession?
-    }
-
-    struct Run {
-        let shots: Shots
-        let stats: PresentationStats
-        let log: [String]
-        let trace: [[String: Any]]
-        var overlayEvents: [[String: Any]] { trace.filter { $0["event"] as? String == "overlays" } }
-    }
-
-    /// Plays `text` for `seconds` from `start`; a screenshot after each of `vsyncs` (the picture
-    /// on the output once vsync n was presented) and the `overlays` status at each vsync.
-    func play(_ text: String, from start: String = "2026-03-30T10:00:00Z", seconds: Double, shots vsyncs: Set<Int64>,
-              before: ((KioskConfig) throws -> Void)? = nil) throws -> Run {
-        var config = try KioskConfig.parse(text, baseDirectory: TestMedia.folder)
-        try before?(config)
-        config.display.output = .headless
-        config.display.mode = DisplayMode(width: 320, height: 180, refresh: RefreshRate(numerator: 60))
-        config.virtualClockStart = utc(start)
-        var options = RunOptions()
-        options.clock = .virtual
-        options.exitAfter = seconds
-        let tracePath = TestMedia.folder + "/overlay-trace-\(UUID().uuidString).jsonl"
-        options.tracePath = tracePath
-        let shots = Shots()
-        let lines = LogLines()
-        let stats = try runKiosk(config: config, options: options, logger: Logger(level: .info, sink: lines.append), makeSession: { output in
-            let session = KioskSession(config: config, configPath: nil, logger: Logger(level: .info, sink: lines.append), output: output)
-            shots.session = session
-            return session
-        }, onVsync: { n in
-            guard let session = shots.session else { return }
-            // The overlays as placed for vsync n - 1 (this runs before vsync n's are).
-            shots.lock.withLock { shots.overlays[n - 1] = session.status.snapshot.overlays }
-            guard vsyncs.contains(n) else { return }
-            // Read back at the next vsync's start: the picture presented for vsync n.
-            _ = session.presentationTasks.run(timeout: 0) { context -> Bool in
-                let image = try? context.screenshots?.readBack()
-                shots.lock.withLock { shots.images[n] = image }
-                return true
-            }
-        }, shouldContinue: { true })
-        let trace = try String(contentsOfFile: tracePath, encoding: .utf8).split(separator: "\n").map {
-            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
-        }
-        return Run(shots: shots, stats: stats, log: lines.all, trace: trace)
-    }
-
-    static func distance(_ a: (r: UInt8, g: UInt8, b: UInt8, a: UInt8), _ b: [Double]) -> Double {
-        [Double(a.r) - b[0], Double(a.g) - b[1], Double(a.b) - b[2]].map(abs).max()!
-    }
-
-    /// The pixels of `shot` in `rect` that differ from the background, and those outside it.
-    static func changed(_ shot: RGBAImage, inside rect: [Int], background bg: (r: UInt8, g: UInt8, b: UInt8, a: UInt8)) -> (inside: Int, outside: Int) {
-        var inside = 0, outside = 0
-        for y in 0..<shot.height {
-            for x in 0..<shot.width where distance(shot.pixel(x: x, y: y), [Double(bg.r), Double(bg.g), Double(bg.b)]) > 8 {
-                if x >= rect[0] && x < rect[0] + rect[2] && y >= rect[1] && y < rect[1] + rect[3] { inside += 1 } else { outside += 1 }
-            }
-        }
-        return (inside, outside)
-    }
-
-}
-
 @Suite struct OverlayPlacementTests {
 
     @Test func aScheduledOverlayShowsOnlyInItsTimesAndAReloadReplacesTheOverlays() throws {
@@ -196,9 +123,4 @@ enum OverlayMedia {
         #expect(presenter.replace(other.overlays, timeZone: .gmt) == true)
         #expect(shown("2026-03-31T10:00:00Z") == 1)
     }
-}
-
-/// A reload through the session: a good one's overlays take over on the next vsync, a refused one
-/// keeps the old.
-@Suite(.serialized) struct OverlayReloadTests {
 }

@@ -94,7 +94,3 @@ import TestSupport
         #expect(error.description.contains(path), "\(error)")
     }
 }
-
-/// Device nodes named as items fail within the open limit, with a reason.
-@Suite struct DeviceNodeTests {
-}

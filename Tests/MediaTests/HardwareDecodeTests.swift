@@ -6,17 +6,6 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// This machine has no decode hardware: every hardware path must fall back to software, say why,
-/// and still decode every frame.
-@Suite struct HardwareDecodeTests {
-    func decodeAll(_ decoder: VideoDecoder) throws -> [MediaTime] {
-        var times: [MediaTime] = []
-        while let frame = try decoder.nextFrame() { times.append(frame.pts) }
-        return times
-    }
-
-}
-
 /// A backend whose decoders fail mid-stream after `afterFrames` frames, as a hardware decoder that
 /// dies would.
 struct FailingMidStreamBackend: MediaBackend {
@@ -29,9 +18,6 @@ struct FailingMidStreamBackend: MediaBackend {
         let decoder = try VideoDecoder(path: url.path, sessions: DyingSessions(afterFrames: afterFrames))
         return DecoderReader(decoder: decoder)
     }
-}
-
-@Suite struct MidStreamFallbackPlaybackTests {
 }
 
 /// The output's DMA-BUF decision, given to a decoder when it opens (the output opened first).

@@ -108,9 +108,3 @@ struct ClockKeepingTests {
     }
 
 }
-
-@Suite("Decoder frame drop policy")
-struct FrameDropPolicyTests {
-    let frame = 1.0 / 30
-
-}

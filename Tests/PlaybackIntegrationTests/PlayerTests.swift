@@ -47,18 +47,3 @@ import Testing
     }
 
 }
-
-@Suite struct QueuePlayerRuleTests {
-    let backend = FakeBackend()
-    func item(_ name: String, frames: Int = 30, fps: Int32 = 30, index: Int? = nil) -> PlayerItem {
-        let item = PlayerItem(url: backend.add(name, .init(frames: frames, fps: fps)), backend: backend)
-        item.playlistIndex = index
-        return item
-    }
-
-}
-
-@Suite struct PlayerLooperRuleTests {
-    let backend = FakeBackend()
-
-}

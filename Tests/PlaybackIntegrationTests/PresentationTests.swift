@@ -3,16 +3,6 @@ import Playback
 import PlaybackTestSupport
 import Testing
 
-@Suite struct CadenceTests {
-    func offsets(fps: Int32, refresh: RefreshRate, frames: Int) -> [Int64] {
-        let scheduler = CadenceScheduler(refresh: refresh)
-        return (0..<frames).map { scheduler.vsyncOffset(for: MediaTime(value: Int64($0), timescale: fps)) }
-    }
-
-    func intervals(_ v: [Int64]) -> [Int64] { zip(v, v.dropFirst()).map { $1 - $0 } }
-
-}
-
 @Suite struct SupportTests {
     @Test func queueIsBoundedAndTimesOut() {
         let queue = FrameQueue<Int>(capacity: 2)

@@ -92,27 +92,6 @@ struct SeamlessLoopTests {
     }
 }
 
-@Suite("Idle players: no busy loop while paused, decode threads end with their item")
-struct IdlePlayerTests {
-    let backend = FakeBackend()
-
-    func queuePlayer(_ name: String, frames: Int, fps: Int32 = 50) -> QueuePlayer {
-        QueuePlayer(items: [PlayerItem(url: backend.add(name, .init(frames: frames, fps: fps)), backend: backend)], logger: quiet)
-    }
-
-    /// Runs `presenter` on a thread of its own until `stop`; returns a way to end it.
-    func runInBackground<O: OutputDriver>(_ presenter: PlayerPresenter<O>, cpu: CPUClock? = nil) -> (stop: LoopStop, done: DispatchSemaphore) {
-        let stop = LoopStop(), done = DispatchSemaphore(value: 0)
-        let loop = UncheckedBox({ _ = try? presenter.run { cpu?.sample(); return !stop.stopped } })
-        Thread.detachNewThread {
-            loop.value()
-            done.signal()
-        }
-        return (stop, done)
-    }
-
-}
-
 /// The CPU time of the thread that samples it last (CLOCK_THREAD_CPUTIME_ID), read from others.
 final class CPUClock: Sendable {
     private let nanos = Atomic<Int64>(0)

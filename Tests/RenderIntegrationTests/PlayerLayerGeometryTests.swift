@@ -10,22 +10,6 @@ import TestSupport
 let clipShapes: [(name: String, width: Int, height: Int)] = [("4:3", 640, 480), ("16:9", 1280, 720), ("9:16", 720, 1280)]
 let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
 
-@Suite struct VideoRectRotationTests {
-    /// The ideal (unrounded) rectangle, straight from the definitions.
-    static func ideal(_ w: Int, _ h: Int, _ gravity: VideoGravity, _ rotation: Rotation) -> (x0: Double, y0: Double, x1: Double, y1: Double) {
-        let (cw, ch) = rotation == .clockwise90 || rotation == .clockwise270 ? (Double(h), Double(w)) : (Double(w), Double(h))
-        let sx = 1920 / cw, sy = 1080 / ch
-        let (w1, h1): (Double, Double)
-        switch gravity {
-        case .resize: (w1, h1) = (1920, 1080)
-        case .resizeAspect: (w1, h1) = (cw * min(sx, sy), ch * min(sx, sy))
-        case .resizeAspectFill: (w1, h1) = (cw * max(sx, sy), ch * max(sx, sy))
-        }
-        return ((1920 - w1) / 2, (1080 - h1) / 2, (1920 + w1) / 2, (1080 + h1) / 2)
-    }
-
-}
-
 @Suite(.serialized) struct PlayerLayerGeometryDrawingTests {
     /// A flat frame of one luma level (full range, neutral chroma).
     static func flat(_ width: Int, _ height: Int, luma: Int = 255, rotation: Rotation = .none) throws -> VideoFrame {

@@ -6,11 +6,6 @@ import Render
 import Testing
 import TestSupport
 
-@Suite struct VideoRectTests {
-    let screen = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
-
-}
-
 /// Reads pixels back from the headless output. Each test makes its own GL context on its own
 /// thread (the test's), so the suite runs serialized to keep llvmpipe's threads to itself.
 @Suite(.serialized) struct HeadlessDrawingTests {
