@@ -71,16 +71,34 @@ let package = Package(
         .executableTarget(name: "FuzzControl", dependencies: ["FuzzTargets"], path: "Fuzz/Control"),
         .executableTarget(name: "FuzzM3U", dependencies: ["FuzzTargets"], path: "Fuzz/M3U"),
 
-        // Test media made with the ffmpeg command at test time.
+        // Test helpers: media made with the ffmpeg command at test time, configs checked by the schema
+        // and `marquee --check-config`, processes run to their end.
         .target(name: "TestSupport", path: "Tests/Support"),
-        .testTarget(name: "PlaybackTests", dependencies: ["Playback", "TestSupport"]),
+        // The Playback tests' scripted backend and hand-driven display (FakeBackend, VirtualDisplay).
+        .target(name: "PlaybackTestSupport", dependencies: ["Playback"], path: "Tests/PlaybackSupport"),
+
+        // Unit tests (`make check`): no child process (marquee, ffmpeg, mpv, qemu, python), no media
+        // made by ffmpeg, no VM, and no real time let pass on purpose (a sleep, a timeout meant to
+        // expire, a wall-clock rate): they wait only for other threads' work, which ends as soon as it
+        // is done. Fakes, virtual time and in-memory data instead.
+        .testTarget(name: "PlaybackTests", dependencies: ["Playback", "PlaybackTestSupport", "TestSupport"]),
         .testTarget(name: "SoundTests", dependencies: ["Sound", "Playback"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "Sound", "Playback", "TestSupport"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
         .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Sound", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Media", "Playback", "Render", "TestSupport"]),
-        .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "Sound", "Media", "Playback", "TestSupport"]),
+
+        // Integration tests (`make test` runs them with the unit tests): processes, ffmpeg-made media,
+        // the VM, peer comparisons (mpv), real time.
+        .testTarget(name: "PlaybackIntegrationTests", dependencies: ["Playback", "PlaybackTestSupport", "TestSupport"]),
+        .testTarget(name: "MediaIntegrationTests", dependencies: ["Media", "Sound", "Playback", "TestSupport"]),
+        .testTarget(name: "RenderIntegrationTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "KioskIntegrationTests", dependencies: ["Kiosk", "Sound", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
+        .testTarget(name: "SystemCallsIntegrationTests", dependencies: ["SystemCalls"]),
+        .testTarget(name: "DisplayIntegrationTests", dependencies: ["Display", "Media", "Playback", "Render", "TestSupport"]),
+        .testTarget(name: "AudioIntegrationTests", dependencies: ["Audio", "Sound", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
     ]
 )

@@ -43,20 +43,6 @@ import TestSupport
         return path
     }
 
-    @Test func theProbeAsksChronyThenPTPAndSaysWhyNeitherAnswered() throws {
-        let chrony = try fakeCommand("chronyc", output: chronySynced)
-        let brokenChrony = try fakeCommand("chronyc", output: "506 Cannot talk to daemon", status: 1)
-        let pmc = try fakeCommand("pmc", output: pmcAnswer)
-        let missing = TestMedia.folder + "/no-such-command"
-        #expect(ClockQuality.probe(chronyc: chrony, pmc: missing).source == "chrony")
-        #expect(ClockQuality.probe(chronyc: brokenChrony, pmc: pmc).source == "ptp")
-        let neither = ClockQuality.probe(chronyc: brokenChrony, pmc: missing)
-        #expect(neither.source == "none" && !neither.synchronized)
-        #expect(neither.detail.contains("Cannot talk to daemon") && neither.detail.contains("pmc: not installed"), "\(neither.detail)")
-        let hanging = try fakeCommand("chronyc", output: "", script: "sleep 5")
-        #expect(ClockQuality.probe(chronyc: hanging, pmc: missing, timeout: 0.2).detail.contains("no answer within 0.2 s"))
-    }
-
     @Test func healthIsDegradedWhenTheClockIsUnsynchronisedOrOverAVsyncOff() throws {
         let status = KioskStatus()
         status.update { $0.wallSync = "clock"; $0.displayFPS = 60 }
@@ -76,17 +62,4 @@ import TestSupport
         #expect(report["clock"]?["detail"]?.stringValue?.contains("not installed") == true)
     }
 
-    /// The clock service's command is waited for on its exit (not polled), at most its timeout.
-    @Test func aCommandIsAnsweredWhenItExitsAndKilledAtItsTimeout() {
-        var start = ContinuousClock.now
-        let echo = ClockQuality.runCommand(["echo", "hi"], timeout: 30)
-        #expect((try? echo.get()) == "hi\n")
-        #expect(ContinuousClock.now - start < .seconds(10))
-        start = ContinuousClock.now
-        let slow = ClockQuality.runCommand(["sleep", "20"], timeout: 0.3)
-        let waited = ContinuousClock.now - start
-        guard case .failure(let why) = slow else { Issue.record("sleep 20 answered within 0.3 s"); return }
-        #expect(why.description == "no answer within 0.3 s")
-        #expect(waited >= .milliseconds(300) && waited < .seconds(10))
-    }
 }

@@ -1,4 +1,5 @@
 import Playback
+import PlaybackTestSupport
 import Testing
 
 /// The one checked conversion that every number from outside goes through.

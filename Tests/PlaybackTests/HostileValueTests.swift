@@ -1,4 +1,5 @@
 import Playback
+import PlaybackTestSupport
 import Testing
 
 /// Refresh rates and modes from a config or `--mode`.

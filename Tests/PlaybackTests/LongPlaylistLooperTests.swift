@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Playback
+import PlaybackTestSupport
 import Testing
 
 /// Issue 26: a looped playlist of any length costs the looper only the replicas it queues; its

@@ -1,5 +1,6 @@
 import Foundation
 import Playback
+import PlaybackTestSupport
 import Testing
 
 @Suite struct PlayerRuleTests {
@@ -45,31 +46,6 @@ import Testing
         #expect(QueuePlayer(logger: quiet).actionAtItemEnd == .advance)
     }
 
-    @Test func actionNoneHoldsTheLastFrameAndTimeStopsAtTheItemsEnd() throws {
-        let player = try Player(item: item("a.mp4", frames: 6), logger: quiet)
-        player.actionAtItemEnd = .none
-        let times = Recorder<MediaTime>()
-        _ = try player.addPeriodicTimeObserver(forInterval: tm(1, 30)) { times.append($0) }
-        let display = try VirtualDisplay(player)
-        player.play()
-        display.step(40)  // the clip lasts 12 vsyncs
-        player.waitForTimeObserverCallbacks()
-        // The rate stays, the last frame stays, and time stops at the duration (AVFoundation's
-        // currentTime never passes it); the periodic observer does not run past it either.
-        #expect(player.rate == 1 && display.shown.count == 6)
-        #expect(player.currentTime() == tm(6, 30))
-        #expect(times.all.last == tm(6, 30) || times.all.last == tm(5, 30))
-        #expect(times.all.allSatisfy { $0 <= tm(6, 30) })
-        let count = times.all.count
-        display.step(30)
-        player.waitForTimeObserverCallbacks()
-        #expect(times.all.count == count && player.currentTime() == tm(6, 30))
-        // Seeking back plays it again.
-        player.seek(to: .zero)
-        display.step(3)
-        #expect(player.currentTime() < tm(1, 10))
-    }
-
     @Test func replaceCurrentItemTakesEffectAtOnceAndTheSameItemDoesNothing() throws {
         let first = item("a.mp4", index: 0), second = item("b.mp4", index: 1)
         let player = try Player(item: first, logger: quiet)
@@ -112,15 +88,6 @@ import Testing
         display.step()
         #expect(results.all == [false, false, true])
         #expect(display.shown.last!.frame == 90)
-    }
-
-    @Test func awaitSeekReturnsTrueOnceTheFrameIsShown() async throws {
-        let player = try Player(item: item("a.mp4", frames: 300), logger: quiet)
-        let display = try VirtualDisplay(player)
-        async let finished = player.seek(to: tm(2, 1))
-        try await Task.sleep(nanoseconds: 20_000_000)
-        display.step()
-        #expect(await finished == true)
     }
 
     @Test func periodicObserverFiresEveryIntervalAndOnPlayPauseAndSeek() throws {

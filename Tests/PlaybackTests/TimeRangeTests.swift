@@ -1,5 +1,6 @@
 import Testing
 import Playback
+import PlaybackTestSupport
 
 /// Shorthand for a numeric time.
 private func t(_ value: Int64, _ timescale: Int32 = 1) -> MediaTime {

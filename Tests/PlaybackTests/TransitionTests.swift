@@ -1,5 +1,6 @@
 import Foundation
 import Playback
+import PlaybackTestSupport
 import Testing
 
 /// A virtual-clock output at 60 Hz that records every picture it draws: the frame, the mix, and

@@ -1,50 +1,74 @@
 import Foundation
 import Playback
 
+// The scripted media backend and the hand-driven display of the Playback tests, shared by their unit
+// target (PlaybackTests) and their integration target (PlaybackIntegrationTests).
+
 /// A frame of a scripted clip: `index` counts from the clip's first frame.
-struct ScriptFrame: PresentableFrame {
-    let pts: MediaTime
-    let duration: MediaTime
-    let index: Int
-    var byteCount = 0
+public struct ScriptFrame: PresentableFrame {
+    public let pts: MediaTime
+    public let duration: MediaTime
+    public let index: Int
+    public var byteCount = 0
+    public init(pts: MediaTime, duration: MediaTime, index: Int, byteCount: Int = 0) {
+        self.pts = pts
+        self.duration = duration
+        self.index = index
+        self.byteCount = byteCount
+    }
 }
 
 /// A media backend of scripted clips: exact, fast, and able to hold decoding or fail on cue.
-final class FakeBackend: MediaBackend, @unchecked Sendable {
-    struct Clip {
-        var frames: Int
-        var fps: Int32
-        var size = VideoSize(width: 320, height: 180)
-        var rotation = 0
+public final class FakeBackend: MediaBackend, @unchecked Sendable {
+    public struct Clip {
+        public var frames: Int
+        public var fps: Int32
+        public var size = VideoSize(width: 320, height: 180)
+        public var rotation = 0
         /// Every `keyframeInterval`-th frame is a sync frame (seeks land on them).
-        var keyframeInterval = 1
+        public var keyframeInterval = 1
         /// Decoding throws when it reaches this frame.
-        var failAt: Int?
+        public var failAt: Int?
         /// The memory each frame says it holds.
-        var frameBytes = 0
+        public var frameBytes = 0
         /// Every `nonReferenceEvery`-th frame (counting from 1: odd frames for 2) is one no other
         /// frame refers to (a B-frame); nil: none is.
-        var nonReferenceEvery: Int?
+        public var nonReferenceEvery: Int?
         /// Whether readers skip frames when told to (`FrameReader.setFrameDrop`).
-        var honoursFrameDrop = true
-        var duration: MediaTime { MediaTime(value: Int64(frames), timescale: fps) }
+        public var honoursFrameDrop = true
+        public var duration: MediaTime { MediaTime(value: Int64(frames), timescale: fps) }
+        public init(frames: Int, fps: Int32, size: VideoSize = VideoSize(width: 320, height: 180), rotation: Int = 0,
+                    keyframeInterval: Int = 1, failAt: Int? = nil, frameBytes: Int = 0, nonReferenceEvery: Int? = nil,
+                    honoursFrameDrop: Bool = true) {
+            self.frames = frames
+            self.fps = fps
+            self.size = size
+            self.rotation = rotation
+            self.keyframeInterval = keyframeInterval
+            self.failAt = failAt
+            self.frameBytes = frameBytes
+            self.nonReferenceEvery = nonReferenceEvery
+            self.honoursFrameDrop = honoursFrameDrop
+        }
     }
 
-    struct Missing: Error, CustomStringConvertible {
-        let path: String
-        var description: String { "\(path): avformat_open_input failed: No such file or directory" }
+    public init() {}
+
+    public struct Missing: Error, CustomStringConvertible {
+        public let path: String
+        public var description: String { "\(path): avformat_open_input failed: No such file or directory" }
     }
-    struct Corrupt: Error, CustomStringConvertible {
-        let path: String
-        let frame: Int
-        var description: String { "\(path): avcodec_receive_frame failed at frame \(frame): Invalid data found when processing input" }
+    public struct Corrupt: Error, CustomStringConvertible {
+        public let path: String
+        public let frame: Int
+        public var description: String { "\(path): avcodec_receive_frame failed at frame \(frame): Invalid data found when processing input" }
     }
 
     private let lock = NSCondition()
     private var clips: [String: Clip] = [:]
     private var held = false
     private var probeHeld = false
-    private(set) var probes = 0
+    public private(set) var probes = 0
     private var decodedFrames = 0
     /// Paced decoding: readers decode a frame only while fewer than `budget` were decoded (a
     /// decoder that takes virtual time); nil: as fast as they are asked.
@@ -61,17 +85,17 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
     private var opened = (playback: 0, preroll: 0)
 
     /// Frames handed out by every reader so far.
-    var decodedCount: Int { lock.withLock { decodedFrames } }
+    public var decodedCount: Int { lock.withLock { decodedFrames } }
     /// Frames readers skipped because they were told to.
-    var skippedCount: Int { lock.withLock { skippedFrames } }
+    public var skippedCount: Int { lock.withLock { skippedFrames } }
     /// Every frame drop level readers were told, in order.
-    var frameDropLevels: [DecoderFrameDrop] { lock.withLock { levels } }
+    public var frameDropLevels: [DecoderFrameDrop] { lock.withLock { levels } }
     /// The most readers alive at once (`openReader`'s, `openPrerollReader`'s).
-    var mostReadersAlive: (playback: Int, preroll: Int) { lock.withLock { mostLive } }
+    public var mostReadersAlive: (playback: Int, preroll: Int) { lock.withLock { mostLive } }
     /// Readers opened so far (`openReader`'s, `openPrerollReader`'s).
-    var readersOpened: (playback: Int, preroll: Int) { lock.withLock { opened } }
+    public var readersOpened: (playback: Int, preroll: Int) { lock.withLock { opened } }
     /// Readers alive now.
-    var readersAlive: (playback: Int, preroll: Int) { lock.withLock { live } }
+    public var readersAlive: (playback: Int, preroll: Int) { lock.withLock { live } }
 
     fileprivate func readerCame(preroll: Bool) {
         lock.withLock {
@@ -96,7 +120,7 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
     /// reached the end): what a slow decoder has done by a given vsync, deterministically.
     /// `queueFull`: the reader is not asked for more while it is true (its frames wait for room
     /// in the player's queue), so it need not be waited for then.
-    func allowDecoding(upTo frames: Int, queueFull: () -> Bool = { false }) {
+    public func allowDecoding(upTo frames: Int, queueFull: () -> Bool = { false }) {
         lock.withLock {
             budget = frames
             lock.broadcast()
@@ -109,7 +133,7 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
 
     /// Paces decoding from now on: readers decode at most `frames` frames in all until
     /// `allowDecoding(upTo:)` allows more. Set it before the reader starts.
-    func limitDecoding(to frames: Int) {
+    public func limitDecoding(to frames: Int) {
         lock.withLock {
             budget = frames
             lock.broadcast()
@@ -138,29 +162,29 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
         }
     }
 
-    func add(_ name: String, _ clip: Clip) -> URL {
+    public func add(_ name: String, _ clip: Clip) -> URL {
         lock.withLock { clips["/fake/" + name] = clip }
         return URL(fileURLWithPath: "/fake/" + name)
     }
 
     /// While held, readers wait before each frame (decoding is slow).
-    func holdDecoding(_ hold: Bool) {
+    public func holdDecoding(_ hold: Bool) {
         lock.withLock {
             held = hold
             lock.broadcast()
         }
     }
 
-    func holdProbes(_ hold: Bool) {
+    public func holdProbes(_ hold: Bool) {
         lock.withLock {
             probeHeld = hold
             lock.broadcast()
         }
     }
 
-    var probeCount: Int { lock.withLock { probes } }
+    public var probeCount: Int { lock.withLock { probes } }
 
-    func probe(_ url: URL) throws -> AssetDescription {
+    public func probe(_ url: URL) throws -> AssetDescription {
         let clip: Clip? = lock.withLock {
             probes += 1
             while probeHeld { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
@@ -174,32 +198,32 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
         return AssetDescription(duration: clip.duration, tracks: [track])
     }
 
-    func openReader(_ url: URL) throws -> any FrameReader {
+    public func openReader(_ url: URL) throws -> any FrameReader {
         guard let clip = lock.withLock({ clips[url.path] }) else { throw Missing(path: url.path) }
         return Reader(clip: clip, path: url.path, backend: self)
     }
 
-    func openPrerollReader(_ url: URL) throws -> any FrameReader {
+    public func openPrerollReader(_ url: URL) throws -> any FrameReader {
         guard let clip = lock.withLock({ clips[url.path] }) else { throw Missing(path: url.path) }
         return Reader(clip: clip, path: url.path, backend: self, preroll: true)
     }
 
-    func waitWhileHeld() {
+    public func waitWhileHeld() {
         lock.withLock {
             let deadline = Date(timeIntervalSinceNow: 10)
             while held && Date() < deadline { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
         }
     }
 
-    final class Reader: FrameReader {
-        let clip: Clip
-        let path: String
-        let backend: FakeBackend
-        var next = 0
-        var drop = DecoderFrameDrop.none
+    public final class Reader: FrameReader {
+        public let clip: Clip
+        public let path: String
+        public let backend: FakeBackend
+        public var next = 0
+        public var drop = DecoderFrameDrop.none
         private var told = DecoderFrameDrop.none
-        let preroll: Bool
-        init(clip: Clip, path: String, backend: FakeBackend, preroll: Bool = false) {
+        public let preroll: Bool
+        public init(clip: Clip, path: String, backend: FakeBackend, preroll: Bool = false) {
             self.clip = clip
             self.path = path
             self.backend = backend
@@ -207,7 +231,7 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
             backend.readerCame(preroll: preroll)
         }
         deinit { backend.readerWent(preroll: preroll) }
-        func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?) {
+        public func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?) {
             guard drop != told else { return }
             told = drop
             backend.lock.withLock { backend.levels.append(drop) }
@@ -222,7 +246,7 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
             }
         }
 
-        func nextFrame() throws -> (any PresentableFrame)? {
+        public func nextFrame() throws -> (any PresentableFrame)? {
             backend.waitWhileHeld()
             while next < clip.frames && skips(next) {
                 next += 1
@@ -239,7 +263,7 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
             return ScriptFrame(pts: MediaTime(value: Int64(next), timescale: clip.fps),
                                duration: MediaTime(value: 1, timescale: clip.fps), index: next, byteCount: clip.frameBytes)
         }
-        func seek(to time: MediaTime) throws {
+        public func seek(to time: MediaTime) throws {
             let frame = Int((time.seconds * Double(clip.fps) + 1e-9).rounded(.down))
             next = max(0, min(clip.frames, frame - frame % clip.keyframeInterval))
         }
@@ -247,18 +271,18 @@ final class FakeBackend: MediaBackend, @unchecked Sendable {
 }
 
 /// Drives a player's output by hand, one vsync at a time.
-final class VirtualDisplay {
-    let output: PlayerVideoOutput
-    private(set) var vsync: Int64 = -1
+public final class VirtualDisplay {
+    public let output: PlayerVideoOutput
+    public private(set) var vsync: Int64 = -1
     /// Every new picture: (vsync, item index, frame index), nil frame for the background.
-    private(set) var shown: [(vsync: Int64, item: Int?, frame: Int?)] = []
+    public private(set) var shown: [(vsync: Int64, item: Int?, frame: Int?)] = []
 
-    init(_ player: Player, refresh: Int64 = 60) throws {
+    public init(_ player: Player, refresh: Int64 = 60) throws {
         output = try PlayerVideoOutput(player: player, refresh: RefreshRate(numerator: refresh), name: "test-0")
     }
 
     @discardableResult
-    func step(_ count: Int = 1, wait: Double = 20) -> Player.Picture? {
+    public func step(_ count: Int = 1, wait: Double = 20) -> Player.Picture? {
         var last: Player.Picture?
         for _ in 0..<count {
             vsync += 1
@@ -272,11 +296,11 @@ final class VirtualDisplay {
     }
 
     /// Vsyncs of the shown frames.
-    var frameVsyncs: [Int64] { shown.filter { $0.frame != nil }.map(\.vsync) }
+    public var frameVsyncs: [Int64] { shown.filter { $0.frame != nil }.map(\.vsync) }
 }
 
 /// Polls `condition` until it holds or `seconds` pass.
-func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+public func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
     let deadline = Date(timeIntervalSinceNow: seconds)
     while Date() < deadline {
         if condition() { return true }
@@ -287,7 +311,7 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
 
 /// The first `count` values of `stream`, or those that came within `seconds` (a stream is cancelled,
 /// and so ends, when the time is up): an event that never comes fails the test instead of hanging it.
-func firstValues<T: Sendable>(_ count: Int, of stream: AsyncStream<T>, within seconds: Double = 10) async -> [T] {
+public func firstValues<T: Sendable>(_ count: Int, of stream: AsyncStream<T>, within seconds: Double = 10) async -> [T] {
     await withTaskGroup(of: [T]?.self) { group in
         group.addTask {
             var values: [T] = []
@@ -312,13 +336,14 @@ func firstValues<T: Sendable>(_ count: Int, of stream: AsyncStream<T>, within se
 }
 
 /// A thread-safe list for callbacks to record into.
-final class Recorder<T>: @unchecked Sendable {
+public final class Recorder<T>: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [T] = []
-    func append(_ item: T) { lock.withLock { items.append(item) } }
-    var all: [T] { lock.withLock { items } }
+    public init() {}
+    public func append(_ item: T) { lock.withLock { items.append(item) } }
+    public var all: [T] { lock.withLock { items } }
 }
 
-let quiet = Logger(level: .error, sink: { _ in })
+public let quiet = Logger(level: .error, sink: { _ in })
 
-func tm(_ value: Int64, _ scale: Int32) -> MediaTime { MediaTime(value: value, timescale: scale) }
+public func tm(_ value: Int64, _ scale: Int32) -> MediaTime { MediaTime(value: value, timescale: scale) }

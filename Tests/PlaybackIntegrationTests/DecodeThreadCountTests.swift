@@ -1,5 +1,6 @@
 import Foundation
 @testable import Playback
+import PlaybackTestSupport
 import Testing
 
 /// The count behind `Player.waitForDecodeThreadsToEnd`, on a count of its own (the process-wide

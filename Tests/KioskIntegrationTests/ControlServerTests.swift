@@ -1,0 +1,285 @@
+import Foundation
+@testable import Kiosk
+import Playback
+import Synchronization
+import Testing
+import TestSupport
+
+/// A player stand-in: a counter property that commands change.
+final class FakeHandler: ControlHandler, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _position = 0
+    private var _paused = false
+    var position: Int { lock.withLock { _position } }
+    let propertyNames = ["playlist-pos", "pause"]
+
+    func property(_ name: String) throws(ControlError) -> JSONValue {
+        switch name {
+        case "playlist-pos": return .number(Double(position))
+        case "pause": return .bool(lock.withLock { _paused })
+        default: throw .propertyNotFound
+        }
+    }
+
+    func setProperty(_ name: String, to value: JSONValue) throws(ControlError) {
+        guard name == "pause" else { throw .propertyNotFound }
+        guard let b = value.boolValue else { throw .invalidParameter }
+        lock.withLock { _paused = b }
+    }
+
+    func run(_ command: String, _ arguments: [JSONValue]) throws(ControlError) -> JSONValue? {
+        switch command {
+        case "playlist-next":
+            lock.withLock { _position += 1 }
+            return nil
+        case "fail": throw .commandFailed("asked to fail")
+        default: throw .invalidParameter
+        }
+    }
+}
+
+/// A player stand-in with a command that blocks until the test opens its gate, a property that
+/// blocks while `slowProperty` is set, and a command answering with `n` bytes.
+final class GatedHandler: ControlHandler, @unchecked Sendable {
+    private let gate = NSCondition()
+    private var isOpen = false
+    private var entered = false
+    let slowProperty = Mutex(false)
+    let bigCalls = Atomic(0)
+    let propertyNames = ["pause", "slow-property"]
+
+    func open() { gate.withLock { isOpen = true; gate.broadcast() } }
+
+    func waitUntilEntered(timeout: Double) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        return gate.withLock {
+            while !entered && gate.wait(until: deadline) {}
+            return entered
+        }
+    }
+
+    private func waitForGate() {
+        gate.withLock {
+            entered = true
+            gate.broadcast()
+            let deadline = Date(timeIntervalSinceNow: 30)
+            while !isOpen && gate.wait(until: deadline) {}
+        }
+    }
+
+    func property(_ name: String) throws(ControlError) -> JSONValue {
+        switch name {
+        case "pause": return false
+        case "slow-property":
+            if slowProperty.withLock({ $0 }) { waitForGate() }
+            return 1
+        default: throw .propertyNotFound
+        }
+    }
+
+    func setProperty(_ name: String, to value: JSONValue) throws(ControlError) { throw .invalidParameter }
+
+    func run(_ command: String, _ arguments: [JSONValue]) throws(ControlError) -> JSONValue? {
+        switch command {
+        case "wait-for-gate":
+            waitForGate()
+            return "done"
+        case "big":
+            bigCalls.add(1, ordering: .relaxed)
+            guard let size = arguments.first?.numberValue, size >= 0, size < 1e8 else { throw .invalidParameter }
+            return .string(String(repeating: "b", count: Int(size)))
+        default: throw .invalidParameter
+        }
+    }
+}
+
+@Suite struct ControlServerTests {
+    let logger = Logger(level: .error, sink: { _ in })
+
+    static func socketPath() -> String { "/tmp/marquee-test-\(getpid())-\(UUID().uuidString.prefix(8)).sock" }
+
+    func withServer(maxClients: Int = 32, maxLineBytes: Int = 64 * 1024, _ body: (ControlServer, FakeHandler) throws -> Void) throws {
+        let handler = FakeHandler()
+        let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger, maxClients: maxClients, maxLineBytes: maxLineBytes)
+        defer { server.stop() }
+        try body(server, handler)
+    }
+
+    func withServer(handler: any ControlHandler, _ body: (ControlServer) throws -> Void) throws {
+        let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger)
+        defer { server.stop() }
+        try body(server)
+    }
+
+    func connect(_ server: ControlServer) throws -> UnixSocketClient {
+        try #require(UnixSocketClient.connect(path: server.path, timeout: 2))
+    }
+
+    @Test func garbageGetsErrorRepliesAndTheServerGoesOn() throws {
+        try withServer { server, _ in
+            let client = try connect(server)
+            // As in mpv, a line not starting with `{` is a text command: garbage there is not
+            // answered (nor run); a JSON line that is garbage is.
+            for garbage in ["not json", "[1,2,3]", "\u{1}\u{2}", "unterminated \"quote"] { client.send(garbage) }
+            for i in 0..<1000 {
+                let garbage = ["{not json", "{\"command\":", "{[1,2,3]", "{\"command\":[42]}", "{\u{1}\u{2}", "{}"][i % 6]
+                client.send(garbage)
+                #expect(client.readLine() == #"{"request_id":0,"error":"invalid parameter"}"#, "line \(i): \(garbage)")
+            }
+            client.send(#"{"command":["get_property","playlist-pos"],"request_id":1}"#)
+            #expect(client.readLine() == #"{"data":0,"request_id":1,"error":"success"}"#)
+        }
+    }
+
+    @Test func tooLongLinesAndTooManyClientsAreCutOff() throws {
+        try withServer(maxClients: 4, maxLineBytes: 1024) { server, _ in
+            let long = try connect(server)
+            long.send(String(repeating: "x", count: 4096))
+            #expect(long.readLine() == nil, "disconnected for a line over the limit")
+            var clients = try (0..<4).map { _ in try connect(server) }
+            for (i, c) in clients.enumerated() {
+                c.send(#"{"command":["get_property","playlist-pos"],"request_id":\#(i)}"#)
+                #expect(c.readLine() == #"{"data":0,"request_id":\#(i),"error":"success"}"#)
+            }
+            let extra = try connect(server)
+            #expect(extra.readLine() == #"{"error":"too many clients","request_id":0}"#)
+            #expect(extra.readLine() == nil)
+            clients.removeAll()
+            // Room again once they have gone.
+            Thread.sleep(forTimeInterval: 0.2)
+            let again = try connect(server)
+            again.send(#"{"command":["get_property","pause"],"request_id":5}"#)
+            #expect(again.readLine() == #"{"data":false,"request_id":5,"error":"success"}"#)
+        }
+    }
+
+    /// A reply larger than the unread limit (a screenshot) is delivered whole: the limit is for
+    /// events the client did not ask for.
+    @Test func aReplyLargerThanTheUnreadLimitReachesTheClient() throws {
+        let handler = GatedHandler()
+        let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger, maxPendingBytes: 1 << 20)
+        defer { server.stop() }
+        let client = try #require(UnixSocketClient.connect(path: server.path, timeout: 15))
+        for (i, size) in [3 << 20, 6 << 20].enumerated() {
+            let reply = try #require(client.request(["big", .number(Double(size))], id: i + 1), "no reply to a \(size)-byte answer")
+            #expect(reply["error"]?.stringValue == "success")
+            #expect(reply["data"]?.stringValue?.utf8.count == size)
+        }
+        // Still connected, still answered.
+        #expect(client.request(["get_property", "pause"], id: 9)?["data"]?.boolValue == false)
+    }
+
+    /// One client's slow request (here one that waits until the test lets it go) leaves the other
+    /// clients answered at once; its own reply comes when it is done.
+    @Test func aSlowRequestHoldsUpOnlyItsOwnClient() throws {
+        let handler = GatedHandler()
+        try withServer(handler: handler) { server in
+            let slow = try connect(server), other = try connect(server)
+            #expect(other.request(["observe_property", 1, "slow-property"], id: 1)?["error"]?.stringValue == "success")
+            slow.send(#"{"command":["wait-for-gate"],"request_id":1}"#)
+            #expect(handler.waitUntilEntered(timeout: 5), "the slow command started")
+            defer { handler.open() }
+            var worst = 0.0
+            for i in 0..<20 {
+                let started = Date()
+                let reply = other.request(["get_property", "pause"], id: 10 + i)
+                worst = max(worst, Date().timeIntervalSince(started))
+                #expect(reply?["data"]?.boolValue == false, "answered while the other client's command is pending")
+            }
+            print("get_property while another client's command is pending: worst of 20 took \((worst * 1000).formatted(decimals: 1)) ms")
+            #expect(worst < 1, "worst latency \(worst) s")
+            // Another client's slow property (read for its observers) holds up no one either.
+            handler.slowProperty.withLock { $0 = true }
+            Thread.sleep(forTimeInterval: 0.3)
+            let started = Date()
+            #expect(other.request(["get_property", "pause"], id: 40)?["data"]?.boolValue == false)
+            #expect(Date().timeIntervalSince(started) < 1)
+            handler.open()
+            #expect(slow.readLine() == #"{"data":"done","request_id":1,"error":"success"}"#)
+        }
+    }
+
+    /// A client that sends requests and does not read their replies holds at most about
+    /// `maxPendingBytes` of them (and one running request): the server runs its next request once
+    /// it has read. Reading then gets every reply, in order.
+    @Test func unreadRepliesHoldUpTheClientsNextRequests() throws {
+        let handler = GatedHandler()
+        let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger, maxPendingBytes: 1 << 20)
+        defer { server.stop() }
+        let client = try connect(server)
+        #expect(client.send((1...40).map { #"{"command":["big",524288],"request_id":\#($0)}"# }.joined(separator: "\n")))
+        Thread.sleep(forTimeInterval: 1)
+        let ran = handler.bigCalls.load(ordering: .relaxed)
+        print("requests run for a client that read none of their replies: \(ran) of 40 (512 KiB each)")
+        // 1 MiB of replies unread stops it; the socket's buffers hold a few more.
+        #expect(ran <= 8, "\(ran) of 40 requests of half a megabyte ran while the client read nothing")
+        for i in 1...40 {
+            let reply = try #require(client.readLine().flatMap { try? JSONParser.parse($0) })
+            #expect(reply["request_id"]?.numberValue == Double(i) && reply["data"]?.stringValue?.utf8.count == 524288)
+        }
+        #expect(handler.bigCalls.load(ordering: .relaxed) == 40)
+    }
+
+}
+
+@Suite struct KioskControllerTests {
+
+    @Test func commandsThatNeverAnswerTimeOut() {
+        let controller = KioskController(status: KioskStatus(), commandTimeout: 0.1) { _ in
+            Thread.sleep(forTimeInterval: 1)
+            return .done
+        }
+        #expect(throws: ControlError.commandFailed("no answer from the player within 0.1 s")) {
+            try controller.run("reload", [])
+        }
+    }
+
+    /// A burst of steps and seeks reaches the player as one or two commands that add up to the
+    /// same place (mpv's play loop merges them the same way), each request answered at once.
+    @Test func seekAndStepBurstsAreCoalesced() throws {
+        final class Recorder: @unchecked Sendable {
+            let lock = NSLock()
+            var commands: [KioskCommand] = []
+            func record(_ command: KioskCommand) -> KioskCommandResult {
+                Thread.sleep(forTimeInterval: 0.02)  // a player that takes a moment for each
+                lock.withLock { commands.append(command) }
+                return .done
+            }
+            var all: [KioskCommand] { lock.withLock { commands } }
+        }
+        let recorder = Recorder()
+        let controller = KioskController(status: KioskStatus(), navigationInterval: 0.3) { recorder.record($0) }
+        func settle() { Thread.sleep(forTimeInterval: 0.8) }
+
+        for _ in 0..<200 { #expect(try controller.run("playlist-next", []) == nil) }
+        settle()
+        var steps = recorder.all.compactMap { if case .skip(let n) = $0 { n } else { nil } }
+        #expect(steps.reduce(0, +) == 200 && steps.count <= 2, "\(recorder.all)")
+
+        recorder.lock.withLock { recorder.commands.removeAll() }
+        for _ in 0..<150 { _ = try controller.run("seek", [1]) }
+        for _ in 0..<50 { _ = try controller.run("playlist-prev", []) }
+        settle()
+        steps = recorder.all.compactMap { if case .skip(let n) = $0 { n } else { nil } }
+        #expect(steps.reduce(0, +) == -50 && recorder.all.count <= 3, "\(recorder.all)")
+
+        // Relative seeks add up; an absolute one replaces what came before it; a step drops the
+        // seek queued before it.
+        var queue = NavigationQueue()
+        for command: KioskCommand in [.seek(seconds: 5, relative: true), .seek(seconds: 2, relative: true)] { queue.add(command) }
+        #expect(queue.commands == [.seek(seconds: 7, relative: true)])
+        queue.add(.seek(seconds: 30, relative: false))
+        queue.add(.seek(seconds: -4, relative: true))
+        #expect(queue.commands == [.seek(seconds: 26, relative: false)])
+        queue.add(.skip(steps: 1))
+        queue.add(.next)
+        #expect(queue.commands == [.skip(steps: 2)])
+        queue.add(.seek(seconds: 3, relative: false))
+        #expect(queue.commands == [.skip(steps: 2), .seek(seconds: 3, relative: false)])
+        for _ in 0..<3_000 { queue.add(.seek(seconds: 1e9, relative: true)) }
+        #expect(queue.commands == [.skip(steps: 2), .seek(seconds: longestTimeInSeconds, relative: false)], "a burst of seeks is clamped too")
+        for _ in 0..<3_000 { queue.add(.skip(steps: 1_000)) }
+        #expect(queue.commands == [.skip(steps: 1_000_000)], "the sum is clamped, never overflows")
+    }
+
+}

@@ -1,0 +1,233 @@
+import Display
+import Foundation
+@testable import Kiosk
+import Media
+import Playback
+import Testing
+import TestSupport
+
+/// A datagram socket standing in for systemd's `NOTIFY_SOCKET`.
+/// A datagram socket bound at `path` (standing in for systemd's notify or journal socket).
+func bindDatagramSocket(_ path: String) throws -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    try #require(fd >= 0 && bound == 0, "cannot bind \(path): errno \(errno)")
+    return fd
+}
+
+final class NotifySocket: @unchecked Sendable {
+    let path = "/tmp/marquee-notify-\(UUID().uuidString.prefix(8)).sock"
+    private let fd: Int32
+
+    init() throws {
+        fd = try bindDatagramSocket(path)
+    }
+
+    deinit {
+        close(fd)
+        unlink(path)
+    }
+
+    /// The next message, waiting up to `timeout` seconds.
+    func receive(timeout: Double) -> String? {
+        var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&pollfd, 1, Int32(timeout * 1000)) == 1 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+    }
+
+    /// Every message that comes within `seconds`.
+    func collect(for seconds: Double) -> [String] {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        var messages: [String] = []
+        while case let left = deadline.timeIntervalSinceNow, left > 0 {
+            if let message = receive(timeout: left) { messages.append(message) }
+        }
+        return messages
+    }
+}
+
+/// The `BlockingBackend`s a session made (it makes its backend on the presentation thread).
+final class BlockingBackends: @unchecked Sendable {
+    private let lock = NSLock()
+    private var made: [BlockingBackend] = []
+    func make(inner: any MediaBackend, frames: Int) -> BlockingBackend {
+        let backend = BlockingBackend(inner: inner, frames: frames)
+        lock.withLock { made.append(backend) }
+        return backend
+    }
+    var first: BlockingBackend? { lock.withLock { made.first } }
+    func releaseAll() { for backend in lock.withLock({ made }) { backend.release() } }
+}
+
+/// A backend whose readers hand out `frames` frames of the real file, then block (a decoder that
+/// hangs) until `release`, or 30 s; and whose probe takes `probeDelay` seconds (slow storage).
+final class BlockingBackend: MediaBackend, @unchecked Sendable {
+    let inner: any MediaBackend
+    let frames: Int
+    let probeDelay: Double
+    let gate = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var blocked = 0
+    /// Whether a reader waits at the gate now.
+    var isBlocking: Bool { lock.withLock { blocked > 0 } }
+
+    init(inner: any MediaBackend, frames: Int, probeDelay: Double = 0) {
+        self.inner = inner
+        self.frames = frames
+        self.probeDelay = probeDelay
+    }
+
+    func release() { for _ in 0..<8 { gate.signal() } }
+
+    func probe(_ url: URL) throws -> AssetDescription {
+        if probeDelay > 0 { Thread.sleep(forTimeInterval: probeDelay) }
+        return try inner.probe(url)
+    }
+
+    func openReader(_ url: URL) throws -> any FrameReader { Reader(inner: try inner.openReader(url), owner: self) }
+
+    final class Reader: FrameReader {
+        let inner: any FrameReader
+        let owner: BlockingBackend
+        var handedOut = 0
+        init(inner: any FrameReader, owner: BlockingBackend) {
+            self.inner = inner
+            self.owner = owner
+        }
+        func nextFrame() throws -> (any PresentableFrame)? {
+            handedOut += 1
+            if handedOut > owner.frames {
+                owner.lock.withLock { owner.blocked += 1 }
+                defer { owner.lock.withLock { owner.blocked -= 1 } }
+                guard owner.gate.wait(timeout: .now() + 30) == .success else { return nil }
+                owner.gate.signal()
+            }
+            return try inner.nextFrame()
+        }
+        func seek(to time: MediaTime) throws { try inner.seek(to: time) }
+    }
+}
+
+/// A whole session on the headless output with the real clock, supervised as `marquee` does.
+@Suite(.serialized) struct SupervisedSessionTests {
+    func config(_ path: String) -> KioskConfig {
+        var config = KioskConfig()
+        config.playlist = [.init(uri: path, path: path)]
+        config.display.output = .headless
+        config.display.mode = DisplayMode(width: 320, height: 180, refresh: RefreshRate(numerator: 30))
+        return config
+    }
+
+
+    /// Ticks `supervisor` every 50 ms until `condition` holds for its verdict (at most `timeout`
+    /// s), reading what it sends meanwhile.
+    func tick(_ supervisor: ServiceSupervisor, _ socket: NotifySocket, until timeout: Double,
+              _ condition: (KioskStatus.Supervision) -> Bool) -> KioskStatus.Supervision? {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while Date() < deadline {
+            let verdict = supervisor.tick()
+            if condition(verdict) { return verdict }
+            _ = socket.collect(for: 0.05)
+        }
+        return nil
+    }
+
+    /// Ticks every 50 ms for `seconds` and returns what the notify socket got meanwhile.
+    func tickAndCollect(_ supervisor: ServiceSupervisor, _ socket: NotifySocket, for seconds: Double) -> [String] {
+        var messages: [String] = []
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while Date() < deadline {
+            supervisor.tick()
+            messages += socket.collect(for: 0.05)
+        }
+        return messages
+    }
+
+    @Test func aDecoderThatBlocksStallsHealthAndStopsTheWatchdogUntilPaused() throws {
+        let clip = try TestMedia.clip(seconds: 4, fps: 30)
+        let config = config(clip)
+        let made = BlockingBackends()
+        let kiosk = KioskOnThread(config: config, logger: Logger(level: .error)) { output in
+            KioskSession(config: config, configPath: nil, logger: Logger(level: .error), output: output, slowStorageLimit: 100, mediaLayer: { inner in
+                made.make(inner: inner, frames: 40)
+            })
+        }
+        defer {
+            made.releaseAll()
+            kiosk.stop()
+        }
+        let session = try #require(kiosk.waitForSession(), "the output did not open within 20 s")
+        let socket = try NotifySocket()
+        let notifier = ServiceNotifier(environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "400000"])
+        let supervisor = ServiceSupervisor(notifier: notifier, status: session.status, logger: Logger(level: .error))
+        let blocking = made.first
+
+        // Frames come: the watchdog is fed (every 100 ms: a quarter of WATCHDOG_USEC).
+        let playing = try #require(tick(supervisor, socket, until: 20) { $0.summary.hasPrefix("playing item 1 of 1") },
+                                   "never playing: \(session.status.supervision())")
+        #expect(playing.status != "stalled" && playing.progressing, "\(playing)")
+        // The decoder blocks after 40 frames (1.3 s): stalled within 2 s of the last picture.
+        // (Waiting for the 40th frame too: a machine under heavy load may stall briefly before.)
+        let stalled = try #require(tick(supervisor, socket, until: 20) { $0.status == "stalled" && blocking?.isBlocking == true },
+                                   "never stalled: \(session.status.supervision())")
+        #expect(!stalled.progressing)
+        #expect(stalled.reasons.first?.contains("stalled: no new picture for") == true, "\(stalled.reasons)")
+        let whileStalled = tickAndCollect(supervisor, socket, for: 1.0)
+        #expect(!whileStalled.contains("WATCHDOG=1"), "the watchdog was fed while the picture was frozen: \(whileStalled)")
+
+        // Paused by command: rightly idle, the watchdog is fed again and STATUS= says so.
+        _ = session.perform(.pause(true))
+        // (A loaded machine may have dropped frames before the stall: "degraded", never "stalled".)
+        let paused = try #require(tick(supervisor, socket, until: 3) { $0.summary.hasPrefix("paused by command") },
+                                  "\(session.status.supervision())")
+        #expect(paused.progressing && paused.status != "stalled", "\(paused)")
+        #expect(paused.reasons.allSatisfy { !$0.contains("stalled") }, "\(paused.reasons)")
+        let whilePaused = tickAndCollect(supervisor, socket, for: 0.6)
+        #expect(whilePaused.filter { $0 == "WATCHDOG=1" }.count >= 3, "\(whilePaused)")
+    }
+
+    @Test func theSupervisorSaysWhyInStatusWhenItStopsFeedingTheWatchdog() throws {
+        let status = KioskStatus()
+        let t0 = ContinuousClock.now
+        status.update {
+            $0.started = t0
+            $0.outputs = [.init(name: "headless-0", mode: "320x180@30")]
+            $0.outputs[0].lastBeat = t0
+            $0.outputs[0].dueSince = t0
+            $0.outputs[0].lastPicture = t0
+        }
+        let socket = try NotifySocket()
+        let notifier = ServiceNotifier(environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "400000"])
+        let supervisor = ServiceSupervisor(notifier: notifier, status: status, logger: Logger(level: .error))
+        supervisor.tick(now: t0 + .milliseconds(100))
+        #expect(socket.collect(for: 0.2).sorted() == ["STATUS=presenting", "WATCHDOG=1"])
+        status.update { $0.outputs[0].lastBeat = t0 + .seconds(3) }
+        supervisor.tick(now: t0 + .seconds(3))
+        #expect(socket.collect(for: 0.2) == ["STATUS=stalled: no new picture on headless-0 for over 2.0 s (see health)"])
+        supervisor.tick(now: t0 + .seconds(4))
+        #expect(socket.collect(for: 0.2) == [], "nothing more while stalled: no ping, the same status")
+    }
+
+    @Test func aSlowProbeDegradesHealthAsSlowStorage() throws {
+        let clip = try TestMedia.clip(seconds: 4, fps: 30)
+        // No output: the session is given capabilities that keep frames as decoded.
+        let session = KioskSession(config: config(clip), configPath: nil, logger: Logger(level: .error), output: .unconstrained, slowStorageLimit: 0.2, mediaLayer: { inner in
+            BlockingBackend(inner: inner, frames: .max, probeDelay: 0.4)
+        })
+        defer { session.player.removeAllItems() }
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while session.status.snapshot.slowStorage.isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        let slow = try #require(session.status.snapshot.slowStorage[clip], "no slow probe recorded")
+        #expect(slow.operation == "probe" && slow.seconds >= 0.4 && slow.limit == 0.2)
+        let health = session.status.health()
+        #expect(health.reasons.contains { $0.hasPrefix("slow storage: \(clip): a probe over 0.2 s") }, "\(health)")
+    }
+
+}
