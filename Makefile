@@ -21,9 +21,15 @@ SOAK_PACKAGES := python3
 # `make test` also compares the control socket with mpv's (MPVClientTests: mpv itself, and
 # python-mpv-jsonipc from PyPI in a venv the test makes under .build).
 TEST_PACKAGES := mpv python3 python3-venv
+# `make deb` builds the Debian package from debian/ into .build/deb: debhelper, and help2man for the
+# man pages (made from --help). `make deb-test` checks it with lintian and installs it into a fresh
+# Debian 12 chroot that mmdebstrap makes (tools/deb-test).
+DEB_PACKAGES := debhelper help2man dpkg-dev
+DEB_TEST_PACKAGES := lintian mmdebstrap
+DEB_DIR := .build/deb
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build release run check test hw-test vm-test bench soak vm clean fuzz-build fuzz fuzz-short sanitize
+.PHONY: all deps build release run check test hw-test vm-test bench soak vm clean deb deb-test fuzz-build fuzz fuzz-short sanitize
 
 all: build
 
@@ -131,6 +137,26 @@ soak: DEBIAN_PACKAGES += $(SOAK_PACKAGES)
 soak: release
 	nice -n 10 python3 tools/soak.py --marquee "$$($(SWIFT) build -c release --show-bin-path)/marquee" \
 		--results bench/soak-results.json $(SOAK_ARGS)
+
+# The package is built with the Swift runtime linked in (debian/rules), in .build/debian; the .deb,
+# .buildinfo and .changes go to $(DEB_DIR), not to the folder above the repository.
+deb: DEBIAN_PACKAGES += $(DEB_PACKAGES)
+deb: deps
+	@command -v $(SWIFT) >/dev/null || { echo "make deb: $(SWIFT) is not on PATH (the Swift toolchain)" >&2; exit 1; }
+	mkdir -p $(DEB_DIR)
+	rm -f $(DEB_DIR)/marquee*
+	version=$$(dpkg-parsechangelog -S Version); arch=$$(dpkg-architecture -qDEB_HOST_ARCH); \
+	SWIFT=$(SWIFT) DEB_DESTDIR=$(CURDIR)/$(DEB_DIR) dpkg-buildpackage -b -uc -us \
+		--buildinfo-option=-u$(DEB_DIR) --changes-option=-u$(DEB_DIR) \
+		--buildinfo-file=$(DEB_DIR)/marquee_$${version}_$${arch}.buildinfo \
+		--changes-file=$(DEB_DIR)/marquee_$${version}_$${arch}.changes
+	@ls -l $(DEB_DIR)/*.deb
+
+# A few minutes (the chroot is made from the mirror each time), so not part of `make test`. Exit
+# status 77 from tools/deb-test is a skip (not root, no mmdebstrap); it says why.
+deb-test: DEBIAN_PACKAGES += $(DEB_TEST_PACKAGES)
+deb-test: deb
+	$(SUDO) tools/deb-test $(DEB_DIR) || [ $$? -eq 77 ]
 
 clean:
 	rm -rf .build

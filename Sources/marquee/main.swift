@@ -16,7 +16,8 @@ mapLargeBlocks()
 let usage = """
     Usage: marquee [options]
 
-    Plays a looping playlist on a screen. Without --config it plays the demo clip shipped in configs/.
+    Plays a looping playlist on a screen. Without --config it plays the demo clip (configs/demo in
+    the source tree, /usr/share/marquee/demo when installed).
 
     Options:
       --config PATH        JSON config to play (default: the embedded demo config)
@@ -39,10 +40,10 @@ let usage = """
                            node (default: the host name)
       --check-config       validate the config and probe its files, print every problem; exit 0 if
                            valid, 2 if not or if no file can be played
+      -h, --help           show this help
 
     Signals: SIGTERM and SIGINT stop (the display is restored); SIGHUP reloads the config (a broken
     one is refused and the old one keeps playing).
-      -h, --help           show this help
 
     """
 

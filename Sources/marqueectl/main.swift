@@ -4,7 +4,7 @@ import Playback
 
 let usage = """
     Usage: marqueectl [--socket PATH | --socket=PATH] COMMAND [ARGS]
-           marqueectl --version | --help
+      or:  marqueectl --version | --help
 
     Talks to a running marquee over its control socket.
 
@@ -14,7 +14,7 @@ let usage = """
       get PROPERTY               prints a property as JSON (e.g. time-pos, playlist, outputs)
       set PROPERTY VALUE         sets a property (VALUE is JSON, e.g. set pause true)
       next | prev                the next or previous playlist item
-      pause | resume
+      pause | resume             pauses or resumes playback
       display on|off             puts the display into standby or wakes it (display-power)
       seek SECONDS [absolute]    seek in the current item (relative unless "absolute")
       volume N                   the sound's volume, 0 to 100
