@@ -92,13 +92,13 @@ let package = Package(
 
         // Integration tests (`make test` runs them with the unit tests): processes, ffmpeg-made media,
         // the VM, peer comparisons (mpv), real time.
-        .testTarget(name: "PlaybackIntegrationTests", dependencies: ["Playback", "PlaybackTestSupport", "TestSupport"]),
-        .testTarget(name: "MediaIntegrationTests", dependencies: ["Media", "Sound", "Playback", "TestSupport"]),
-        .testTarget(name: "RenderIntegrationTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
-        .testTarget(name: "KioskIntegrationTests", dependencies: ["Kiosk", "Sound", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
-        .testTarget(name: "SystemCallsIntegrationTests", dependencies: ["SystemCalls"]),
-        .testTarget(name: "DisplayIntegrationTests", dependencies: ["Display", "Media", "Playback", "Render", "TestSupport"]),
-        .testTarget(name: "AudioIntegrationTests", dependencies: ["Audio", "Sound", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "PlaybackIntegrationTests", dependencies: ["PlaybackTests", "Playback", "PlaybackTestSupport", "TestSupport"]),
+        .testTarget(name: "MediaIntegrationTests", dependencies: ["MediaTests", "Media", "Sound", "Playback", "TestSupport"]),
+        .testTarget(name: "RenderIntegrationTests", dependencies: ["RenderTests", "Render", "Display", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "KioskIntegrationTests", dependencies: ["KioskTests", "Kiosk", "Sound", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
+        .testTarget(name: "SystemCallsIntegrationTests", dependencies: ["SystemCallsTests", "SystemCalls"]),
+        .testTarget(name: "DisplayIntegrationTests", dependencies: ["DisplayTests", "Display", "Media", "Playback", "Render", "TestSupport"]),
+        .testTarget(name: "AudioIntegrationTests", dependencies: ["AudioTests", "Audio", "Sound", "Media", "Playback", "TestSupport"]),
         .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
     ]
 )

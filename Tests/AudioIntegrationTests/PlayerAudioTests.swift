@@ -6,6 +6,7 @@ import Sound
 import Synchronization
 import Testing
 import TestSupport
+@testable import AudioTests
 
 /// Clips with pictures and sound for the player's audio path.
 enum AVClips {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+@testable import DisplayTests
 
 /// Sound and picture together on real clocks: marquee in the QEMU guest shows a clip on the
 /// virtio-gpu's KMS output and plays its sound into the kernel's loopback card (snd-aloop), whose

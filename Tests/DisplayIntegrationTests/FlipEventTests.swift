@@ -2,6 +2,7 @@
 import Foundation
 import Playback
 import Testing
+@testable import DisplayTests
 
 /// `DRMDevice.readFlipEvent` through libdrm's `drmHandleEvent`, on a FIFO standing in for the card:
 /// the test writes the kernel's `struct drm_event_vblank` records into it.
@@ -86,18 +87,5 @@ struct FlipEventTests {
         let all = try #require(results.wait(count: 2, timeout: 20), "the waiting threads did not finish")
         #expect(all[41] == Array(0..<20), "\(all)")
         #expect(all[52] == Array(0..<20), "\(all)")
-    }
-}
-
-private final class Results: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var byCRTC: [UInt32: [UInt32]] = [:]
-    func add(_ crtc: UInt32, _ sequences: [UInt32]) { condition.withLock { byCRTC[crtc] = sequences; condition.broadcast() } }
-    func wait(count: Int, timeout: Double) -> [UInt32: [UInt32]]? {
-        condition.withLock {
-            let deadline = Date().addingTimeInterval(timeout)
-            while byCRTC.count < count && condition.wait(until: deadline) {}
-            return byCRTC.count == count ? byCRTC : nil
-        }
     }
 }

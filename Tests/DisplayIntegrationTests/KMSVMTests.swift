@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+@testable import DisplayTests
 
 /// The KMS output on a real KMS device: virtio-gpu in a QEMU guest (deploy/vm/kms-run), checked
 /// pixel by pixel on the guest's screen. Each run boots a VM (about 40 s under TCG).

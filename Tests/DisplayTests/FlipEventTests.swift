@@ -54,7 +54,7 @@ struct FlipEventTests {
 
 }
 
-private final class Results: @unchecked Sendable {
+final class Results: @unchecked Sendable {
     private let condition = NSCondition()
     private var byCRTC: [UInt32: [UInt32]] = [:]
     func add(_ crtc: UInt32, _ sequences: [UInt32]) { condition.withLock { byCRTC[crtc] = sequences; condition.broadcast() } }

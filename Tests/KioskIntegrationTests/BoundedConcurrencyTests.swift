@@ -4,6 +4,7 @@ import Playback
 import Synchronization
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// Issue 26: bounded concurrency. A burst of `loadfile append` started a probe thread per file
 /// (300 requests peaked at 223 threads); probes now come from a pool of at most 4 threads, their

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 @testable import Kiosk
+@testable import KioskTests
 
 /// The clock service's view of the system clock, as wall sync reports it.
 @Suite struct ClockQualityTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// `marquee` on the headless output with the real clock, playing a clip heavier than this machine
 /// decodes and draws in real time: the timeline keeps the wall clock, and the frames it could not

@@ -2,6 +2,7 @@ import Foundation
 import Kiosk
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// Issue 26: every file the config names (the config itself, overlay fonts and pictures, M3U
 /// lists) is opened like a playlist item: regular files only, never waited on. A FIFO nobody writes

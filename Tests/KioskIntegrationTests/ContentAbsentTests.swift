@@ -2,6 +2,7 @@ import Foundation
 import Kiosk
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// Issue 26: start never depends on content being there. An empty or missing folder, an M3U file
 /// that cannot be read, a schedule whose entries have nothing to play: marquee starts, sends

@@ -2,6 +2,7 @@ import Foundation
 import Kiosk
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// Issue 26: a client's queued requests die with the client, and a burst of display-power
 /// settings from one client runs its last one, not all. Was: 1,000 toggles queued by a client that

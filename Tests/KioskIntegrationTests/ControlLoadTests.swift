@@ -5,6 +5,7 @@ import Render
 import Synchronization
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// An output stand-in whose read-back is a ready picture, so that a task's time on the presenting
 /// thread is what the screenshot path itself does there.

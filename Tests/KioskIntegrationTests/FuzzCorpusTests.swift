@@ -2,6 +2,7 @@ import Foundation
 import FuzzTargets
 @testable import Kiosk
 import Testing
+@testable import KioskTests
 
 /// The fuzz targets' committed inputs (seeds, and inputs that once crashed) replayed through the
 /// same harnesses the fuzzers run, in the ordinary test build: a regression ends the test process.

@@ -3,6 +3,7 @@ import Kiosk
 import Playback
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// The built `marquee` given hostile configs and arguments: it exits 2 with the problem named
 /// (the JSON path, or the option), never by a signal.

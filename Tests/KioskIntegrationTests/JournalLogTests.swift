@@ -5,6 +5,7 @@ import Playback
 import Synchronization
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// Logs under journald: each line's syslog priority when standard error is the journal's stream.
 @Suite struct JournalLogTests {
@@ -147,94 +148,5 @@ import TestSupport
         #expect(records.contains { field($0, "MESSAGE")?.contains("msg=\"output chosen\"") == true && field($0, "OUTPUT") == "headless-0" },
                 "\(records.map { field($0, "MESSAGE") ?? "" })")
         print("journal socket: \(records.count) records with fields, \(lines.count) fell back to standard error")
-    }
-}
-
-/// A datagram socket standing in for journald's native socket: receives records and reads the
-/// native protocol back into fields.
-final class FakeJournal: @unchecked Sendable {
-    // @unchecked: `collected` and `stopping` are guarded by `lock`; the rest is set in init.
-    struct Field: Equatable, CustomStringConvertible {
-        let name: String
-        let value: String
-        init(_ pair: (String, String)) { (name, value) = pair }
-        var description: String { "\(name)=\(value)" }
-    }
-
-    let path = "/tmp/marquee-journal-\(UUID().uuidString.prefix(8)).sock"
-    private let fd: Int32
-    private let lock = NSLock()
-    private var collected: [[Field]] = []
-    private var stopping = false
-    private var reader: Thread?
-    private let readerDone = DispatchSemaphore(value: 0)
-
-    init() throws {
-        fd = try bindDatagramSocket(path)
-    }
-
-    deinit {
-        close(fd)
-        unlink(path)
-    }
-
-    /// The next record, waiting up to `timeout` seconds.
-    func receive(timeout: Double) -> [Field]? {
-        var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&pollfd, 1, Int32(timeout * 1000)) == 1 else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        let count = recv(fd, &buffer, buffer.count, 0)
-        return count > 0 ? Self.parse(buffer[..<count]) : nil
-    }
-
-    /// Up to `count` records, each waited for at most `timeout` seconds.
-    func collect(count: Int, timeout: Double) -> [[Field]] {
-        var records: [[Field]] = []
-        while records.count < count, let record = receive(timeout: timeout) { records.append(record) }
-        return records
-    }
-
-    /// Receives on a thread of its own until `stopCollecting`.
-    func startCollecting() {
-        let thread = Thread { [self] in
-            defer { readerDone.signal() }
-            while !lock.withLock({ stopping }) {
-                if let record = receive(timeout: 0.05) { lock.withLock { collected.append(record) } }
-            }
-            while let record = receive(timeout: 0) { lock.withLock { collected.append(record) } }
-        }
-        reader = thread
-        thread.start()
-    }
-
-    func stopCollecting() -> [[Field]] {
-        lock.withLock { stopping = true }
-        if reader != nil { _ = readerDone.wait(timeout: .now() + 5) }
-        return lock.withLock { collected }
-    }
-
-    /// The journal's native protocol: `NAME=value\n`, or `NAME\n` + 64-bit LE length + bytes + `\n`.
-    static func parse(_ bytes: ArraySlice<UInt8>) -> [Field] {
-        var fields: [Field] = []
-        var rest = bytes[...]
-        while !rest.isEmpty {
-            guard let end = rest.firstIndex(of: 0x0A) else { break }
-            let line = rest[rest.startIndex..<end]
-            if let equals = line.firstIndex(of: UInt8(ascii: "=")) {
-                fields.append(Field((String(decoding: line[..<equals], as: UTF8.self),
-                                     String(decoding: line[line.index(after: equals)...], as: UTF8.self))))
-                rest = rest[rest.index(after: end)...]
-            } else {
-                let lengthStart = rest.index(after: end)
-                guard rest.distance(from: lengthStart, to: rest.endIndex) >= 8 else { break }
-                let length = rest[lengthStart..<lengthStart + 8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-                let valueStart = lengthStart + 8
-                guard length < UInt64(rest.distance(from: valueStart, to: rest.endIndex)) else { break }
-                let valueEnd = valueStart + Int(length)
-                fields.append(Field((String(decoding: line, as: UTF8.self), String(decoding: rest[valueStart..<valueEnd], as: UTF8.self))))
-                rest = rest[(valueEnd + 1)...]
-            }
-        }
-        return fields
     }
 }

@@ -5,45 +5,7 @@ import Media
 import Playback
 import Testing
 import TestSupport
-
-/// The problems a config's text has, as `--check-config` prints them (none for a good config);
-/// relative paths in it are taken from `base`.
-func problems(_ text: String, base: String = "/media") -> [String] {
-    do {
-        _ = try KioskConfig.parse(text, baseDirectory: base)
-        return []
-    } catch {
-        return error.problems.map(\.description)
-    }
-}
-
-/// A whole run of `config` on a headless output at 60 Hz with the virtual clock, through the same
-/// entry point as `marquee`: its trace lines, where the trace is, and the wall time it took.
-struct HeadlessRun {
-    let trace: [[String: Any]]
-    let tracePath: String
-    let wallSeconds: Double
-
-    init(_ config: KioskConfig, width: Int, height: Int, seconds: Double, lines: LogLines) throws {
-        var config = config
-        config.display.output = .headless
-        config.display.mode = DisplayMode(width: width, height: height, refresh: RefreshRate(numerator: 60))
-        var options = RunOptions()
-        options.clock = .virtual
-        options.exitAfter = seconds
-        let tracePath = TestMedia.folder + "/trace-\(UUID().uuidString).jsonl"
-        options.tracePath = tracePath
-        let started = Date()
-        _ = try runKiosk(config: config, options: options, logger: Logger(level: .info, sink: lines.append)) { true }
-        wallSeconds = Date().timeIntervalSince(started)
-        trace = try String(contentsOfFile: tracePath, encoding: .utf8).split(separator: "\n").map {
-            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
-        }
-        self.tracePath = tracePath
-    }
-
-    var frames: [[String: Any]] { trace.filter { $0["type"] as? String == "frame" } }
-}
+@testable import KioskTests
 
 /// Whole runs on the headless output with the virtual clock, through the same entry point as
 /// `marquee` itself.

@@ -2,6 +2,7 @@ import Foundation
 import Kiosk
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// Issue 26: a long list never holds up the picture or the control socket. Was: a 100,000-line
 /// `loadlist` answered "no answer from the player within 5.0 s", froze the picture for over

@@ -2,6 +2,7 @@ import Foundation
 import Kiosk
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// A playing `marquee` driven by what drives mpv: python-mpv-jsonipc (from PyPI, into a venv made
 /// here, as `make bench` makes bench/.venv), and the same requests sent to mpv itself.

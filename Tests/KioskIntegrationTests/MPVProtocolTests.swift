@@ -3,6 +3,7 @@ import Foundation
 import Playback
 import Synchronization
 import Testing
+@testable import KioskTests
 
 /// mpv's protocol as Marquee speaks it, without a socket: a `ControlSession` over the kiosk's own
 /// `KioskController`, with a status like a playing session's and a player that records commands.

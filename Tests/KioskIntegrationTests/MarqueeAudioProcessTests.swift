@@ -2,6 +2,7 @@ import Control
 import Foundation
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// marquee itself with sound: the ALSA device is ALSA's `file` plugin, defined in an `.asoundrc`
 /// under a HOME of the test's own, so the sound marquee plays is captured in a file.

@@ -2,6 +2,7 @@ import Foundation
 import Kiosk
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// Runs the `marquee` binary built next to this test binary (`swift build --build-tests` builds it)
 /// headless, and talks to it as a kiosk script would.

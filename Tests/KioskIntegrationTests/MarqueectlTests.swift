@@ -4,6 +4,7 @@ import Playback
 import Synchronization
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// The `marqueectl` binary built next to this test binary, against a control server in this
 /// process: its options and its documented exit statuses (0 ok, 1 degraded, 2 failed or usage,

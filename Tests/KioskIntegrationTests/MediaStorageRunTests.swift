@@ -4,6 +4,7 @@ import Media
 import Playback
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// Whole runs (headless output, virtual clock) with storage that misbehaves: FIFOs in a playlist,
 /// files that appear late, streams whose timestamps jump.

@@ -5,6 +5,7 @@ import Media
 import Playback
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// A kiosk run on a presentation thread of its own, as `marquee` runs it: the output opens there,
 /// then `makeSession` makes the session for what it can do, and the session plays on it.

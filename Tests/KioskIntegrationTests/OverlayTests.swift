@@ -5,27 +5,7 @@ import Playback
 import Render
 import Testing
 import TestSupport
-
-private func utc(_ text: String) -> WallTime { WallTime(iso8601: text)! }
-
-/// Overlay test media: a PNG of one colour at one alpha (made by ffmpeg), and a flat-colour clip.
-enum OverlayMedia {
-    /// `width` x `height`, every pixel `color` (ffmpeg's colour syntax, e.g. `red@0.6`), RGBA.
-    static func png(_ color: String, width: Int, height: Int) throws -> String {
-        try TestMedia.make("overlay-\(color.replacingOccurrences(of: "@", with: "a"))-\(width)x\(height).png", [
-            "-f", "lavfi", "-i", "color=c=\(color):size=\(width)x\(height),format=rgba", "-frames:v", "1",
-            "-c:v", "png", "-f", "image2", "-update", "1",
-        ])
-    }
-
-    /// A 320x180 clip of one flat colour, 30 fps, losslessly coded.
-    static func flat(seconds: Double) throws -> String {
-        try TestMedia.make("flat-204060-\(seconds)s.mp4", [
-            "-f", "lavfi", "-i", "color=c=0x204060:size=320x180:rate=30", "-t", "\(seconds)",
-            "-c:v", "libx264", "-qp", "0", "-pix_fmt", "yuv420p", "-f", "mp4",
-        ])
-    }
-}
+@testable import KioskTests
 
 @Suite struct OverlayConfigTests {
     func problems(_ text: String) -> [String] {

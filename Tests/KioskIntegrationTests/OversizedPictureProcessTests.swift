@@ -2,6 +2,7 @@ import Foundation
 import Kiosk
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// A picture wider than the GPU's largest texture (16384 on llvmpipe) between two clips, through
 /// the real `marquee` process: it is scaled down to fit on its decode thread and shown, the clips

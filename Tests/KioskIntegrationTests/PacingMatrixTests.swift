@@ -2,6 +2,7 @@ import Foundation
 import Kiosk
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// Gapless playback across what a kiosk plays: mixed playlists (frame rates, codecs, containers,
 /// short items, a still, items with and without sound) looping 20 passes on the virtual clock at

@@ -3,46 +3,7 @@ import Foundation
 import Playback
 import Testing
 import TestSupport
-
-private func utc(_ text: String) -> WallTime { WallTime(iso8601: text)! }
-
-/// A week in Berlin with the spring change (Sunday 2026-03-29, 02:00 CET -> 03:00 CEST):
-/// 0 breakfast, weekdays 06:00-10:00 (exact); 1 night, Friday and Saturday 22:00-02:00, across
-/// midnight (item); 2 early, Sunday 01:30-03:30, which the night entry covers until its end, and
-/// whose 02:00 does not exist that day (exact); 3 a date, 2026-03-27 12:00-13:00 (exact).
-private let weekConfig = """
-    {"playlist": [{"uri": "loop.mp4"}], "timezone": "Europe/Berlin",
-     "schedule": [
-       {"name": "breakfast", "days": ["mon", "tue", "wed", "thu", "fri"], "from": "06:00", "to": "10:00",
-        "switch": "exact", "playlist": [{"uri": "breakfast.mp4"}]},
-       {"name": "night", "days": ["fri", "sat"], "from": "22:00", "to": "02:00", "playlist": {"directory": "schedule-night"}},
-       {"name": "early", "days": ["sun"], "from": "01:30", "to": "03:30", "switch": "exact", "playlist": [{"uri": "early.mp4"}]},
-       {"name": "sale", "dates": ["2026-03-27"], "from": "12:00", "to": "13:00", "switch": "exact",
-        "playlist": [{"uri": "sale.mp4"}]}
-     ]}
-    """
-
-/// Every change of the week, in UTC (CET is UTC+1 until 2026-03-29 01:00 UTC, then CEST UTC+2).
-private let weekChanges: [(String, Int?)] = [
-    ("2026-03-23T05:00:00Z", 0), ("2026-03-23T09:00:00Z", nil),
-    ("2026-03-24T05:00:00Z", 0), ("2026-03-24T09:00:00Z", nil),
-    ("2026-03-25T05:00:00Z", 0), ("2026-03-25T09:00:00Z", nil),
-    ("2026-03-26T05:00:00Z", 0), ("2026-03-26T09:00:00Z", nil),
-    ("2026-03-27T05:00:00Z", 0), ("2026-03-27T09:00:00Z", nil),
-    ("2026-03-27T11:00:00Z", 3), ("2026-03-27T12:00:00Z", nil),
-    ("2026-03-27T21:00:00Z", 1), ("2026-03-28T01:00:00Z", nil),  // Friday night to Saturday 02:00
-    ("2026-03-28T21:00:00Z", 1),                                  // Saturday night ...
-    ("2026-03-29T01:00:00Z", 2),                                  // ... ends at the change: 02:00 CET is 03:00 CEST
-    ("2026-03-29T01:30:00Z", nil),                                // 03:30 CEST
-    ("2026-03-30T04:00:00Z", 0), ("2026-03-30T08:00:00Z", nil),   // Monday in summer time
-]
-
-private func weekSchedule() throws -> KioskConfig {
-    let folder = TestMedia.folder + "/schedule-night"
-    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    _ = FileManager.default.createFile(atPath: folder + "/n.mp4", contents: Data())
-    return try KioskConfig.parse(weekConfig, baseDirectory: TestMedia.folder)
-}
+@testable import KioskTests
 
 @Suite struct ScheduleConfigTests {
 
@@ -58,50 +19,6 @@ private func weekSchedule() throws -> KioskConfig {
         try TestConfig.write(#"{"playlist": [{"uri": "a.mp4"}], "schedule": [{"days": ["mon"]}]}"#,
                              named: "schedule-no-playlist.json", .refused)
         try TestConfig.write(#"{"playlist": [{"uri": "a.mp4"}], "timezone": "Berlin"}"#, named: "schedule-bad-zone.json", .refused)
-    }
-}
-
-/// A player stand-in: the playlist of each entry is items of a fixed length (vsyncs), laid end to
-/// end without a gap; it records on which vsync each playlist's first frame was due.
-private final class FakePlayback: SchedulePlayback {
-    let lengths: [Int?: Int64]
-    var itemStart: Int64 = 0
-    var itemEnd: Int64
-    var playing: Int?
-    var queued: Int??
-    var starts: [(vsync: Int64, entry: Int?)] = []
-    var lastAsked: Int64 = -1
-
-    init(lengths: [Int?: Int64], playing: Int?) {
-        self.lengths = lengths
-        self.playing = playing
-        itemEnd = lengths[playing]!
-        starts = [(0, playing)]
-    }
-
-    /// Plays up to vsync `n`.
-    func advance(to n: Int64) {
-        lastAsked = n
-        while n >= itemEnd {
-            itemStart = itemEnd
-            if let next = queued {
-                playing = next
-                queued = nil
-                starts.append((itemStart, next))
-            }
-            itemEnd = itemStart + lengths[playing]!
-        }
-    }
-
-    func currentItemEnd() -> Player.ItemEnd { .atVsync(itemEnd) }
-
-    func switchPlaylist(to entry: Int?, cutAt: Int64?) -> Bool {
-        if let cutAt {
-            guard cutAt > lastAsked, cutAt < itemEnd else { return false }
-            itemEnd = cutAt
-        }
-        queued = .some(entry)
-        return true
     }
 }
 

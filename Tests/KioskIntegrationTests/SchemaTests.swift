@@ -2,6 +2,7 @@ import Foundation
 import Kiosk
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// configs/marquee.schema.json against the config reader (`marquee --check-config`): what one
 /// accepts the other accepts, and the same bad configs are refused by both. The schema is checked

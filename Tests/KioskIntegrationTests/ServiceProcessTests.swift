@@ -2,6 +2,7 @@ import Foundation
 import Kiosk
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// `marquee` as systemd runs it: signals from its first instant, READY=1 and the watchdog.
 @Suite(.serialized) struct ServiceProcessTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// deploy/marquee.service as systemd reads it: `systemd-analyze verify` must accept it without a word.
 /// The installed unit runs /usr/local/bin/marquee, which only exists once installed, so the check

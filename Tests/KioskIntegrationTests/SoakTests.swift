@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// `make soak` in short (tools/soak.py on the `marquee` binary next to this test binary): a
 /// mixed playlist for 1,000 transitions, and each hostile file between two good clips.

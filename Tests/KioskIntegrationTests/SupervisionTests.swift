@@ -5,115 +5,7 @@ import Media
 import Playback
 import Testing
 import TestSupport
-
-/// A datagram socket standing in for systemd's `NOTIFY_SOCKET`.
-/// A datagram socket bound at `path` (standing in for systemd's notify or journal socket).
-func bindDatagramSocket(_ path: String) throws -> Int32 {
-    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-    }
-    try #require(fd >= 0 && bound == 0, "cannot bind \(path): errno \(errno)")
-    return fd
-}
-
-final class NotifySocket: @unchecked Sendable {
-    let path = "/tmp/marquee-notify-\(UUID().uuidString.prefix(8)).sock"
-    private let fd: Int32
-
-    init() throws {
-        fd = try bindDatagramSocket(path)
-    }
-
-    deinit {
-        close(fd)
-        unlink(path)
-    }
-
-    /// The next message, waiting up to `timeout` seconds.
-    func receive(timeout: Double) -> String? {
-        var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&pollfd, 1, Int32(timeout * 1000)) == 1 else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = recv(fd, &buffer, buffer.count, 0)
-        return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
-    }
-
-    /// Every message that comes within `seconds`.
-    func collect(for seconds: Double) -> [String] {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        var messages: [String] = []
-        while case let left = deadline.timeIntervalSinceNow, left > 0 {
-            if let message = receive(timeout: left) { messages.append(message) }
-        }
-        return messages
-    }
-}
-
-/// The `BlockingBackend`s a session made (it makes its backend on the presentation thread).
-final class BlockingBackends: @unchecked Sendable {
-    private let lock = NSLock()
-    private var made: [BlockingBackend] = []
-    func make(inner: any MediaBackend, frames: Int) -> BlockingBackend {
-        let backend = BlockingBackend(inner: inner, frames: frames)
-        lock.withLock { made.append(backend) }
-        return backend
-    }
-    var first: BlockingBackend? { lock.withLock { made.first } }
-    func releaseAll() { for backend in lock.withLock({ made }) { backend.release() } }
-}
-
-/// A backend whose readers hand out `frames` frames of the real file, then block (a decoder that
-/// hangs) until `release`, or 30 s; and whose probe takes `probeDelay` seconds (slow storage).
-final class BlockingBackend: MediaBackend, @unchecked Sendable {
-    let inner: any MediaBackend
-    let frames: Int
-    let probeDelay: Double
-    let gate = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var blocked = 0
-    /// Whether a reader waits at the gate now.
-    var isBlocking: Bool { lock.withLock { blocked > 0 } }
-
-    init(inner: any MediaBackend, frames: Int, probeDelay: Double = 0) {
-        self.inner = inner
-        self.frames = frames
-        self.probeDelay = probeDelay
-    }
-
-    func release() { for _ in 0..<8 { gate.signal() } }
-
-    func probe(_ url: URL) throws -> AssetDescription {
-        if probeDelay > 0 { Thread.sleep(forTimeInterval: probeDelay) }
-        return try inner.probe(url)
-    }
-
-    func openReader(_ url: URL) throws -> any FrameReader { Reader(inner: try inner.openReader(url), owner: self) }
-
-    final class Reader: FrameReader {
-        let inner: any FrameReader
-        let owner: BlockingBackend
-        var handedOut = 0
-        init(inner: any FrameReader, owner: BlockingBackend) {
-            self.inner = inner
-            self.owner = owner
-        }
-        func nextFrame() throws -> (any PresentableFrame)? {
-            handedOut += 1
-            if handedOut > owner.frames {
-                owner.lock.withLock { owner.blocked += 1 }
-                defer { owner.lock.withLock { owner.blocked -= 1 } }
-                guard owner.gate.wait(timeout: .now() + 30) == .success else { return nil }
-                owner.gate.signal()
-            }
-            return try inner.nextFrame()
-        }
-        func seek(to time: MediaTime) throws { try inner.seek(to: time) }
-    }
-}
+@testable import KioskTests
 
 /// A whole session on the headless output with the real clock, supervised as `marquee` does.
 @Suite(.serialized) struct SupervisedSessionTests {
@@ -124,7 +16,6 @@ final class BlockingBackend: MediaBackend, @unchecked Sendable {
         config.display.mode = DisplayMode(width: 320, height: 180, refresh: RefreshRate(numerator: 30))
         return config
     }
-
 
     /// Ticks `supervisor` every 50 ms until `condition` holds for its verdict (at most `timeout`
     /// s), reading what it sends meanwhile.

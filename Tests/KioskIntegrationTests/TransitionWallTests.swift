@@ -2,6 +2,7 @@ import Foundation
 import Kiosk
 import Testing
 import TestSupport
+@testable import KioskTests
 
 /// Transitions on a wall: two headless outputs of one node, each with its own trace lines, draw
 /// the same mix on each vsync of the transition (the mix comes from the shared timeline).

@@ -6,7 +6,6 @@ import Render
 import Testing
 import TestSupport
 
-private func utc(_ text: String) -> WallTime { WallTime(iso8601: text)! }
 
 /// Overlay test media: a PNG of one colour at one alpha (made by ffmpeg), and a flat-colour clip.
 enum OverlayMedia {

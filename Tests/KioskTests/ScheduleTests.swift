@@ -4,13 +4,13 @@ import Playback
 import Testing
 import TestSupport
 
-private func utc(_ text: String) -> WallTime { WallTime(iso8601: text)! }
+func utc(_ text: String) -> WallTime { WallTime(iso8601: text)! }
 
 /// A week in Berlin with the spring change (Sunday 2026-03-29, 02:00 CET -> 03:00 CEST):
 /// 0 breakfast, weekdays 06:00-10:00 (exact); 1 night, Friday and Saturday 22:00-02:00, across
 /// midnight (item); 2 early, Sunday 01:30-03:30, which the night entry covers until its end, and
 /// whose 02:00 does not exist that day (exact); 3 a date, 2026-03-27 12:00-13:00 (exact).
-private let weekConfig = """
+let weekConfig = """
     {"playlist": [{"uri": "loop.mp4"}], "timezone": "Europe/Berlin",
      "schedule": [
        {"name": "breakfast", "days": ["mon", "tue", "wed", "thu", "fri"], "from": "06:00", "to": "10:00",
@@ -23,7 +23,7 @@ private let weekConfig = """
     """
 
 /// Every change of the week, in UTC (CET is UTC+1 until 2026-03-29 01:00 UTC, then CEST UTC+2).
-private let weekChanges: [(String, Int?)] = [
+let weekChanges: [(String, Int?)] = [
     ("2026-03-23T05:00:00Z", 0), ("2026-03-23T09:00:00Z", nil),
     ("2026-03-24T05:00:00Z", 0), ("2026-03-24T09:00:00Z", nil),
     ("2026-03-25T05:00:00Z", 0), ("2026-03-25T09:00:00Z", nil),
@@ -37,7 +37,7 @@ private let weekChanges: [(String, Int?)] = [
     ("2026-03-30T04:00:00Z", 0), ("2026-03-30T08:00:00Z", nil),   // Monday in summer time
 ]
 
-private func weekSchedule() throws -> KioskConfig {
+func weekSchedule() throws -> KioskConfig {
     let folder = TestMedia.folder + "/schedule-night"
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     _ = FileManager.default.createFile(atPath: folder + "/n.mp4", contents: Data())
@@ -136,7 +136,7 @@ private func weekSchedule() throws -> KioskConfig {
 
 /// A player stand-in: the playlist of each entry is items of a fixed length (vsyncs), laid end to
 /// end without a gap; it records on which vsync each playlist's first frame was due.
-private final class FakePlayback: SchedulePlayback {
+final class FakePlayback: SchedulePlayback {
     let lengths: [Int?: Int64]
     var itemStart: Int64 = 0
     var itemEnd: Int64

@@ -4,6 +4,7 @@ import Playback
 import Synchronization
 import Testing
 import TestSupport
+@testable import MediaTests
 
 /// How many threads a software decoder gets: one per core the process may use (FFmpeg's own
 /// choice would be one more, each frame thread holding a picture of its own), and one for a

@@ -3,6 +3,7 @@ import Media
 import Playback
 import Testing
 import TestSupport
+@testable import MediaTests
 
 /// Streams whose timestamps jump (concatenated recordings, broadcast captures): the frames keep
 /// their cadence across the jump, on one continuous timeline.

@@ -3,6 +3,7 @@ import Media
 import Playback
 import Testing
 import TestSupport
+@testable import MediaTests
 
 /// The FFmpeg backend on real files made by the ffmpeg command: what assets load, how files that
 /// cannot be played fail, where seeks land, and a queue of real clips on a hand-driven vsync.
@@ -270,45 +271,4 @@ import TestSupport
         #expect(first.status == .readyToPlay && second.status == .readyToPlay)
         #expect(player.currentItem == nil)
     }
-}
-
-/// Drives a player's video output by hand on a virtual 60 Hz vsync clock, recording every new picture.
-final class HandDrivenDisplay {
-    let output: PlayerVideoOutput
-    let clock: VirtualVsyncClock
-    private var vsync: Int64 = -1
-    private(set) var shown: [(vsync: Int64, item: PlayerItem?, frame: VideoFrame?)] = []
-
-    init(_ player: Player, refresh: RefreshRate = RefreshRate(numerator: 60)) throws {
-        clock = VirtualVsyncClock(refresh: refresh)
-        output = try PlayerVideoOutput(player: player, refresh: refresh, name: "hand-0")
-    }
-
-    func step(_ count: Int) {
-        for _ in 0..<count {
-            vsync = clock.earliestVsync(after: vsync)
-            let picture = output.picture(forVsync: vsync, waitingUpTo: 10)
-            if picture.isNew { shown.append((vsync, picture.item, picture.frame as? VideoFrame)) }
-        }
-    }
-
-    var lastFrame: VideoFrame? { shown.last?.frame }
-}
-
-/// A thread-safe list for callbacks to record into.
-final class Recorder<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [T] = []
-    func append(_ item: T) { lock.withLock { items.append(item) } }
-    var all: [T] { lock.withLock { items } }
-}
-
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(_ seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date(timeIntervalSinceNow: seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(nanoseconds: 2_000_000)
-    }
-    return condition()
 }

@@ -4,6 +4,7 @@ import Playback
 import Synchronization
 import Testing
 import TestSupport
+@testable import MediaTests
 
 /// FFmpeg's own messages through the logger: level mapping, the rate limit (on a clock of the
 /// test's own), and a real decoder's errors arriving as log records.

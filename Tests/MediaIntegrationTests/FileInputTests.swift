@@ -3,6 +3,7 @@ import Media
 import Playback
 import Testing
 import TestSupport
+@testable import MediaTests
 
 /// How files are opened: only the `file` protocol, image names taken literally, and no open or
 /// read that blocks longer than `MediaIOLimits` (FIFOs stand in for devices and stalled storage).

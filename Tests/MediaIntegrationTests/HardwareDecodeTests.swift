@@ -5,6 +5,7 @@ import Playback
 import Synchronization
 import Testing
 import TestSupport
+@testable import MediaTests
 
 /// This machine has no decode hardware: every hardware path must fall back to software, say why,
 /// and still decode every frame.
@@ -54,20 +55,6 @@ import TestSupport
     }
 }
 
-/// A backend whose decoders fail mid-stream after `afterFrames` frames, as a hardware decoder that
-/// dies would.
-struct FailingMidStreamBackend: MediaBackend {
-    let inner = FFmpegBackend()
-    let afterFrames: Int
-
-    func probe(_ url: URL) throws -> AssetDescription { try inner.probe(url) }
-
-    func openReader(_ url: URL) throws -> any FrameReader {
-        let decoder = try VideoDecoder(path: url.path, sessions: DyingSessions(afterFrames: afterFrames))
-        return DecoderReader(decoder: decoder)
-    }
-}
-
 @Suite struct MidStreamFallbackPlaybackTests {
     @Test func theSwitchToSoftwareShowsNoBlankVsyncAndNoMissingFrame() throws {
         let url = URL(fileURLWithPath: try TestMedia.clip(seconds: 2, fps: 30))
@@ -113,52 +100,4 @@ struct FailingMidStreamBackend: MediaBackend {
         #expect(frames == 30)
     }
 
-}
-
-/// Codec sessions whose first one behaves as a hardware decoder that dies mid-stream: from
-/// `afterFrames` frames on, every frame fails with EIO. The sessions after it (the hand-over to
-/// software) are FFmpeg's own.
-final class DyingSessions: CodecSessionMaking {
-    let afterFrames: Int
-    private let made = Mutex(0)
-
-    init(afterFrames: Int) { self.afterFrames = afterFrames }
-
-    func software(_ decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, threads: Int, uri: String) throws -> CodecSession {
-        let first = made.withLock { count in
-            defer { count += 1 }
-            return count == 0
-        }
-        guard first else { return try FFmpegCodecSessions().software(decoder, stream: stream, threads: threads, uri: uri) }
-        return try DyingSession(afterFrames: afterFrames, decoder: decoder, stream: stream, threads: threads, uri: uri)
-    }
-
-    func hardware(_ kind: HardwareDecoding, software decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>,
-                  uri: String, drmPrime: Bool) throws -> CodecSession {
-        throw MediaError(uri: uri, call: "hardware", reason: "not in this test")
-    }
-}
-
-final class DyingSession: CodecSession {
-    let afterFrames: Int
-    var received = 0
-
-    init(afterFrames: Int, decoder: UnsafePointer<AVCodec>, stream: UnsafeMutablePointer<AVStream>, threads: Int, uri: String) throws {
-        self.afterFrames = afterFrames
-        try super.init(software: decoder, stream: stream, threads: threads, uri: uri)
-    }
-
-    override func receiveFrame(into frame: UnsafeMutablePointer<AVFrame>) -> Int32 {
-        let r = super.receiveFrame(into: frame)
-        guard r == 0 else { return r }
-        received += 1
-        if received > afterFrames {
-            av_frame_unref(frame)
-            return -EIO  // AVERROR(EIO)
-        }
-        return r
-    }
-
-    /// Fails as a hardware path does: the decoder hands over to software.
-    override var handsOverOnFailure: Bool { true }
 }

@@ -3,6 +3,7 @@ import Media
 import Playback
 import Testing
 import TestSupport
+@testable import MediaTests
 
 @Suite struct VideoDecoderTests {
     @Test func decodesEveryFrameWithRisingTimes() throws {

@@ -3,6 +3,7 @@ import Media
 import Playback
 import Testing
 import TestSupport
+@testable import MediaTests
 
 /// Which decoded formats are kept as they are, which are converted (and say so), and the tags.
 @Suite struct PixelFormatTests {

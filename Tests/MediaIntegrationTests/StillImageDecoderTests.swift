@@ -2,6 +2,7 @@ import Foundation
 import Media
 import Testing
 import TestSupport
+@testable import MediaTests
 
 @Suite struct StillImageDecoderTests {
     /// An image whose stated size would take more than 256 MB as RGBA is refused with its size,

@@ -2,6 +2,7 @@ import Foundation
 import Playback
 import PlaybackTestSupport
 import Testing
+@testable import PlaybackTests
 
 @Suite struct AssetRuleTests {
 
@@ -94,11 +95,4 @@ import Testing
         #expect(seen == ["timeJumped", "playbackStalled"])
     }
 
-}
-
-extension VirtualDisplay {
-    /// One vsync without waiting for the decoder (a real display's deadline).
-    func vsyncStepNoWait() {
-        step(1, wait: 0.01)
-    }
 }

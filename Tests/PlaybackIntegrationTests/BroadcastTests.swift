@@ -3,20 +3,7 @@ import Testing
 import Synchronization
 @testable import Playback
 import PlaybackTestSupport
-
-/// Every value a stream gives until it ends, or nil when it has not ended within `timeout` seconds.
-private func drain<Value: Sendable>(_ stream: AsyncStream<Value>, timeout: Double = 30) async -> [Value]? {
-    let result = Latch<[Value]>()
-    let reader = Task {
-        var values: [Value] = []
-        for await value in stream { values.append(value) }
-        result.set(values)
-    }
-    let deadline = ContinuousClock.now + .seconds(timeout)
-    while !result.isSet && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-    reader.cancel()
-    return result.value
-}
+@testable import PlaybackTests
 
 @Suite("Broadcast: no event lost silently")
 struct BroadcastTests {

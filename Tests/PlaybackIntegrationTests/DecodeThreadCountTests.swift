@@ -2,6 +2,7 @@ import Foundation
 @testable import Playback
 import PlaybackTestSupport
 import Testing
+@testable import PlaybackTests
 
 /// The count behind `Player.waitForDecodeThreadsToEnd`, on a count of its own (the process-wide
 /// one also counts every other test's decode threads).

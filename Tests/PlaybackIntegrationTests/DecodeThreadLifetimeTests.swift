@@ -2,6 +2,7 @@ import Foundation
 import Playback
 import PlaybackTestSupport
 import Testing
+@testable import PlaybackTests
 
 @Suite("Decode threads end when their item can no longer play")
 struct DecodeThreadLifetimeTests {

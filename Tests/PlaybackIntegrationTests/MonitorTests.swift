@@ -3,20 +3,7 @@ import Testing
 import Synchronization
 import Playback
 import PlaybackTestSupport
-
-/// Seconds on the monotonic clock since `start`.
-private func seconds(since start: ContinuousClock.Instant) -> Double {
-    let elapsed = ContinuousClock.now - start
-    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-}
-
-/// Runs `body` on a thread of its own after `delay` seconds.
-private func onThread(after delay: Double = 0, _ body: @escaping @Sendable () -> Void) {
-    Thread.detachNewThread {
-        if delay > 0 { Thread.sleep(forTimeInterval: delay) }
-        body()
-    }
-}
+@testable import PlaybackTests
 
 @Suite("Monitor and Latch")
 struct MonitorTests {

@@ -4,6 +4,7 @@ import Playback
 import PlaybackTestSupport
 import Synchronization
 import Testing
+@testable import PlaybackTests
 
 /// Observation as AVFoundation's KVO with `.initial`: every observable stream starts with the value
 /// now and misses no change after it; notification streams are subscribed when they are made; time

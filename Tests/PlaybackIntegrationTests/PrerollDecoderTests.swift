@@ -2,6 +2,7 @@ import Foundation
 @testable import Playback
 import PlaybackTestSupport
 import Testing
+@testable import PlaybackTests
 
 /// How much decoding runs ahead, and how many decoders live at once: a decode thread decodes a
 /// frame only when its queue has room for it, and the next item's preroll decodes its first

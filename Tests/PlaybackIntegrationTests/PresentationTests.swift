@@ -2,6 +2,7 @@ import Foundation
 import Playback
 import PlaybackTestSupport
 import Testing
+@testable import PlaybackTests
 
 @Suite struct SupportTests {
     @Test func queueIsBoundedAndTimesOut() {

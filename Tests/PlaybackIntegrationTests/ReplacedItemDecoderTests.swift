@@ -2,6 +2,7 @@ import Foundation
 import Playback
 import PlaybackTestSupport
 import Testing
+@testable import PlaybackTests
 
 /// Issue 26: a queue whose next item is replaced again and again (a playlist queued anew per
 /// `loadfile append`, items removed while the next one prerolls) must not keep the replaced

@@ -3,6 +3,7 @@ import Playback
 import PlaybackTestSupport
 import Synchronization
 import Testing
+@testable import PlaybackTests
 
 /// The guide's loop (`seek(to: .zero)` in the did-play-to-end handler, then `play()`; or
 /// `actionAtItemEnd = .none` and the seek alone) is gapless: frame 0 comes on the vsync the next
@@ -159,15 +160,4 @@ struct IdlePlayerTests {
         let used = cpu.seconds - cpu0, wall = (ContinuousClock.now - wall0).seconds
         #expect(used / wall < 0.01, "the paused loop used \(used) s of CPU in \(wall) s")
     }
-}
-
-/// The CPU time of the thread that samples it last (CLOCK_THREAD_CPUTIME_ID), read from others.
-final class CPUClock: Sendable {
-    private let nanos = Atomic<Int64>(0)
-    func sample() {
-        var ts = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-        nanos.store(Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec), ordering: .relaxed)
-    }
-    var seconds: Double { Double(nanos.load(ordering: .relaxed)) / 1e9 }
 }

@@ -3,6 +3,7 @@ import Testing
 import Synchronization
 @testable import Playback
 import PlaybackTestSupport
+@testable import PlaybackTests
 
 /// Removing a time observer: no callback starts after removal returns, a callback in progress on
 /// another thread is waited for, and a callback may remove its own observer.

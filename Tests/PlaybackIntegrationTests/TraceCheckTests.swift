@@ -3,32 +3,7 @@ import Playback
 import PlaybackTestSupport
 import Testing
 import TestSupport
-
-/// An output that only records (virtual clock).
-final class TraceTestOutput: OutputDriver {
-    typealias Frame = ScriptFrame
-    let name = "test-0"
-    let clock: any VsyncClock
-    private var queued: Int64?
-    /// The flips queued for these vsyncs land on the next one (a picture drawn too late).
-    private let lateFlips: Set<Int64>
-    init(refresh: RefreshRate, lateFlips: Set<Int64> = []) {
-        clock = VirtualVsyncClock(refresh: refresh)
-        self.lateFlips = lateFlips
-    }
-    func draw(_ frames: [ScriptFrame?]) throws {}
-    func queue(forVsync vsync: Int64) throws { queued = lateFlips.contains(vsync) ? vsync + 1 : vsync }
-    func waitForEvent(timeout: Double) throws -> OutputEvent {
-        defer { queued = nil }
-        return queued.map { .flipped(vsync: $0) } ?? .timedOut
-    }
-}
-
-/// tools/check-trace.py's report on the trace at `path`, of its one output `test-0`.
-func checkTrace(_ path: String) throws -> (status: Int32, report: [String: Any]) {
-    let (status, report) = try Command.checkTrace(path)
-    return (status, report["test-0"] ?? [:])
-}
+@testable import PlaybackTests
 
 @Suite struct TraceCheckTests {
     @Test func loopingPlaylistOfFiveRatesHasNoGapDropRepeatOrCadenceErrorPerTheChecker() throws {

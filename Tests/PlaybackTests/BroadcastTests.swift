@@ -5,7 +5,7 @@ import Synchronization
 import PlaybackTestSupport
 
 /// Every value a stream gives until it ends, or nil when it has not ended within `timeout` seconds.
-private func drain<Value: Sendable>(_ stream: AsyncStream<Value>, timeout: Double = 30) async -> [Value]? {
+func drain<Value: Sendable>(_ stream: AsyncStream<Value>, timeout: Double = 30) async -> [Value]? {
     let result = Latch<[Value]>()
     let reader = Task {
         var values: [Value] = []

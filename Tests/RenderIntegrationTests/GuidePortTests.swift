@@ -5,6 +5,7 @@ import Playback
 import Synchronization
 import Testing
 import TestSupport
+@testable import RenderTests
 
 /// The AV Foundation Programming Guide's playback chapter ported to Marquee as a newcomer would,
 /// with the public API only (Playback, Media, Display): an asset whose tracks load first, an item

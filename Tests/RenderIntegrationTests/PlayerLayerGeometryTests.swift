@@ -5,10 +5,7 @@ import Playback
 import Render
 import Testing
 import TestSupport
-
-/// 4:3, 16:9 and 9:16 clips (as their frame sizes).
-let clipShapes: [(name: String, width: Int, height: Int)] = [("4:3", 640, 480), ("16:9", 1280, 720), ("9:16", 720, 1280)]
-let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
+@testable import RenderTests
 
 @Suite(.serialized) struct PlayerLayerGeometryDrawingTests {
     /// A flat frame of one luma level (full range, neutral chroma).

@@ -4,6 +4,7 @@ import Media
 import Playback
 import Testing
 import TestSupport
+@testable import RenderTests
 
 /// The edges of playback on a `PlayerView` (the first lines of docs/playback.md's example, on the real clock): the
 /// first frame on the vsync it is due, a newly set player taken on the next vsync whatever the view

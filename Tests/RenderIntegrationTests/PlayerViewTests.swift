@@ -6,6 +6,7 @@ import Render
 import Synchronization
 import Testing
 import TestSupport
+@testable import RenderTests
 
 /// `PlayerView` on a headless output (EGL surfaceless): it presents a player from a thread of its
 /// own, swaps players, shows the background without one, and `close()` ends its thread.

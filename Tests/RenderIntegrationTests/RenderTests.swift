@@ -5,6 +5,7 @@ import Playback
 import Render
 import Testing
 import TestSupport
+@testable import RenderTests
 
 /// Reads pixels back from the headless output. Each test makes its own GL context on its own
 /// thread (the test's), so the suite runs serialized to keep llvmpipe's threads to itself.

@@ -5,6 +5,7 @@ import Playback
 import Render
 import Testing
 import TestSupport
+@testable import RenderTests
 
 /// A frame the GPU cannot hold as one texture reaches the layer (a decoder that did not know the
 /// output's limit): the layer draws the background for it and counts it, and the output goes on

@@ -5,6 +5,7 @@ import Playback
 import Render
 import Testing
 import TestSupport
+@testable import RenderTests
 
 /// A crossfade and a fade drawn by the player layer on a headless output (EGL, llvmpipe),
 /// checked by screenshot: a red clip into a blue one, made with ffmpeg at test time.

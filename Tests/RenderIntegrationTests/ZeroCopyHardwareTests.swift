@@ -5,6 +5,7 @@ import Playback
 import Render
 import Testing
 import TestSupport
+@testable import RenderTests
 
 /// Zero-copy end to end: a clip decoded by VAAPI or a DRM decoder, its frames kept in DMA-BUFs,
 /// imported as EGL images and drawn, must look like the same frames decoded in software (within

@@ -2,13 +2,11 @@ import Foundation
 import Glibc
 import SystemCalls
 import Testing
+@testable import SystemCallsTests
 
 /// Signals counted by the handler the EINTR test installs (no SA_RESTART, so blocked calls fail
 /// with EINTR).
 nonisolated(unsafe) private var interruptsSeen: Int32 = 0
-
-/// Whether `fd` is an open descriptor of this process.
-private func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
 
 @Suite("System calls")
 struct SystemCallsTests {
@@ -63,31 +61,5 @@ struct SystemCallsTests {
         let (count, byte) = try outcome.get()
         #expect(count == 1 && byte == 42)
         #expect(interruptsSeen >= 1, "no signal reached the reader: the test proved nothing")
-    }
-}
-
-/// A thread id and a read's outcome handed from the reader thread to the test.
-private final class LockedResult: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var thread: pthread_t?
-    private var outcome: Result<(Int, UInt8), any Error>?
-
-    func set(thread: pthread_t) { condition.withLock { self.thread = thread; condition.broadcast() } }
-    func finish(_ outcome: Result<(Int, UInt8), any Error>) { condition.withLock { self.outcome = outcome; condition.broadcast() } }
-
-    func waitForThread(timeout: Double) -> pthread_t? {
-        condition.withLock {
-            let deadline = Date().addingTimeInterval(timeout)
-            while thread == nil && condition.wait(until: deadline) {}
-            return thread
-        }
-    }
-
-    func waitForOutcome(timeout: Double) -> Result<(Int, UInt8), any Error>? {
-        condition.withLock {
-            let deadline = Date().addingTimeInterval(timeout)
-            while outcome == nil && condition.wait(until: deadline) {}
-            return outcome
-        }
     }
 }

@@ -8,7 +8,7 @@ import Testing
 nonisolated(unsafe) private var interruptsSeen: Int32 = 0
 
 /// Whether `fd` is an open descriptor of this process.
-private func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
+func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
 
 @Suite("System calls")
 struct SystemCallsTests {
@@ -62,7 +62,7 @@ struct SystemCallsTests {
 }
 
 /// A thread id and a read's outcome handed from the reader thread to the test.
-private final class LockedResult: @unchecked Sendable {
+final class LockedResult: @unchecked Sendable {
     private let condition = NSCondition()
     private var thread: pthread_t?
     private var outcome: Result<(Int, UInt8), any Error>?
