@@ -141,9 +141,10 @@ import TestSupport
         return try Command.run(Self.marquee, arguments, directory: Command.repository)
     }
 
-    /// `make -n TARGET ARGS...`: the commands make would run, none run.
+    /// `make -n TARGET ARGS...`: the commands make would run, none run (no directory lines, which a
+    /// make that runs this test, as `make test` does, would otherwise add).
     func dryRun(_ arguments: [String]) throws -> [String] {
-        let result = try Command.run("make", ["-n"] + arguments, directory: Command.repository)
+        let result = try Command.run("make", ["-n", "--no-print-directory"] + arguments, directory: Command.repository)
         #expect(result.status == 0, "make -n \(arguments): \(result.errorText)")
         return result.text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
     }
