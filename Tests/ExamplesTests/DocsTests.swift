@@ -179,6 +179,11 @@ import TestSupport
                 }
                 let ci = try Self.read(".ci/run")
                 #expect(ci.split(separator: "\n").contains("make test"), ".ci/run runs make test")
+            case ("make", "check"):
+                // The unit tests only; the whole suite (which runs them too) includes this test.
+                let recipe = try dryRun(["check"])
+                #expect(recipe.contains { $0.contains("swift test --skip-build --filter") && $0.contains("PlaybackTests") },
+                        "make check runs the unit test targets: \(recipe)")
             case (".build/release/marquee", _):
                 let run = try runMarquee(Array(words.dropFirst()), config: config)
                 #expect(run.status == 0, "\(command): \(run.text)\(run.errorText)")
