@@ -82,22 +82,51 @@ public func resolveOutputKind(_ requested: OutputKind, connectors: [ConnectedCon
     }
 }
 
+/// Whether a display card can still appear on this machine, from sysfs: a PCI device of the display
+/// class (0x03) whose driver may still be loading, or a device tree (a board whose display controller
+/// is a platform device, which sysfs does not tell apart). Neither: a server, a VM without a GPU, a
+/// container; no card will come. A USB display adapter is neither; `output: kms` waits for it.
+public enum DisplayHardware: Sendable, Equatable {
+    case controllers([String])
+    case unknown(String)
+    case none
+
+    public var mayAppear: Bool { self != .none }
+}
+
+/// Reads `DisplayHardware` from sysfs (`/sys/bus/pci/devices/*/class`, `/sys/firmware/devicetree`).
+public func displayHardware(sysfs: String = "/sys") -> DisplayHardware {
+    let pci = "\(sysfs)/bus/pci/devices"
+    let devices = ((try? FileManager.default.contentsOfDirectory(atPath: pci)) ?? []).sorted()
+    let displays = devices.filter { device in
+        let hex = (try? String(contentsOfFile: "\(pci)/\(device)/class", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        return hex.map { $0.lowercased().hasPrefix("0x03") } ?? false
+    }
+    if !displays.isEmpty { return .controllers(displays) }
+    if FileManager.default.fileExists(atPath: "\(sysfs)/firmware/devicetree") { return .unknown("a device tree (platform display controllers)") }
+    return .none
+}
+
 /// What output selection reads of the system: connected connectors and display cards from sysfs,
-/// and whether this process may open a card (`/dev/dri/cardN` readable and writable). Tests give
-/// their own.
+/// whether this process may open a card (`/dev/dri/cardN` readable and writable), and whether a
+/// card may still appear. Tests give their own.
 public struct CardProbe: Sendable {
     public var connectors: @Sendable () -> [ConnectedConnector]
     public var cards: @Sendable () -> [String]
     public var usable: @Sendable (String) -> Bool
+    public var hardware: @Sendable () -> DisplayHardware
     public init(connectors: @escaping @Sendable () -> [ConnectedConnector], cards: @escaping @Sendable () -> [String],
-                usable: @escaping @Sendable (String) -> Bool) {
+                usable: @escaping @Sendable (String) -> Bool,
+                hardware: @escaping @Sendable () -> DisplayHardware = { .unknown("not probed") }) {
         self.connectors = connectors
         self.cards = cards
         self.usable = usable
+        self.hardware = hardware
     }
 
     public static let system = CardProbe(connectors: { connectedConnectors() }, cards: { displayCards() },
-                                         usable: { access("/dev/dri/\($0)", R_OK | W_OK) == 0 })
+                                         usable: { access("/dev/dri/\($0)", R_OK | W_OK) == 0 },
+                                         hardware: { displayHardware() })
 
     /// Display cards this process can open now.
     public func usableCards() -> [String] {
@@ -134,12 +163,18 @@ public func waitForDisplayCard(limit: Double, probe: CardProbe, events: any Hotp
 /// Chooses the output at start: `resolveOutputKind`, but where `auto` or `kms` finds no display
 /// card this process can open, first waits for one (`waitForDisplayCard`, up to `waitForCard`
 /// seconds, logged). A card that comes later than that is not used until marquee starts again:
-/// `auto` plays headless, `kms` fails (and systemd starts it again).
+/// `auto` plays headless, `kms` fails (and systemd starts it again). `auto` does not wait where no
+/// card can appear (`DisplayHardware.none`): it plays headless at once, saying why.
 public func selectOutput(_ requested: OutputKind, waitForCard: Double, logger: Logger, probe: CardProbe = .system,
                          events: () -> any HotplugEvents = { systemCardEvents() }, time: any PresentationTime = MonotonicTime(),
                          shouldContinue: () -> Bool = { true }) throws -> (OutputKind, reason: String) {
     guard requested != .headless, waitForCard > 0, probe.usableCards().isEmpty else {
         return try resolveOutputKind(requested, connectors: probe.connectors(), cards: probe.cards(), usable: probe.usable)
+    }
+    if requested == .auto, case .none = probe.hardware(), probe.cards().isEmpty, probe.connectors().isEmpty {
+        let why = "no display controller on this machine (no PCI display device, no device tree): headless without waiting"
+        logger.info("no display card can appear; playing headless", ["why": why])
+        return (.headless, why)
     }
     let limit = min(waitForCard, longestCardWait)
     logger.info("waiting for a display card", ["output": requested.rawValue, "limit": "\(limit.formatted(decimals: 1)) s"])

@@ -16,7 +16,7 @@ struct CardWaitTests {
         let probe: CardProbe
         let t0: Int64
 
-        init(appears: Double?, usable: Double? = nil, announced: Bool = true) {
+        init(appears: Double?, usable: Double? = nil, announced: Bool = true, hardware: DisplayHardware = .controllers(["0000:00:02.0"])) {
             let time = self.time
             let t0 = time.now()
             self.t0 = t0
@@ -26,7 +26,7 @@ struct CardWaitTests {
             if announced, appears != nil { hotplug.notices = [appearsAt] }
             probe = CardProbe(connectors: { time.now() >= appearsAt ? [ConnectedConnector(card: "card0", connector: "HDMI-A-1")] : [] },
                               cards: { time.now() >= appearsAt ? ["card0"] : [] },
-                              usable: { _ in time.now() >= usableAt })
+                              usable: { _ in time.now() >= usableAt }, hardware: { hardware })
         }
 
         var elapsed: Double { Double(time.now() - t0) / 1e9 }
@@ -134,6 +134,46 @@ struct CardWaitTests {
                                  events: { made = true; return script.hotplug }, time: script.time)
             #expect(script.elapsed == 0 && !made && log.all.isEmpty, "\(requested) \(limit) \(String(describing: appears))")
         }
+    }
+
+    @Test("no display controller at all (a server, a VM without a GPU): auto plays headless at once; kms still waits")
+    func noDisplayController() throws {
+        let server = Script(appears: nil, hardware: .none)
+        let log = Lines()
+        let (kind, why) = try selectOutput(.auto, waitForCard: 10, logger: log.logger, probe: server.probe,
+                                           events: { server.hotplug }, time: server.time)
+        #expect(kind == .headless && server.elapsed == 0)
+        #expect(why.hasPrefix("no display controller on this machine"), "\(why)")
+        #expect(log.all.contains { $0.contains("no display card can appear") } && !log.all.contains { $0.contains("msg=\"waiting") }, "\(log.all)")
+        // A board with a device tree may have a platform controller whose driver loads late: waited for.
+        let board = Script(appears: 1.5, hardware: .unknown("a device tree"))
+        #expect(try selectOutput(.auto, waitForCard: 10, logger: Lines().logger, probe: board.probe, events: { board.hotplug },
+                                 time: board.time).0 == .kms && board.elapsed == 1.5)
+        // Asked for KMS (a USB display adapter has no PCI display class): the wait stays.
+        let usb = Script(appears: nil, hardware: .none)
+        #expect(throws: OutputUnavailable.self) {
+            try selectOutput(.kms, waitForCard: 2, logger: Lines().logger, probe: usb.probe, events: { usb.hotplug }, time: usb.time)
+        }
+        #expect(usb.elapsed == 2)
+    }
+
+    @Test("display hardware is read from PCI classes and the device tree in sysfs")
+    func displayHardwareFromSysfs() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("sysfs-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        func device(_ name: String, _ pciClass: String) throws {
+            try FileManager.default.createDirectory(atPath: "\(root)/bus/pci/devices/\(name)", withIntermediateDirectories: true)
+            try "\(pciClass)\n".write(toFile: "\(root)/bus/pci/devices/\(name)/class", atomically: true, encoding: .utf8)
+        }
+        #expect(displayHardware(sysfs: root) == .none)
+        try device("0000:00:03.0", "0x020000")   // network
+        try device("0000:00:1f.0", "0x060100")   // bridge
+        #expect(displayHardware(sysfs: root) == .none)
+        try device("0000:00:02.0", "0x030000")   // VGA
+        #expect(displayHardware(sysfs: root) == .controllers(["0000:00:02.0"]))
+        try FileManager.default.removeItem(atPath: "\(root)/bus/pci/devices/0000:00:02.0")
+        try FileManager.default.createDirectory(atPath: "\(root)/firmware/devicetree", withIntermediateDirectories: true)
+        #expect(displayHardware(sysfs: root) == .unknown("a device tree (platform display controllers)"))
     }
 
     @Test("a card's uevents wake the wait: SUBSYSTEM=drm of any action, not only display hotplugs")
