@@ -1,5 +1,6 @@
 import Foundation
 import Kiosk
+import Media
 import Playback
 import Render
 

@@ -1,8 +1,8 @@
 import CFFmpeg
 import Playback
 
-/// A rectangle of a frame's stored pixels (before its rotation), origin at the top left.
-public struct FrameCrop: Sendable, Equatable, CustomStringConvertible {
+/// A rectangle in pixels, origin at the top left: a place on an output, or a crop of a frame.
+public struct PixelRect: Sendable, Equatable, CustomStringConvertible {
     public var x: Int
     public var y: Int
     public var width: Int
@@ -15,6 +15,9 @@ public struct FrameCrop: Sendable, Equatable, CustomStringConvertible {
     }
     public var description: String { "\(width)x\(height)+\(x)+\(y)" }
 }
+
+/// A rectangle of a frame's stored pixels (before its rotation).
+public typealias FrameCrop = PixelRect
 
 /// Where a converted picture goes in a mapped scan-out buffer of 32-bit XRGB8888 pixels (bytes B,
 /// G, R, X in memory): rows `pitch` bytes apart, the picture `width` x `height` pixels with its top

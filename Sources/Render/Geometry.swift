@@ -10,21 +10,6 @@ public enum VideoGravity: String, Sendable, CaseIterable {
     case resizeAspectFill
 }
 
-/// A rectangle in pixels, origin at the top left.
-public struct PixelRect: Sendable, Equatable, CustomStringConvertible {
-    public var x: Int
-    public var y: Int
-    public var width: Int
-    public var height: Int
-    public init(x: Int, y: Int, width: Int, height: Int) {
-        self.x = x
-        self.y = y
-        self.width = width
-        self.height = height
-    }
-    public var description: String { "\(width)x\(height)+\(x)+\(y)" }
-}
-
 /// Where a `contentWidth` x `contentHeight` picture goes inside `bounds` for `gravity` once turned
 /// clockwise by `rotation` (a quarter turn swaps its width and height): centred, edges rounded to
 /// whole pixels. With `.resizeAspectFill` the rectangle may extend past `bounds` (it is cropped).

@@ -1,3 +1,4 @@
+import Media
 /// A picture drawn over the video (a logo, a watermark, a line of text): premultiplied RGBA, rows
 /// top-down, no padding, drawn one texel to one output pixel. Immutable, so outputs may keep what
 /// they made of it (a texture) for as long as they see the same image.

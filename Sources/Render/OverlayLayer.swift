@@ -1,4 +1,5 @@
 import CGLES
+import Media
 
 /// Draws overlays over what the player layer drew: each image from a texture of its own (made when
 /// the image is first seen, kept while it is drawn, deleted when it is no longer), blended with
