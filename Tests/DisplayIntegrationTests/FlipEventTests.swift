@@ -7,40 +7,8 @@ import Testing
 /// `DRMDevice.readFlipEvent` through libdrm's `drmHandleEvent`, on a FIFO standing in for the card:
 /// the test writes the kernel's `struct drm_event_vblank` records into it.
 @Suite("Page-flip events through drmHandleEvent (a FIFO as the card)")
-struct FlipEventTests {
-    final class Rig: @unchecked Sendable {  // the device locks what its readers share
-        let path: String
-        let device: DRMDevice
-        let writer: FileHandle
-
-        init() throws {
-            path = NSTemporaryDirectory() + "/marquee-flip-events-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            #expect(mkfifo(path, 0o600) == 0)
-            device = try DRMDevice(path: path, wantAtomic: false)   // O_RDWR: opening a FIFO does not wait
-            writer = try #require(FileHandle(forWritingAtPath: path))
-        }
-
-        deinit {
-            try? writer.close()
-            device.close()
-            unlink(path)
-        }
-
-        /// A DRM_EVENT_FLIP_COMPLETE record as the kernel writes it, for a flip queued with the
-        /// device's user data (`userData` nil: with none).
-        func flip(crtc: UInt32, sequence: UInt32, seconds: UInt32, microseconds: UInt32, userData: UInt64? = nil) -> Data {
-            var bytes = Data()
-            func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
-            u32(2)   // DRM_EVENT_FLIP_COMPLETE
-            u32(32)
-            withUnsafeBytes(of: (userData ?? UInt64(UInt(bitPattern: device.flipUserData))).littleEndian) { bytes.append(contentsOf: $0) }
-            u32(seconds)
-            u32(microseconds)
-            u32(sequence)
-            u32(crtc)
-            return bytes
-        }
-    }
+struct FlipEventWaitTests {
+    typealias Rig = FlipEventTests.Rig
 
     @Test("no event in time: a WaitTimeout naming what was waited for, after about the timeout")
     func timeoutNamesTheWait() throws {

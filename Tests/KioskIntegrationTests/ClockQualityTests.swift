@@ -6,38 +6,19 @@ import TestSupport
 
 /// The clock service's view of the system clock, as wall sync reports it.
 @Suite struct ClockQualityTests {
-    // What `chronyc -c tracking` prints, synchronised (the clock 12 µs fast) and not.
-    let chronySynced = "C0A80001,ntp1.example,3,1796020000.123456789,-0.000012000,0.000003000,0.000020000,-12.345,0.001,0.050,0.001234,0.000567,64.4,Normal\n"
-    let chronyUnsynced = "00000000,,0,0.000000000,0.000000000,0.000000000,0.000000000,0.000,0.000,0.000,1.000000000,1.000000000,0.0,Not synchronised\n"
-    let pmcAnswer = """
-        sending: GET TIME_STATUS_NP
-        \t90e2ba.fffe.0d3a40-0 seq 0 RESPONSE MANAGEMENT TIME_STATUS_NP
-        \t\tmaster_offset              -37
-        \t\tingress_time               1796020000123456789
-        \t\tgmPresent                  true
-        \t\tgmIdentity                 001122.fffe.334455
-        """
-
-    /// A stand-in for a clock service's command: prints `output`, exits `status`.
-    func fakeCommand(_ name: String, output: String, status: Int32 = 0, script: String? = nil) throws -> String {
-        let path = TestMedia.folder + "/\(name)-\(UUID().uuidString.prefix(8))"
-        let body = script ?? "cat <<'END' >&\(status == 0 ? 1 : 2)\n\(output)\nEND\nexit \(status)"
-        try "#!/bin/sh\n\(body)\n".write(toFile: path, atomically: true, encoding: .utf8)
-        chmod(path, 0o755)
-        return path
-    }
+    let unit = KioskTests.ClockQualityTests()   // its fixtures: chronySynced, chronyUnsynced, fakeCommand, pmcAnswer
 
     @Test func theProbeAsksChronyThenPTPAndSaysWhyNeitherAnswered() throws {
-        let chrony = try fakeCommand("chronyc", output: chronySynced)
-        let brokenChrony = try fakeCommand("chronyc", output: "506 Cannot talk to daemon", status: 1)
-        let pmc = try fakeCommand("pmc", output: pmcAnswer)
+        let chrony = try unit.fakeCommand("chronyc", output: unit.chronySynced)
+        let brokenChrony = try unit.fakeCommand("chronyc", output: "506 Cannot talk to daemon", status: 1)
+        let pmc = try unit.fakeCommand("pmc", output: unit.pmcAnswer)
         let missing = TestMedia.folder + "/no-such-command"
         #expect(ClockQuality.probe(chronyc: chrony, pmc: missing).source == "chrony")
         #expect(ClockQuality.probe(chronyc: brokenChrony, pmc: pmc).source == "ptp")
         let neither = ClockQuality.probe(chronyc: brokenChrony, pmc: missing)
         #expect(neither.source == "none" && !neither.synchronized)
         #expect(neither.detail.contains("Cannot talk to daemon") && neither.detail.contains("pmc: not installed"), "\(neither.detail)")
-        let hanging = try fakeCommand("chronyc", output: "", script: "sleep 5")
+        let hanging = try unit.fakeCommand("chronyc", output: "", script: "sleep 5")
         #expect(ClockQuality.probe(chronyc: hanging, pmc: missing, timeout: 0.2).detail.contains("no answer within 0.2 s"))
     }
 

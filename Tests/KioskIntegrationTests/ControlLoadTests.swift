@@ -98,7 +98,7 @@ private struct PictureSource: ScreenshotSource {
         defer { kiosk.stop() }
         let session = try #require(kiosk.waitForSession(), "the output did not open within 20 s")
         let controller = KioskController(status: session.status) { session.perform($0) }
-        let server = try ControlServer(path: ControlServerTests.socketPath(), handler: controller, logger: quiet)
+        let server = try ControlServer(path: KioskTests.ControlServerTests.socketPath(), handler: controller, logger: quiet)
         defer { server.stop() }
         let client = try #require(UnixSocketClient.connect(path: server.path, timeout: 5))
         // Playing, with the next item's preroll made.

@@ -7,30 +7,12 @@ import TestSupport
 @testable import KioskTests
 
 @Suite struct ControlServerTests {
-    let logger = Logger(level: .error, sink: { _ in })
-
-    static func socketPath() -> String { "/tmp/marquee-test-\(getpid())-\(UUID().uuidString.prefix(8)).sock" }
-
-    func withServer(maxClients: Int = 32, maxLineBytes: Int = 64 * 1024, _ body: (ControlServer, FakeHandler) throws -> Void) throws {
-        let handler = FakeHandler()
-        let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger, maxClients: maxClients, maxLineBytes: maxLineBytes)
-        defer { server.stop() }
-        try body(server, handler)
-    }
-
-    func withServer(handler: any ControlHandler, _ body: (ControlServer) throws -> Void) throws {
-        let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger)
-        defer { server.stop() }
-        try body(server)
-    }
-
-    func connect(_ server: ControlServer) throws -> UnixSocketClient {
-        try #require(UnixSocketClient.connect(path: server.path, timeout: 2))
-    }
+    let unit = KioskTests.ControlServerTests()   // its fixtures: connect, logger, withServer
+    typealias Unit = KioskTests.ControlServerTests
 
     @Test func garbageGetsErrorRepliesAndTheServerGoesOn() throws {
-        try withServer { server, _ in
-            let client = try connect(server)
+        try unit.withServer { server, _ in
+            let client = try unit.connect(server)
             // As in mpv, a line not starting with `{` is a text command: garbage there is not
             // answered (nor run); a JSON line that is garbage is.
             for garbage in ["not json", "[1,2,3]", "\u{1}\u{2}", "unterminated \"quote"] { client.send(garbage) }
@@ -45,22 +27,22 @@ import TestSupport
     }
 
     @Test func tooLongLinesAndTooManyClientsAreCutOff() throws {
-        try withServer(maxClients: 4, maxLineBytes: 1024) { server, _ in
-            let long = try connect(server)
+        try unit.withServer(maxClients: 4, maxLineBytes: 1024) { server, _ in
+            let long = try unit.connect(server)
             long.send(String(repeating: "x", count: 4096))
             #expect(long.readLine() == nil, "disconnected for a line over the limit")
-            var clients = try (0..<4).map { _ in try connect(server) }
+            var clients = try (0..<4).map { _ in try unit.connect(server) }
             for (i, c) in clients.enumerated() {
                 c.send(#"{"command":["get_property","playlist-pos"],"request_id":\#(i)}"#)
                 #expect(c.readLine() == #"{"data":0,"request_id":\#(i),"error":"success"}"#)
             }
-            let extra = try connect(server)
+            let extra = try unit.connect(server)
             #expect(extra.readLine() == #"{"error":"too many clients","request_id":0}"#)
             #expect(extra.readLine() == nil)
             clients.removeAll()
             // Room again once they have gone.
             Thread.sleep(forTimeInterval: 0.2)
-            let again = try connect(server)
+            let again = try unit.connect(server)
             again.send(#"{"command":["get_property","pause"],"request_id":5}"#)
             #expect(again.readLine() == #"{"data":false,"request_id":5,"error":"success"}"#)
         }
@@ -70,7 +52,7 @@ import TestSupport
     /// events the client did not ask for.
     @Test func aReplyLargerThanTheUnreadLimitReachesTheClient() throws {
         let handler = GatedHandler()
-        let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger, maxPendingBytes: 1 << 20)
+        let server = try ControlServer(path: Unit.socketPath(), handler: handler, logger: unit.logger, maxPendingBytes: 1 << 20)
         defer { server.stop() }
         let client = try #require(UnixSocketClient.connect(path: server.path, timeout: 15))
         for (i, size) in [3 << 20, 6 << 20].enumerated() {
@@ -86,8 +68,8 @@ import TestSupport
     /// clients answered at once; its own reply comes when it is done.
     @Test func aSlowRequestHoldsUpOnlyItsOwnClient() throws {
         let handler = GatedHandler()
-        try withServer(handler: handler) { server in
-            let slow = try connect(server), other = try connect(server)
+        try unit.withServer(handler: handler) { server in
+            let slow = try unit.connect(server), other = try unit.connect(server)
             #expect(other.request(["observe_property", 1, "slow-property"], id: 1)?["error"]?.stringValue == "success")
             slow.send(#"{"command":["wait-for-gate"],"request_id":1}"#)
             #expect(handler.waitUntilEntered(timeout: 5), "the slow command started")
@@ -117,9 +99,9 @@ import TestSupport
     /// it has read. Reading then gets every reply, in order.
     @Test func unreadRepliesHoldUpTheClientsNextRequests() throws {
         let handler = GatedHandler()
-        let server = try ControlServer(path: Self.socketPath(), handler: handler, logger: logger, maxPendingBytes: 1 << 20)
+        let server = try ControlServer(path: Unit.socketPath(), handler: handler, logger: unit.logger, maxPendingBytes: 1 << 20)
         defer { server.stop() }
-        let client = try connect(server)
+        let client = try unit.connect(server)
         #expect(client.send((1...40).map { #"{"command":["big",524288],"request_id":\#($0)}"# }.joined(separator: "\n")))
         Thread.sleep(forTimeInterval: 1)
         let ran = handler.bigCalls.load(ordering: .relaxed)

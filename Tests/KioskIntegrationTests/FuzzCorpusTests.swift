@@ -7,22 +7,13 @@ import Testing
 /// The fuzz targets' committed inputs (seeds, and inputs that once crashed) replayed through the
 /// same harnesses the fuzzers run, in the ordinary test build: a regression ends the test process.
 @Suite struct FuzzCorpusTests {
-    static let fuzzFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz").path
-
-    func replay(_ target: String, through harness: ([UInt8]) -> Void) throws {
-        let files = inputFiles([Self.fuzzFolder + "/corpus/" + target])
-        #expect(files.count >= 5, "the \(target) seeds are in Fuzz/corpus/\(target)")
-        for file in files {
-            let data = try #require(FileManager.default.contents(atPath: file), "cannot read \(file)")
-            harness(Array(data))
-        }
-    }
+    let unit = KioskTests.FuzzCorpusTests()   // its fixtures: replay
+    typealias Unit = KioskTests.FuzzCorpusTests
 
     /// The config seeds (`*.json`; other files there are inputs that once crashed) are configs the
     /// reader accepts, so the fuzzer starts from the valid forms.
     @Test func configSeedsAreValid() throws {
-        for file in inputFiles([Self.fuzzFolder + "/corpus/config"]) where file.hasSuffix(".json") {
+        for file in inputFiles([Unit.fuzzFolder + "/corpus/config"]) where file.hasSuffix(".json") {
             let text = try String(contentsOfFile: file, encoding: .utf8)
             let folder = NSTemporaryDirectory() + "/marquee-fuzz-seeds-\(getpid())"
             try FileManager.default.createDirectory(atPath: folder + "/demo", withIntermediateDirectories: true)

@@ -8,14 +8,7 @@ import TestSupport
 @testable import KioskTests
 
 @Suite struct OverlayConfigTests {
-    func problems(_ text: String) -> [String] {
-        do {
-            _ = try KioskConfig.parse(text, baseDirectory: TestMedia.folder)
-            return []
-        } catch {
-            return error.problems.map(\.description)
-        }
-    }
+    let unit = KioskTests.OverlayConfigTests()   // its fixtures: problems
 
     @Test func overlaysAreReadWithTheirPlacesSizesAndSchedules() throws {
         let png = try OverlayMedia.png("red@0.6", width: 40, height: 30)

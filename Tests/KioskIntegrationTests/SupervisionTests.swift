@@ -9,41 +9,11 @@ import TestSupport
 
 /// A whole session on the headless output with the real clock, supervised as `marquee` does.
 @Suite(.serialized) struct SupervisedSessionTests {
-    func config(_ path: String) -> KioskConfig {
-        var config = KioskConfig()
-        config.playlist = [.init(uri: path, path: path)]
-        config.display.output = .headless
-        config.display.mode = DisplayMode(width: 320, height: 180, refresh: RefreshRate(numerator: 30))
-        return config
-    }
-
-    /// Ticks `supervisor` every 50 ms until `condition` holds for its verdict (at most `timeout`
-    /// s), reading what it sends meanwhile.
-    func tick(_ supervisor: ServiceSupervisor, _ socket: NotifySocket, until timeout: Double,
-              _ condition: (KioskStatus.Supervision) -> Bool) -> KioskStatus.Supervision? {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while Date() < deadline {
-            let verdict = supervisor.tick()
-            if condition(verdict) { return verdict }
-            _ = socket.collect(for: 0.05)
-        }
-        return nil
-    }
-
-    /// Ticks every 50 ms for `seconds` and returns what the notify socket got meanwhile.
-    func tickAndCollect(_ supervisor: ServiceSupervisor, _ socket: NotifySocket, for seconds: Double) -> [String] {
-        var messages: [String] = []
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while Date() < deadline {
-            supervisor.tick()
-            messages += socket.collect(for: 0.05)
-        }
-        return messages
-    }
+    let unit = KioskTests.SupervisedSessionTests()   // its fixtures: config, tick, tickAndCollect
 
     @Test func aDecoderThatBlocksStallsHealthAndStopsTheWatchdogUntilPaused() throws {
         let clip = try TestMedia.clip(seconds: 4, fps: 30)
-        let config = config(clip)
+        let config = unit.config(clip)
         let made = BlockingBackends()
         let kiosk = KioskOnThread(config: config, logger: Logger(level: .error)) { output in
             KioskSession(config: config, configPath: nil, logger: Logger(level: .error), output: output, slowStorageLimit: 100, mediaLayer: { inner in
@@ -61,26 +31,26 @@ import TestSupport
         let blocking = made.first
 
         // Frames come: the watchdog is fed (every 100 ms: a quarter of WATCHDOG_USEC).
-        let playing = try #require(tick(supervisor, socket, until: 20) { $0.summary.hasPrefix("playing item 1 of 1") },
+        let playing = try #require(unit.tick(supervisor, socket, until: 20) { $0.summary.hasPrefix("playing item 1 of 1") },
                                    "never playing: \(session.status.supervision())")
         #expect(playing.status != "stalled" && playing.progressing, "\(playing)")
         // The decoder blocks after 40 frames (1.3 s): stalled within 2 s of the last picture.
         // (Waiting for the 40th frame too: a machine under heavy load may stall briefly before.)
-        let stalled = try #require(tick(supervisor, socket, until: 20) { $0.status == "stalled" && blocking?.isBlocking == true },
+        let stalled = try #require(unit.tick(supervisor, socket, until: 20) { $0.status == "stalled" && blocking?.isBlocking == true },
                                    "never stalled: \(session.status.supervision())")
         #expect(!stalled.progressing)
         #expect(stalled.reasons.first?.contains("stalled: no new picture for") == true, "\(stalled.reasons)")
-        let whileStalled = tickAndCollect(supervisor, socket, for: 1.0)
+        let whileStalled = unit.tickAndCollect(supervisor, socket, for: 1.0)
         #expect(!whileStalled.contains("WATCHDOG=1"), "the watchdog was fed while the picture was frozen: \(whileStalled)")
 
         // Paused by command: rightly idle, the watchdog is fed again and STATUS= says so.
         _ = session.perform(.pause(true))
         // (A loaded machine may have dropped frames before the stall: "degraded", never "stalled".)
-        let paused = try #require(tick(supervisor, socket, until: 3) { $0.summary.hasPrefix("paused by command") },
+        let paused = try #require(unit.tick(supervisor, socket, until: 3) { $0.summary.hasPrefix("paused by command") },
                                   "\(session.status.supervision())")
         #expect(paused.progressing && paused.status != "stalled", "\(paused)")
         #expect(paused.reasons.allSatisfy { !$0.contains("stalled") }, "\(paused.reasons)")
-        let whilePaused = tickAndCollect(supervisor, socket, for: 0.6)
+        let whilePaused = unit.tickAndCollect(supervisor, socket, for: 0.6)
         #expect(whilePaused.filter { $0 == "WATCHDOG=1" }.count >= 3, "\(whilePaused)")
     }
 
@@ -109,7 +79,7 @@ import TestSupport
     @Test func aSlowProbeDegradesHealthAsSlowStorage() throws {
         let clip = try TestMedia.clip(seconds: 4, fps: 30)
         // No output: the session is given capabilities that keep frames as decoded.
-        let session = KioskSession(config: config(clip), configPath: nil, logger: Logger(level: .error), output: .unconstrained, slowStorageLimit: 0.2, mediaLayer: { inner in
+        let session = KioskSession(config: unit.config(clip), configPath: nil, logger: Logger(level: .error), output: .unconstrained, slowStorageLimit: 0.2, mediaLayer: { inner in
             BlockingBackend(inner: inner, frames: .max, probeDelay: 0.4)
         })
         defer { session.player.removeAllItems() }

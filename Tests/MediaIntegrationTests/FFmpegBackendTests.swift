@@ -8,46 +8,12 @@ import TestSupport
 /// The FFmpeg backend on real files made by the ffmpeg command: what assets load, how files that
 /// cannot be played fail, where seeks land, and a queue of real clips on a hand-driven vsync.
 @Suite struct FFmpegBackendTests {
-    let backend = FFmpegBackend()
-    let quietLogger = Logger(level: .error, sink: { _ in })
-
-    func asset(_ path: String) -> Asset { Asset(url: URL(fileURLWithPath: path), backend: backend) }
-
-    /// A 30 fps clip with a sync frame every 10 frames (at 0, 1/3 s, 2/3 s, 1 s, ...).
-    func clipWithKeyframesEveryTenFrames() throws -> String {
-        try TestMedia.make("clip-30fps-gop10.mp4", [
-            "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30", "-t", "2",
-            "-c:v", "libx264", "-preset", "ultrafast", "-x264-params", "keyint=10:min-keyint=10:scenecut=0",
-            "-pix_fmt", "yuv420p", "-f", "mp4",
-        ])
-    }
-
-    /// A 30 fps clip with B-frames and one sync frame (x264's default GOP): MP4 writes an edit list
-    /// and the decoder reorders frames.
-    func clipWithBFrames() throws -> String {
-        try TestMedia.make("clip-30fps-bframes.mp4", [
-            "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30", "-t", "2",
-            "-c:v", "libx264", "-preset", "medium", "-bf", "3", "-pix_fmt", "yuv420p", "-f", "mp4",
-        ])
-    }
-
-    /// The clip `source` remuxed with a display matrix of 90 degrees counter-clockwise: FFmpeg 6.1+
-    /// writes it with the input option `-display_rotation 90`; FFmpeg 5.1 (Debian 12) turns the
-    /// `rotate=90` stream tag into the same matrix.
-    func rotatedClip(_ source: String) throws -> String {
-        do {
-            return try TestMedia.make("rotated-display-rotation-90.mp4",
-                                      ["-display_rotation", "90", "-i", source, "-c", "copy", "-f", "mp4"])
-        } catch {
-            return try TestMedia.make("rotated-rotate-tag-90.mp4",
-                                      ["-i", source, "-c", "copy", "-metadata:s:v:0", "rotate=90", "-f", "mp4"])
-        }
-    }
+    let unit = MediaTests.FFmpegBackendTests()   // its fixtures: asset, backend, clipWithBFrames, clipWithKeyframesEveryTenFrames, quietLogger, rotatedClip
 
     // MARK: Assets
 
     @Test func assetLoadsDurationAndTheVideoTrackOfARealFile() async throws {
-        let asset = asset(try TestMedia.clip(seconds: 2, fps: 30))
+        let asset = unit.asset(try TestMedia.clip(seconds: 2, fps: 30))
         let (duration, tracks) = try await asset.load(.duration, .tracks)
         #expect(duration == MediaTime(value: 2, timescale: 1))
         let track = try #require(tracks.first)
@@ -80,19 +46,19 @@ import TestSupport
         data.replaceSubrange(mdat.upperBound..<data.endIndex, with: Data(count: data.endIndex - mdat.upperBound))
         let zeroed = URL(fileURLWithPath: TestMedia.folder + "/zeroed-video-\(UUID().uuidString).mp4")
         try data.write(to: zeroed)
-        #expect(try backend.probe(zeroed).duration == MediaTime(value: 1, timescale: 1))
+        #expect(try unit.backend.probe(zeroed).duration == MediaTime(value: 1, timescale: 1))
         do {
-            try backend.checkFirstFrame(zeroed)
+            try unit.backend.checkFirstFrame(zeroed)
             Issue.record("a stream of zeros decoded")
         } catch {
             #expect("\(error)".hasPrefix(zeroed.path + ": "), "\(error)")
         }
-        try backend.checkFirstFrame(URL(fileURLWithPath: good))
+        try unit.backend.checkFirstFrame(URL(fileURLWithPath: good))
     }
 
     /// An RGB picture says BT.709, the matrix its frames are labelled with (not the height rule
     /// for untagged video).
-    /// A backend made for an output gives frames as decoded whatever its colour conversion: with
+    /// A unit.backend made for an output gives frames as decoded whatever its colour conversion: with
     /// the cpu conversion the player layer turns each into RGBA as it uploads it, so the queues
     /// hold the decoder's frames (4:2:0: 1.5 bytes a pixel, not RGBA's 4).
     @Test func framesStayAsDecodedWhateverTheConversion() throws {
@@ -109,12 +75,12 @@ import TestSupport
 
     @Test func anRGBPictureSaysBT709() async throws {
         let png = try TestMedia.make("red-64x48.png", ["-f", "lavfi", "-i", "color=c=red:size=64x48", "-frames:v", "1", "-c:v", "png", "-f", "image2"])
-        let track = try #require(try await asset(png).load(.tracks).first)
+        let track = try #require(try await unit.asset(png).load(.tracks).first)
         #expect(track.colorSpace == "bt709" && track.pixelFormat == "rgb24", "\(track.colorSpace) \(track.pixelFormat)")
     }
 
     @Test func assetOfA24FpsClipOfAnotherSizeSaysSo() async throws {
-        let asset = asset(try TestMedia.clip(seconds: 1, fps: 24, width: 256, height: 144))
+        let asset = unit.asset(try TestMedia.clip(seconds: 1, fps: 24, width: 256, height: 144))
         let (duration, tracks) = try await asset.load(.duration, .tracks)
         #expect(duration == MediaTime(value: 1, timescale: 1))
         #expect(tracks.first?.naturalSize == VideoSize(width: 256, height: 144))
@@ -123,8 +89,8 @@ import TestSupport
     }
 
     @Test func displayRotation90CounterClockwiseIsAPreferredTransformOf270Clockwise() async throws {
-        let path = try rotatedClip(try TestMedia.clip(seconds: 0.5, fps: 10))
-        let asset = asset(path)
+        let path = try unit.rotatedClip(try TestMedia.clip(seconds: 0.5, fps: 10))
+        let asset = unit.asset(path)
         let tracks = try await asset.load(.tracks)
         let track = try #require(tracks.first)
         // The container's matrix says: turn 90 degrees counter-clockwise to show (ffmpeg's own
@@ -137,7 +103,7 @@ import TestSupport
 
         // An item in a player reports the turned size.
         let item = PlayerItem(asset: asset)
-        let player = try Player(item: item, logger: quietLogger)
+        let player = try Player(item: item, logger: unit.quietLogger)
         #expect(await eventually { item.status == .readyToPlay })
         #expect(item.presentationSize == VideoSize(width: 180, height: 320))
         _ = player
@@ -145,7 +111,7 @@ import TestSupport
 
     @Test func missingFileFailsTheAssetWithFFmpegsReason() async throws {
         let path = TestMedia.folder + "/no-such-clip.mp4"
-        let asset = asset(path)
+        let asset = unit.asset(path)
         await #expect {
             _ = try await asset.load(.tracks)
         } throws: { error in
@@ -163,7 +129,7 @@ import TestSupport
     // MARK: Seeking
 
     @Test func decoderSeekLandsOnTheSyncFrameAtOrBeforeTheTarget() throws {
-        let decoder = try VideoDecoder(path: try clipWithKeyframesEveryTenFrames())
+        let decoder = try VideoDecoder(path: try unit.clipWithKeyframesEveryTenFrames())
         func ptsAfterSeek(_ value: Int64, _ scale: Int32, count: Int = 1) throws -> [MediaTime] {
             try decoder.seek(to: MediaTime(value: value, timescale: scale))
             return try (0..<count).map { _ in try #require(try decoder.nextFrame()).pts }
@@ -201,7 +167,7 @@ import TestSupport
     }
 
     @Test func decoderSeekInAClipWithBFramesNeverLandsPastTheTarget() throws {
-        let decoder = try VideoDecoder(path: try clipWithBFrames())
+        let decoder = try VideoDecoder(path: try unit.clipWithBFrames())
         var all: [MediaTime] = []
         while let frame = try decoder.nextFrame() { all.append(frame.pts) }
         #expect(all == (0..<60).map { MediaTime(value: Int64($0), timescale: 30) })
@@ -218,8 +184,8 @@ import TestSupport
     }
 
     @Test func playerSeekWithZeroTolerancesShowsExactlyTheTargetFrame() async throws {
-        for path in [try TestMedia.clip(seconds: 2, fps: 30), try clipWithBFrames()] {
-            let player = try Player(item: PlayerItem(asset: asset(path)), logger: quietLogger)
+        for path in [try TestMedia.clip(seconds: 2, fps: 30), try unit.clipWithBFrames()] {
+            let player = try Player(item: PlayerItem(asset: unit.asset(path)), logger: unit.quietLogger)
             let display = try HandDrivenDisplay(player)
             player.play()
             display.step(10)
@@ -242,9 +208,9 @@ import TestSupport
 
     @Test func queueOfTwoRealClipsShowsEveryFrameOnceAndGaplessly() throws {
         // 30 fps 320x180, then 24 fps 256x144, at 60 Hz.
-        let first = PlayerItem(asset: asset(try TestMedia.clip(seconds: 1, fps: 30)))
-        let second = PlayerItem(asset: asset(try TestMedia.clip(seconds: 1, fps: 24, width: 256, height: 144)))
-        let player = QueuePlayer(items: [first], logger: quietLogger)
+        let first = PlayerItem(asset: unit.asset(try TestMedia.clip(seconds: 1, fps: 30)))
+        let second = PlayerItem(asset: unit.asset(try TestMedia.clip(seconds: 1, fps: 24, width: 256, height: 144)))
+        let player = QueuePlayer(items: [first], logger: unit.quietLogger)
         #expect(player.canInsert(second, after: nil))
         try player.insert(second, after: nil)
         let display = try HandDrivenDisplay(player)

@@ -9,19 +9,9 @@ import TestSupport
 /// FFmpeg's own messages through the logger: level mapping, the rate limit (on a clock of the
 /// test's own), and a real decoder's errors arriving as log records.
 @Suite(.serialized) struct FFmpegLogTests {
-    final class Lines: Sendable {
-        let lines = Mutex<[String]>([])
-        func logger(_ level: Logger.Level) -> Logger { Logger(level: level) { [self] line in lines.withLock { $0.append(line) } } }
-        var all: [String] { lines.withLock { $0 } }
-    }
-
-    final class Clock: @unchecked Sendable {
-        var t = 100.0
-    }
-
-    // FFmpeg's AV_LOG_* values (libavutil/log.h).
-    let panic: Int32 = 0, fatal: Int32 = 8, error: Int32 = 16, warning: Int32 = 24, info: Int32 = 32, verbose: Int32 = 40,
-        debug: Int32 = 48, trace: Int32 = 56
+    typealias Clock = MediaTests.FFmpegLogTests.Clock
+    typealias Lines = MediaTests.FFmpegLogTests.Lines
+    let unit = MediaTests.FFmpegLogTests()   // its fixtures: panic
 
     /// A real decoder on a damaged clip: FFmpeg's errors arrive as log records (component h264),
     /// not on standard error.

@@ -8,36 +8,7 @@ import TestSupport
 /// How files are opened: only the `file` protocol, image names taken literally, and no open or
 /// read that blocks longer than `MediaIOLimits` (FIFOs stand in for devices and stalled storage).
 @Suite struct FileInputTests {
-    /// A new FIFO in the test folder.
-    func makeFIFO(_ name: String) throws -> String {
-        let path = TestMedia.folder + "/\(name)-\(UUID().uuidString).fifo.ts"
-        guard mkfifo(path, 0o600) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        return path
-    }
-
-    /// An MPEG-TS clip (readable from a FIFO: no index at the end).
-    func transportStream() throws -> String {
-        try TestMedia.make("clip-160x90-25fps-2s.ts", [
-            "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25", "-t", "2",
-            "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-f", "mpegts",
-        ])
-    }
-
-    /// Writes `data` into the FIFO at `path` from a thread of its own, then keeps the FIFO open
-    /// (without writing) for `holdFor` seconds before closing it.
-    func writeSlowly(_ path: String, _ data: Data, holdFor: Double) -> DispatchSemaphore {
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let fd = open(path, O_WRONLY)
-            if fd >= 0 {
-                data.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
-                Thread.sleep(forTimeInterval: holdFor)
-                close(fd)
-            }
-            done.signal()
-        }
-        return done
-    }
+    let unit = MediaTests.FileInputTests()   // its fixtures: makeFIFO, transportStream, writeSlowly
 
     /// `c%d.png` is a file name, not an image-sequence pattern (`pattern_type none`): it opens as
     /// one still picture.
@@ -56,7 +27,7 @@ import TestSupport
 
     /// A FIFO nobody writes to fails within the read limit (not never), saying it timed out.
     @Test func aFIFONobodyWritesToFailsWithinTheReadLimit() throws {
-        let fifo = try makeFIFO("silent")
+        let fifo = try unit.makeFIFO("silent")
         defer { unlink(fifo) }
         let started = Date()
         let error = try #require(throws: MediaError.self) { try VideoDecoder.describe(path: fifo) }
@@ -68,11 +39,11 @@ import TestSupport
     /// A FIFO that gets the start of a stream and then nothing fails one read limit after its
     /// data stops: while being opened, and (with a shorter limit) while frames are read.
     @Test func aFIFOWhoseDataStopsFailsOneReadLimitLater() throws {
-        let clip = try Data(contentsOf: URL(fileURLWithPath: try transportStream()))
+        let clip = try Data(contentsOf: URL(fileURLWithPath: try unit.transportStream()))
         // Opening: a few packets, then silence.
-        let fifo = try makeFIFO("stalls-opening")
+        let fifo = try unit.makeFIFO("stalls-opening")
         defer { unlink(fifo) }
-        let writer = writeSlowly(fifo, clip.prefix(1880), holdFor: 9)
+        let writer = unit.writeSlowly(fifo, clip.prefix(1880), holdFor: 9)
         let started = Date()
         let error = try #require(throws: MediaError.self) { try VideoDecoder.describe(path: fifo) }
         let elapsed = Date().timeIntervalSince(started)
@@ -81,10 +52,10 @@ import TestSupport
         _ = writer.wait(timeout: .now() + 10)
 
         // Reading frames: half the clip, then silence; the decoder throws once, after one limit.
-        let second = try makeFIFO("stalls-reading")
+        let second = try unit.makeFIFO("stalls-reading")
         defer { unlink(second) }
         let limits = MediaIOLimits(open: 10, read: 1.5)
-        let secondWriter = writeSlowly(second, clip.prefix(clip.count / 2), holdFor: 8)
+        let secondWriter = unit.writeSlowly(second, clip.prefix(clip.count / 2), holdFor: 8)
         let decoder = try VideoDecoder(path: second, threads: 1, limits: limits)
         var frames = 0
         // All the data written is there at once: the time to the failure is the wait for more.
@@ -102,10 +73,10 @@ import TestSupport
     /// A read waiting on a stalled FIFO ends at once when the decoder is cancelled from another
     /// thread (the item was skipped or stopped), not at the read limit.
     @Test func aCancelEndsABlockedReadAtOnce() throws {
-        let clip = try Data(contentsOf: URL(fileURLWithPath: try transportStream()))
-        let fifo = try makeFIFO("cancelled")
+        let clip = try Data(contentsOf: URL(fileURLWithPath: try unit.transportStream()))
+        let fifo = try unit.makeFIFO("cancelled")
         defer { unlink(fifo) }
-        let writer = writeSlowly(fifo, clip.prefix(clip.count / 2), holdFor: 3)
+        let writer = unit.writeSlowly(fifo, clip.prefix(clip.count / 2), holdFor: 3)
         let decoder = try VideoDecoder(path: fifo, threads: 1)
         let cancel = decoder.canceller
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { cancel() }
@@ -121,10 +92,10 @@ import TestSupport
 
     /// A FIFO whose writer sends a whole stream plays it to the end.
     @Test func aFIFOThatIsWrittenPlaysToItsEnd() throws {
-        let clip = try Data(contentsOf: URL(fileURLWithPath: try transportStream()))
-        let fifo = try makeFIFO("written")
+        let clip = try Data(contentsOf: URL(fileURLWithPath: try unit.transportStream()))
+        let fifo = try unit.makeFIFO("written")
         defer { unlink(fifo) }
-        let writer = writeSlowly(fifo, clip, holdFor: 0)
+        let writer = unit.writeSlowly(fifo, clip, holdFor: 0)
         let decoder = try VideoDecoder(path: fifo, threads: 1)
         var frames = 0
         while try decoder.nextFrame() != nil { frames += 1 }

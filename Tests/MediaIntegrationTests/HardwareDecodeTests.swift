@@ -74,14 +74,7 @@ import TestSupport
 
 /// The output's DMA-BUF decision, given to a decoder when it opens (the output opened first).
 @Suite struct InteropChoiceTests {
-    /// A target that counts the times it is asked.
-    final class CountingTarget: FrameInteropTarget {
-        let asked = Atomic(0)
-        func chooseInterop(hardware: HardwareDecoding, firstFrame: Result<DRMPrimeDescriptor, MediaError>) -> InteropChoice {
-            asked.add(1, ordering: .relaxed)
-            return InteropChoice(.dmabuf, "test")
-        }
-    }
+    typealias CountingTarget = MediaTests.InteropChoiceTests.CountingTarget
 
     @Test func aDecoderWithoutHardwareNeitherAsksNorCopies() throws {
         let target = CountingTarget()

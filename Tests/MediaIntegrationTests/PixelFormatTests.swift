@@ -7,25 +7,12 @@ import TestSupport
 
 /// Which decoded formats are kept as they are, which are converted (and say so), and the tags.
 @Suite struct PixelFormatTests {
-    /// A 64x48 clip of `pixelFormat`, coded losslessly with `codec` into `container`, with tags.
-    static func clip(_ pixelFormat: String, codec: String, container: String, tags: [String] = []) throws -> String {
-        let ext = container == "matroska" ? "mkv" : container
-        let name = "fmt-\(pixelFormat)-\(codec)-\(tags.joined(separator: "_").replacingOccurrences(of: "-", with: "")).\(ext)"
-        return try TestMedia.make(name, [
-            "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10", "-t", "0.3", "-pix_fmt", pixelFormat,
-            "-c:v", codec,
-        ] + tags + ["-f", container])
-    }
-
-    static func firstFrame(_ path: String) throws -> VideoFrame {
-        let decoder = try VideoDecoder(path: path)
-        return try #require(try decoder.nextFrame())
-    }
+    typealias Unit = MediaTests.PixelFormatTests
 
     @Test(arguments: [("yuv420p", "ffv1"), ("yuv422p", "ffv1"), ("yuv444p", "ffv1"), ("yuv420p10le", "ffv1"),
                       ("yuv422p10le", "ffv1"), ("yuv444p10le", "ffv1"), ("nv12", "rawvideo")])
     func drawableFormatsAreKeptAsDecoded(format: String, codec: String) throws {
-        let frame = try Self.firstFrame(try Self.clip(format, codec: codec, container: codec == "rawvideo" ? "nut" : "matroska"))
+        let frame = try Unit.firstFrame(try Unit.clip(format, codec: codec, container: codec == "rawvideo" ? "nut" : "matroska"))
         #expect(frame.pixelFormat.rawValue == format)
         #expect(frame.convertedFrom == nil)
         #expect(frame.width == 64 && frame.height == 48)
@@ -48,17 +35,17 @@ import TestSupport
     @Test(arguments: [("bgr0", "yuv444p"), ("gray", "yuv444p"), ("yuv420p12le", "yuv420p10le"),
                       ("yuv410p", "yuv444p"), ("gbrp10le", "yuv444p10le")])
     func otherFormatsAreConvertedOnceAndSaySo(source: String, target: String) throws {
-        let frame = try Self.firstFrame(try Self.clip(source, codec: "ffv1", container: "matroska"))
+        let frame = try Unit.firstFrame(try Unit.clip(source, codec: "ffv1", container: "matroska"))
         #expect(frame.convertedFrom == source)
         #expect(frame.pixelFormat.rawValue == target)
     }
 
     @Test func tagsAreReadFromTheStream() throws {
-        let frame = try Self.firstFrame(try Self.clip("yuv422p10le", codec: "ffv1", container: "matroska",
+        let frame = try Unit.firstFrame(try Unit.clip("yuv422p10le", codec: "ffv1", container: "matroska",
                                                       tags: ["-colorspace", "bt2020nc", "-color_range", "pc"]))
         #expect(frame.colorMatrix == .bt2020)
         #expect(frame.colorRange == .full)
-        let hd = try Self.firstFrame(try TestMedia.make("tag-709-limited.mkv", [
+        let hd = try Unit.firstFrame(try TestMedia.make("tag-709-limited.mkv", [
             "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10", "-t", "0.3", "-pix_fmt", "yuv420p",
             "-c:v", "ffv1", "-colorspace", "bt709", "-color_range", "tv", "-f", "matroska",
         ]))
@@ -71,7 +58,7 @@ import TestSupport
         #expect(ColorMatrix.untagged(height: 719) == .bt601)
         #expect(ColorMatrix.untagged(height: 720) == .bt709)
         #expect(ColorMatrix.untagged(height: 2160) == .bt709)
-        let frame = try Self.firstFrame(try TestMedia.make("untagged-720.mkv", [
+        let frame = try Unit.firstFrame(try TestMedia.make("untagged-720.mkv", [
             "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=10", "-t", "0.1", "-pix_fmt", "yuv420p",
             "-c:v", "rawvideo", "-f", "nut",
         ]))
@@ -81,7 +68,7 @@ import TestSupport
 
     /// JPEG's full-range formats keep their layout, full range and centred chroma, unconverted.
     @Test func yuvjIsFullRangeCentredAndNotConverted() throws {
-        let frame = try Self.firstFrame(try TestMedia.make("mjpeg-422.mkv", [
+        let frame = try Unit.firstFrame(try TestMedia.make("mjpeg-422.mkv", [
             "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10", "-t", "0.3", "-pix_fmt", "yuvj422p",
             "-c:v", "mjpeg", "-f", "matroska",
         ]))

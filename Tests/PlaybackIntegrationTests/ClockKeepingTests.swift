@@ -6,19 +6,12 @@ import Testing
 
 @Suite("Keeping the clock under load")
 struct ClockKeepingTests {
-    /// A 30 fps clip of `seconds`, one keyframe a second, odd frames non-reference.
-    func slowClip(_ backend: FakeBackend, seconds: Int = 20, honoursFrameDrop: Bool = true) -> PlayerItem {
-        var clip = FakeBackend.Clip(frames: 30 * seconds, fps: 30)
-        clip.keyframeInterval = 30
-        clip.nonReferenceEvery = 2
-        clip.honoursFrameDrop = honoursFrameDrop
-        return PlayerItem(url: backend.add("slow.mp4", clip), backend: backend)
-    }
+    let unit = PlaybackTests.ClockKeepingTests()   // its fixtures: slowClip
 
     @Test func anOutputThatShowsEveryPictureFiveVsyncsLateDropsFramesAndKeepsTheClock() throws {
         let backend = FakeBackend()
         // Decoding keeps up (real time); drawing is the bottleneck, as on a slow display.
-        let player = try Player(item: slowClip(backend, seconds: 12, honoursFrameDrop: false), logger: quiet)
+        let player = try Player(item: unit.slowClip(backend, seconds: 12, honoursFrameDrop: false), logger: quiet)
         let display = try PacedDisplay(player, backend: backend, decodesPerVsync: 0.5, headStart: 3)
         display.drawVsyncs = 5
         player.play()

@@ -11,26 +11,13 @@ import Testing
 /// observers are called in the order of the changes, on their queue or on the player's own
 /// callback thread. And the API's small forms: the `actionAtItemEnd` setter, `seek(to:)`.
 @Suite struct ObservationTests {
-    let backend = FakeBackend()
-
-    func item(_ name: String, frames: Int = 30) -> PlayerItem {
-        PlayerItem(url: backend.add(name, .init(frames: frames, fps: 30)), backend: backend)
-    }
-
-    func describe(_ change: Player.Change) -> String {
-        switch change {
-        case .status(let s): "status \(s)"
-        case .rate(let r): "rate \(r)"
-        case .currentItem(let i): "item \(i?.asset.url.lastPathComponent ?? "nil")"
-        case .timeControlStatus(let s, let why): "tcs \(s) \(why.map { "\($0)" } ?? "-")"
-        }
-    }
+    let unit = PlaybackTests.ObservationTests()   // its fixtures: backend, describe, item, seekWithoutWaiting
 
     /// Streams made while another thread changes the rate: each starts with a value and then sees
     /// every change (no two equal rates in a row, which a lost change would show), ending with the
     /// rate the player has at the end.
     @Test func noChangeFallsBetweenTheValueNowAndTheFirstChange() async throws {
-        let player = try Player(item: item("a.mp4"), logger: quiet)
+        let player = try Player(item: unit.item("a.mp4"), logger: quiet)
         let done = Atomic(false)
         let toggler = Thread {
             var on = false
@@ -67,16 +54,11 @@ import Testing
         }
     }
 
-    /// `events()` subscribes when it is called: an event sent right after, before any task reads
-    /// the stream, is in it.
-    /// `seek(to:)` without a completion (in an async context `seek(to:)` is the awaiting form, as
-    /// AVFoundation's is).
-    func seekWithoutWaiting(_ player: Player, to time: MediaTime) { player.seek(to: time) }
 
     /// With no queue, callbacks run on the player's own callback thread, one at a time: never on
     /// the thread that pulls the vsyncs, never on the thread that calls `play()`.
     @Test func callbacksWithoutAQueueRunOnThePlayersCallbackThreadOneAtATime() throws {
-        let player = try Player(item: item("a.mp4", frames: 300), logger: quiet)
+        let player = try Player(item: unit.item("a.mp4", frames: 300), logger: quiet)
         let display = try VirtualDisplay(player)
         let threads = Recorder<UInt>()
         let roles = Recorder<String>()
@@ -121,7 +103,7 @@ import Testing
     /// With a serial queue, callbacks run there in the order of the changes, whichever thread
     /// made them (a periodic 0.000 after 3.000 was seen when each thread called back itself).
     @Test func callbacksOnAGivenQueueComeInTheOrderOfTheChanges() throws {
-        let player = try Player(item: item("a.mp4", frames: 300), logger: quiet)
+        let player = try Player(item: unit.item("a.mp4", frames: 300), logger: quiet)
         let display = try VirtualDisplay(player)
         let queue = DispatchQueue(label: "observer-test")
         let key = DispatchSpecificKey<Int>()
@@ -149,7 +131,7 @@ import Testing
     /// With `.pause` too, the time at the end is the item's duration, and the periodic observer's
     /// last time is not past it.
     @Test func currentTimeStopsAtTheDurationAtTheEnd() throws {
-        let player = try Player(item: item("a.mp4", frames: 9), logger: quiet)
+        let player = try Player(item: unit.item("a.mp4", frames: 9), logger: quiet)
         let times = Recorder<MediaTime>()
         _ = try player.addPeriodicTimeObserver(forInterval: MediaTime(value: 1, timescale: 60)) { times.append($0) }
         let display = try VirtualDisplay(player)

@@ -5,16 +5,10 @@ import Testing
 @testable import PlaybackTests
 
 @Suite struct PlayerRuleTests {
-    let backend = FakeBackend()
-
-    func item(_ name: String, frames: Int = 30, fps: Int32 = 30, index: Int? = nil, keyframes: Int = 1) -> PlayerItem {
-        let item = PlayerItem(url: backend.add(name, .init(frames: frames, fps: fps, keyframeInterval: keyframes)), backend: backend)
-        item.playlistIndex = index
-        return item
-    }
+    let unit = PlaybackTests.PlayerRuleTests()   // its fixtures: backend, item
 
     @Test func actionNoneHoldsTheLastFrameAndTimeStopsAtTheItemsEnd() throws {
-        let player = try Player(item: item("a.mp4", frames: 6), logger: quiet)
+        let player = try Player(item: unit.item("a.mp4", frames: 6), logger: quiet)
         player.actionAtItemEnd = .none
         let times = Recorder<MediaTime>()
         _ = try player.addPeriodicTimeObserver(forInterval: tm(1, 30)) { times.append($0) }
@@ -39,7 +33,7 @@ import Testing
     }
 
     @Test func awaitSeekReturnsTrueOnceTheFrameIsShown() async throws {
-        let player = try Player(item: item("a.mp4", frames: 300), logger: quiet)
+        let player = try Player(item: unit.item("a.mp4", frames: 300), logger: quiet)
         let display = try VirtualDisplay(player)
         async let finished = player.seek(to: tm(2, 1))
         try await Task.sleep(nanoseconds: 20_000_000)

@@ -9,41 +9,35 @@ import Testing
 /// frames with a preroll reader, closes it, and opens the item's own reader only once the playing
 /// item's reader has gone (or the item plays), skipping the frames it already gave.
 @Suite struct PrerollDecoderTests {
-    let backend = FakeBackend()
-
-    func item(_ name: String, frames: Int, index: Int) -> PlayerItem {
-        let item = PlayerItem(url: backend.add(name, .init(frames: frames, fps: 30)), backend: backend)
-        item.playlistIndex = index
-        return item
-    }
+    let unit = PlaybackTests.PrerollDecoderTests()   // its fixtures: backend, item
 
     @Test func aDecodeThreadHoldsNoFrameOfItsOwnWhileItsQueueIsFull() async throws {
-        let asset = Asset(url: backend.add("a.mp4", .init(frames: 30, fps: 30)), backend: backend)
+        let asset = Asset(url: unit.backend.add("a.mp4", .init(frames: 30, fps: 30)), backend: unit.backend)
         let feeder = ItemFeeder(asset: asset, start: .zero, toleranceBefore: .zero, end: .invalid, capacity: 3, name: "a.mp4")
         feeder.start(logger: quiet)
         defer { feeder.stop() }
         // The ready event and two frames fill the queue's three places; a third frame is not decoded.
         #expect(await eventually { feeder.queue.count == 3 })
         try await Task.sleep(nanoseconds: 300_000_000)
-        #expect(backend.decodedCount == 2)
+        #expect(unit.backend.decodedCount == 2)
         // Taking one makes room for exactly one more.
         _ = feeder.queue.pop(timeout: 1)
-        #expect(await eventually { backend.decodedCount == 3 })
+        #expect(await eventually { unit.backend.decodedCount == 3 })
         try await Task.sleep(nanoseconds: 300_000_000)
-        #expect(backend.decodedCount == 3 && feeder.queue.count == 3)
+        #expect(unit.backend.decodedCount == 3 && feeder.queue.count == 3)
     }
 
     @Test func aParkedPrerollOpensItsReaderWhenTheItemBeforeIsSkipped() throws {
-        let player = QueuePlayer(items: [item("a.mp4", frames: 60, index: 0), item("b.mp4", frames: 20, index: 1)], logger: quiet)
+        let player = QueuePlayer(items: [unit.item("a.mp4", frames: 60, index: 0), unit.item("b.mp4", frames: 20, index: 1)], logger: quiet)
         let display = try VirtualDisplay(player)
         player.play()
         display.step(10)
         let deadline = Date(timeIntervalSinceNow: 5)
         // The preroll has given its first frames and closed its reader.
-        while !(backend.readersOpened.preroll == 1 && backend.readersAlive.preroll == 0) && Date() < deadline {
+        while !(unit.backend.readersOpened.preroll == 1 && unit.backend.readersAlive.preroll == 0) && Date() < deadline {
             Thread.sleep(forTimeInterval: 0.01)
         }
-        #expect(backend.readersOpened.preroll == 1 && backend.readersAlive.preroll == 0)
+        #expect(unit.backend.readersOpened.preroll == 1 && unit.backend.readersAlive.preroll == 0)
         player.advanceToNextItem()
         display.step(50)
         let second = display.shown.filter { $0.item == 1 && $0.frame != nil }.map { $0.frame! }

@@ -10,30 +10,20 @@ import Testing
 /// frame was due, exactly, on the virtual vsync.
 @Suite("Seamless seek-to-zero loops, idle players and decode thread lifetimes")
 struct SeamlessLoopTests {
-    let backend = FakeBackend()
-
-    func item(_ name: String, frames: Int, fps: Int32 = 30) -> PlayerItem {
-        PlayerItem(url: backend.add(name, .init(frames: frames, fps: fps)), backend: backend)
-    }
-
-    /// The vsyncs each shown frame lasted, and where frame 0 came back (the seams).
-    func holds(_ display: VirtualDisplay) -> [Int64] {
-        let frames = display.shown.filter { $0.frame != nil }
-        return zip(frames, frames.dropFirst()).map { $1.vsync - $0.vsync }
-    }
+    let unit = PlaybackTests.SeamlessLoopTests()   // its fixtures: backend, holds, item
 
     @Test("the item's start is decoded before its end: the seek back opens no decoder at the seam")
     func theStartIsPrimedNearTheEnd() throws {
-        let clip = item("seam-primed.mp4", frames: 15)
+        let clip = unit.item("seam-primed.mp4", frames: 15)
         let player = try Player(item: clip, logger: quiet)
         player.consumeEvents(onThread: "test-end-handler") { event in
             guard case .didPlayToEndTime = event.event else { return }
             // Decoding is held from the end on: only frames decoded before it can be shown.
-            self.backend.holdDecoding(true)
+            unit.backend.holdDecoding(true)
             player.seek(to: .zero) { _ in }
             player.play()
         }
-        defer { backend.holdDecoding(false) }
+        defer { unit.backend.holdDecoding(false) }
         let display = try VirtualDisplay(player)
         player.play()
         // The virtual clock runs the clip in moments: the start is primed once the first frame
@@ -48,7 +38,7 @@ struct SeamlessLoopTests {
 
     @Test("a handler that does not seek: the end's vsync waits at most the seam's limit, then the item stays paused on its last frame")
     func aHandlerThatDoesNotSeekCostsOneBoundedWait() throws {
-        let player = try Player(item: item("seam-noseek.mp4", frames: 6), logger: quiet)
+        let player = try Player(item: unit.item("seam-noseek.mp4", frames: 6), logger: quiet)
         let ended = Atomic(false)
         player.consumeEvents(onThread: "test-end-handler") { event in
             if case .didPlayToEndTime = event.event { ended.store(true, ordering: .relaxed) }

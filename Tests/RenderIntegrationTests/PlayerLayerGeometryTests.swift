@@ -8,28 +8,7 @@ import TestSupport
 @testable import RenderTests
 
 @Suite(.serialized) struct PlayerLayerGeometryDrawingTests {
-    /// A flat frame of one luma level (full range, neutral chroma).
-    static func flat(_ width: Int, _ height: Int, luma: Int = 255, rotation: Rotation = .none) throws -> VideoFrame {
-        try VideoFrame(format: .yuv420p, width: width, height: height, colorMatrix: .bt709, colorRange: .full,
-                       rotation: rotation) { c, _, _ in c == 0 ? luma : 128 }
-    }
-
-    /// Four flat quadrants of distinct grey levels: TL 40, TR 100, BL 160, BR 220.
-    static func quadrants(_ size: Int, rotation: Rotation = .none) throws -> VideoFrame {
-        let half = size / 2
-        return try VideoFrame(format: .yuv444p, width: size, height: size, colorMatrix: .bt709, colorRange: .full,
-                              rotation: rotation) { c, x, y in
-            c != 0 ? 128 : [[40, 100], [160, 220]][y < half ? 0 : 1][x < half ? 0 : 1]
-        }
-    }
-
-    /// The first and last lit pixel along a row and a column through (x, y).
-    static func litSpan(_ image: RGBAImage, x: Int, y: Int) -> (x0: Int, x1: Int, y0: Int, y1: Int)? {
-        let row = (0..<image.width).filter { image.pixel(x: $0, y: y).r > 128 }
-        let column = (0..<image.height).filter { image.pixel(x: x, y: $0).r > 128 }
-        guard let x0 = row.first, let x1 = row.last, let y0 = column.first, let y1 = column.last else { return nil }
-        return (x0, x1 + 1, y0, y1 + 1)
-    }
+    typealias Unit = RenderTests.PlayerLayerGeometryDrawingTests
 
     /// A phone's portrait clip: stored landscape (the upright picture turned counter-clockwise) with
     /// a display matrix saying "turn 90° clockwise" (ffprobe: rotation of -90.00 degrees, the

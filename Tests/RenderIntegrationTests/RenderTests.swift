@@ -10,15 +10,7 @@ import TestSupport
 /// Reads pixels back from the headless output. Each test makes its own GL context on its own
 /// thread (the test's), so the suite runs serialized to keep llvmpipe's threads to itself.
 @Suite(.serialized) struct HeadlessDrawingTests {
-    /// The float reference: BT.601 limited range, straight from the definition (Kr = 0.299, Kb = 0.114).
-    static func reference(_ s: (y: Int, cb: Int, cr: Int)) -> [Double] {
-        let y = (Double(s.y) - 16) / 219, cb = (Double(s.cb) - 128) / 224, cr = (Double(s.cr) - 128) / 224
-        let kr = 0.299, kb = 0.114, kg = 1 - kr - kb
-        let r = y + 2 * (1 - kr) * cr
-        let b = y + 2 * (1 - kb) * cb
-        let g = (y - kr * r - kb * b) / kg
-        return [r, g, b].map { min(max($0, 0), 1) * 255 }
-    }
+    typealias Unit = RenderTests.HeadlessDrawingTests
 
     @Test(arguments: ColorConversion.allCases)
     func knownColoursAreDrawnInTheRightPlaces(conversion: ColorConversion) throws {
@@ -42,7 +34,7 @@ import TestSupport
         let quadrants = [("red", 80, 60, 600, 270), ("green", 240, 60, 1320, 270),
                          ("blue", 80, 180, 600, 810), ("white", 240, 180, 1320, 810)]
         for (name, sx, sy, x, y) in quadrants {
-            let expected = Self.reference(decoded.sample(x: sx, y: sy))
+            let expected = Unit.reference(decoded.sample(x: sx, y: sy))
             let p = image.pixel(x: x, y: y)
             let got = [p.r, p.g, p.b].map(Double.init)
             let error = zip(got, expected).map { abs($0 - $1) }.max()!
