@@ -117,12 +117,10 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     private var held: PCMBuffer?
     private var lastGain: Float?
     private var silenceFormat: PCMFormat
-    private var failedUntil: ContinuousClock.Instant?
+    private var mode = AudioWriterMode(grace: loopGrace, backoff: 0.5)
+    private let started = ContinuousClock.now
     private var seenUnderruns = 0
     private var seenTimelineShifts = 0
-    /// Seconds of sound written since the current run was seen ended with the item's start
-    /// primed for a loop (nil while it plays).
-    private var coasted: Double?
 
     /// - Parameters:
     ///   - clock: the output's clock, whose vsyncs show the player's pictures: the master.
@@ -189,10 +187,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     /// drive time by hand (tests on a virtual clock); `start()` runs it on a thread.
     @discardableResult
     public func pump(decodeWait: Double? = 5) -> Bool {
-        if let until = failedUntil {
-            guard ContinuousClock.now >= until else { return false }
-            failedUntil = nil
-        }
+        guard mode.mayWrite(now: secondsSinceStart) else { return false }
         do {
             return try step(decodeWait: decodeWait)
         } catch {
@@ -206,9 +201,14 @@ public final class PlayerAudioOutput: @unchecked Sendable {
                 logger.error("audio output failed; the picture plays on", ["error": "\(error)", "failures": "\(stats.deviceFailures)"])
             }
             reset(dropDevice: true)
-            failedUntil = ContinuousClock.now + .milliseconds(500)
+            mode.failed(now: secondsSinceStart)
             return false
         }
+    }
+
+    private var secondsSinceStart: Double {
+        let elapsed = ContinuousClock.now - started
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
     }
 
     private func step(decodeWait: Double?) throws -> Bool {
@@ -219,12 +219,8 @@ public final class PlayerAudioOutput: @unchecked Sendable {
         // A handler that seeks a little late (a busy machine: the seam closed first) still finds
         // the start's sound going on. Bounded by sound written (`loopGrace` of it after the end,
         // seam or not): when no seek comes, at most that much of the start is heard.
-        if view.playing {
-            coasted = nil
-        } else if view.ended, coasted == nil, current?.loopsBack == true || upcoming?.loopsBack == true {
-            coasted = 0
-        }
-        let coasting = !view.playing && (coasted.map { $0 < Self.loopGrace } ?? false) && active && placement.isPlaced && current != nil
+        mode.observe(playing: view.playing, ended: view.ended, loopPrimed: current?.loopsBack == true || upcoming?.loopsBack == true)
+        let coasting = !view.playing && mode.isCoasting && active && placement.isPlaced && current != nil
         guard view.playing || coasting, let item = view.item, let vsync = view.lastVsync else {
             if active || current != nil { reset(dropDevice: true) }
             return false
@@ -332,7 +328,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
             // The timeline stands at the end while the handlers decide: no measure to follow.
             try write(block, gainFor: seg.item)
             seg.next = block.end
-            coasted = (coasted ?? 0) + block.format.duration(frames: block.frames).seconds
+            mode.wrote(seconds: block.format.duration(frames: block.frames).seconds)
             return true
         }
         if !placement.isPlaced {
