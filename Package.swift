@@ -85,7 +85,7 @@ let package = Package(
         .testTarget(name: "SoundTests", dependencies: ["Sound", "Playback"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "Sound", "Playback", "TestSupport"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
-        .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Sound", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
+        .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Sound", "Display", "Media", "Playback", "PlaybackTestSupport", "TestSupport", "FuzzTargets"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Media", "Playback", "Render", "TestSupport"]),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "Sound", "Media", "Playback", "TestSupport"]),

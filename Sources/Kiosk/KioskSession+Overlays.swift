@@ -11,13 +11,13 @@ extension KioskSession {
     /// change is a trace line (`"event":"overlays"`: the vsync, and each overlay shown with its
     /// text or file and rectangle).
     func makeOverlayStep<Output: KioskOutput>(output: Output, trace: TraceWriter?) -> ((Int64) -> Bool)? {
-        guard regionRank == 0 else { return nil }
+        guard role.reportsOutput else { return nil }
         let config = state.withLock { $0.config }
         let clock = output.clock
         let virtualStart = config.virtualClockStart ?? WallTime.now()
         let overlays = OverlayPresenter(overlays: config.overlays, timeZone: config.timeZone ?? .current,
                                         logger: logger.with(["output": output.name]))
-        if outputSlot == 0 { overlays.onStatus = { [status] list in status.update { $0.overlays = list } } }
+        if role.isLeader { overlays.onStatus = { [status] list in status.update { $0.overlays = list } } }
         let layer = output.pictureLayer
         let canvas = config.wall.map { (width: $0.canvasWidth, height: $0.canvasHeight) }
         // What the overlays were last placed for: nothing they show changes within a second of

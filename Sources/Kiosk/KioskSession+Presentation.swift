@@ -16,7 +16,7 @@ extension KioskSession {
         let layer = output.pictureLayer
         // A mosaic output shows several regions: a session of its own plays each further one.
         let regions = (1..<max(1, layer.mosaicRegions.count)).map { rank in
-            makeFollower(slot: outputSlot, regionRank: rank, output: self.output, logger: logger.with(["region": "\(rank)"]))
+            makeFollower(slot: role.slot, regionRank: rank, output: self.output, logger: logger.with(["region": "\(rank)"]))
         }
         defer { for region in regions { region.player.removeAllItems() } }  // ends their decode threads
         let presenter = try PlayerPresenter(players: [player] + regions.map(\.player), output: output, trace: trace, logger: logger,
@@ -93,7 +93,7 @@ extension KioskSession {
                 let fps = output.clock.refresh.hertz
                 let jitter = 0.0
                 let rect = layer.videoRect.map { [$0.x, $0.y, $0.width, $0.height] }
-                if outputSlot == 0 {
+                if role.isLeader {
                     status.update {
                         $0.displayFPS = fps
                         $0.vsyncJitter = jitter
@@ -130,7 +130,7 @@ extension KioskSession {
             for region in regions {
                 try region.startClockSync(region.state.withLock { $0.config }, epoch: sync.epoch, clock: output.clock)
             }
-            if outputSlot == 0 { watchClockQuality() }
+            if role.isLeader { watchClockQuality() }
         }
         return try presenter.run(stopWhenEmpty: !loop) { [self] in
             !isStopped && shouldContinue() && shownCount < options.exitAfterFrames ?? .max
@@ -161,37 +161,5 @@ extension KioskSession {
                 _ = stopRequested.wait(timeout: interval)
             }
         }
-    }
-}
-
-/// What a task on the presentation thread may use.
-struct PresentationContext {
-    let name: String
-    let width: Int
-    let height: Int
-    let screenshots: ScreenshotSource?
-    let clock: any VsyncClock
-}
-
-/// Work handed to the presentation thread (where the GL context is current), run between vsyncs.
-/// It must be short (a copy, a restart): the PNG of a screenshot is encoded by the caller.
-final class PresentationTasks: @unchecked Sendable {
-    // @unchecked: the tasks (closures of the threads that hand them over) are kept in a Monitor.
-    private let tasks = Monitor<[(PresentationContext) -> Void]>([])
-
-    /// Runs `body` on the presentation thread and waits up to `timeout` seconds for its result
-    /// (nil: none came in time).
-    func run<Value: Sendable>(timeout: Double, _ body: @escaping (PresentationContext) -> Value) -> Value? {
-        let done = Latch<Value>()
-        tasks.withLock { $0.append { context in done.set(body(context)) } }
-        return done.wait(timeout: timeout)
-    }
-
-    func drain(_ context: PresentationContext) {
-        let pending = tasks.withLock { tasks -> [(PresentationContext) -> Void] in
-            defer { tasks.removeAll() }
-            return tasks
-        }
-        for task in pending { task(context) }
     }
 }

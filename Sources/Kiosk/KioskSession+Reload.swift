@@ -39,7 +39,7 @@ extension KioskSession {
     @discardableResult
     func adopt(_ loaded: KioskConfig, restartAt: WallTime) -> KioskConfig {
         let entry = Self.scheduledEntry(loaded, at: loaded.virtualClockStart == nil ? WallTime.now() : scheduleWallTimeNow())
-        let newConfig = loaded.playing(entry: entry).forWallOutput(outputSlot, node: node, regionRank: regionRank)
+        let newConfig = role.config(loaded, entry: entry, node: node)
         state.withLock { s in
             s.config = newConfig
             s.unselectedConfig = loaded
@@ -56,14 +56,14 @@ extension KioskSession {
         for follower in state.withLock({ s in s.followers }) { follower.adopt(loaded, restartAt: restartAt) }
         if let sync = newConfig.wall?.sync, sync.mode == .clock {
             // A mosaic's further regions are restarted by the session of their output.
-            guard regionRank == 0 else { return newConfig }
+            guard role.reportsOutput else { return newConfig }
             // A new playlist is a new timeline: every node restarts at the clock's position on it
             // (on the presentation thread, which owns the wall sync).
             let restarted = presentationTasks.run(timeout: 4) { [self] context -> KioskCommandResult in
                 do {
                     try startClockSync(newConfig, epoch: sync.epoch, clock: context.clock, at: restartAt)
                     // This output's further regions (a mosaic).
-                    for region in state.withLock({ s in s.followers }) where region.regionRank > 0 {
+                    for region in state.withLock({ s in s.followers }) where !region.role.reportsOutput {
                         try region.startClockSync(region.state.withLock { $0.config }, epoch: sync.epoch, clock: context.clock,
                                                   at: restartAt)
                     }

@@ -39,7 +39,7 @@ extension KioskSession {
         let playback: SchedulePlayback
         if let sync = config.wall?.sync, sync.mode == .clock {
             // A mosaic's further regions follow their output's session.
-            guard regionRank == 0 else { return nil }
+            guard role.reportsOutput else { return nil }
             playback = WallSchedulePlayback(session: self, clock: clock, epoch: sync.epoch)
         } else {
             playback = SessionSchedulePlayback(session: self)
@@ -61,7 +61,7 @@ extension KioskSession {
                                                        "moment": schedule.localDescription(change.moment)])
             let entryJSON = change.to.map { "\($0)" } ?? "null"
             trace?.event("{\"type\":\"event\",\"event\":\"schedule\",\"output\":\(jsonStringLiteral(outputName)),\"entry\":\(entryJSON),\"name\":\(jsonStringLiteral(schedule.name(of: change.to))),\"switch\":\"\(change.mode.rawValue)\",\"vsync\":\(change.vsync.map { "\($0)" } ?? "null"),\"decided\":\(change.decidedOn),\"moment\":\(change.moment.unixSeconds.formatted(decimals: 3))}")
-            if outputSlot == 0 && regionRank == 0 {
+            if role.isLeader {
                 status.update { $0.schedule = Self.scheduleStatus(schedule, entry: change.to) }
             }
             _ = self
@@ -114,7 +114,7 @@ extension KioskSession {
     /// The config of schedule entry `entry` for this session's output, now the one playing.
     func adoptScheduleEntry(_ entry: Int?) -> KioskConfig {
         let newConfig = state.withLock { s -> KioskConfig in
-            s.config = Self.entryConfig(s.unselectedConfig, entry: entry, slot: outputSlot, node: node, regionRank: regionRank)
+            s.config = role.config(s.unselectedConfig, entry: entry, node: node)
             s.scheduleEntry = entry
             s.loggedErrors.removeAll()
             return s.config
@@ -124,10 +124,6 @@ extension KioskSession {
             $0.playlistProblem = Self.emptyPlaylistProblem(newConfig)
         }
         return newConfig
-    }
-
-    static func entryConfig(_ unselected: KioskConfig, entry: Int?, slot: Int, node: String, regionRank: Int) -> KioskConfig {
-        unselected.playing(entry: entry).forWallOutput(slot, node: node, regionRank: regionRank)
     }
 
     /// Plays schedule entry `entry`'s playlist after the item playing now (cut on `cutAt`). Out of
@@ -142,73 +138,4 @@ extension KioskSession {
         startPlaylist(adoptScheduleEntry(entry), afterCurrentItem: true, replacingQueued: true)
         return true
     }
-}
-
-/// Under wall sync by the clock: the new entry's playlist goes on the clock's timeline (the
-/// wall's epoch), so every node, and a node started later, plays the same frame at the same wall
-/// time. Its items are probed for their lengths on a thread of its own, ahead of the change; the
-/// item playing is cut on the vsync of the change (exact) or ends there (item), the new playlist
-/// is queued behind it at the clock's position of that vsync, and wall sync checks the new
-/// timeline from that vsync on. Every node computes that vsync from the same moment (the
-/// schedule's, or the item boundary of the shared timeline), so all switch on the same vsync.
-final class WallSchedulePlayback: SchedulePlayback {
-    private unowned let session: KioskSession
-    private let clock: any VsyncClock
-    private let epoch: WallTime
-    /// The entry being probed, and its plan once probed (nil: nothing can be played of it).
-    private var probing: (entry: Int?, plan: Latch<ClockPlan?>)?
-
-    init(session: KioskSession, clock: any VsyncClock, epoch: WallTime) {
-        self.session = session
-        self.clock = clock
-        self.epoch = epoch
-    }
-
-    func currentItemEnd() -> Player.ItemEnd { session.player.currentItemEnd() }
-
-    func prepare(entry: Int?) {
-        if probing == nil || probing?.entry != entry {
-            let latch = Latch<ClockPlan?>()
-            let config = session.state.withLock { s in
-                KioskSession.entryConfig(s.unselectedConfig, entry: entry, slot: session.outputSlot, node: session.node,
-                                         regionRank: session.regionRank)
-            }
-            let (prober, epoch) = (session, epoch)
-            startThread(named: "marquee-schedule") {
-                latch.set((try? prober.clockPlan(config, epoch: epoch, beating: false)) ?? nil)
-            }
-            probing = (entry, latch)
-        }
-    }
-
-    func switchPlaylist(to entry: Int?, cutAt: Int64?) -> Bool {
-        prepare(entry: entry)
-        guard let probing, let probed = probing.plan.wait(timeout: 0) else { return false }  // not probed yet
-        self.probing = nil
-        let player = session.player
-        let vsync: Int64
-        if let cutAt { vsync = cutAt } else if case .atVsync(let end) = player.currentItemEnd() { vsync = end } else { return false }
-        guard let plan = probed, let wall = clock.wallTime(ofVsync: vsync) else {
-            // Nothing of it can be played (logged): the entry's playlist is queued as it is.
-            return session.switchSchedule(to: entry, cutAt: cutAt)
-        }
-        if let cutAt, !player.endCurrentItem(atVsync: cutAt) { return false }
-        _ = session.adoptScheduleEntry(entry)
-        let position = plan.sync.timeline.position(at: wall)
-        session.startPlaylist(plan.playable, from: position.index, afterCurrentItem: true, replacingQueued: true)
-        let offset = plan.starts[position.index] + position.itemTime
-        if offset > .zero, let first = player.items().dropFirst().first {
-            first.seek(to: offset) { _ in }
-        }
-        session.followClock(plan, clock: clock, takingOverAt: vsync)
-        return true
-    }
-}
-
-/// The session's player as the schedule runner drives it.
-final class SessionSchedulePlayback: SchedulePlayback {
-    private unowned let session: KioskSession
-    init(session: KioskSession) { self.session = session }
-    func currentItemEnd() -> Player.ItemEnd { session.player.currentItemEnd() }
-    func switchPlaylist(to entry: Int?, cutAt: Int64?) -> Bool { session.switchSchedule(to: entry, cutAt: cutAt) }
 }

@@ -19,8 +19,9 @@ extension KioskSession {
     /// one output draw through one layer, so they share its capabilities).
     func makeFollower(slot: Int, regionRank: Int, output: OutputCapabilities, logger: Logger) -> KioskSession {
         let follower = KioskSession(config: state.withLock { s in s.unselectedConfig }, configPath: nil, logger: logger, node: node,
-                                    overrides: overrides, output: output, outputStatus: status, outputSlot: slot,
-                                    regionRank: regionRank)
+                                    overrides: overrides, output: output,
+                                    role: regionRank > 0 ? .region(slot: slot, rank: regionRank, reportsTo: status)
+                                                         : .follower(slot: slot, reportsTo: status))
         state.withLock { s in s.followers.append(follower) }
         if isStopped { follower.stop() }
         return follower

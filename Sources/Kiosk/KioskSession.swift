@@ -130,12 +130,11 @@ public final class KioskSession: @unchecked Sendable {
     /// shows until a picture comes).
     static let prerollLimit = 2.0
     var backend: ReportingBackend!
-    /// Where this session's output reports its state: `status.outputs[outputSlot]` (a follower
+    /// Which part of the wall this session plays, and so where its output reports.
+    let role: WallRole
+    /// Where this session's output reports its state: `status.outputs[role.slot]` (a follower
     /// writes into its leader's status; its own playlist state stays private).
-    let outputStatus: KioskStatus
-    let outputSlot: Int
-    /// Which of the regions its output shows this session plays (0 but on a mosaic output).
-    let regionRank: Int
+    var outputStatus: KioskStatus { role.outputStatus(own: status) }
     let node: String
     /// The session's sound (KioskSession+Audio.swift).
     public let audio = SessionAudio()
@@ -161,26 +160,24 @@ public final class KioskSession: @unchecked Sendable {
                             slowStorageLimit: Double = KioskSession.slowStorageLimit,
                             mediaLayer: ((any MediaBackend) -> any MediaBackend)? = nil) {
         self.init(config: config, configPath: configPath, logger: logger, node: node ?? defaultWallNodeName(),
-                  overrides: overrides, output: output, outputStatus: nil, outputSlot: 0,
+                  overrides: overrides, output: output, role: .leader,
                   slowStorageLimit: slowStorageLimit, mediaLayer: mediaLayer)
     }
 
     init(config: KioskConfig, configPath: String?, logger: Logger, node: String,
                  overrides: @escaping @Sendable (inout KioskConfig) -> Void, output: OutputCapabilities,
-                 outputStatus: KioskStatus?, outputSlot: Int, regionRank: Int = 0,
+                 role: WallRole,
                  slowStorageLimit: Double = KioskSession.slowStorageLimit,
                  mediaLayer: ((any MediaBackend) -> any MediaBackend)? = nil) {
         self.output = output
         let status = KioskStatus()
         self.status = status
-        self.outputStatus = outputStatus ?? status
-        self.outputSlot = outputSlot
-        self.regionRank = regionRank
+        self.role = role
         self.node = node
         let unselectedConfig = config
         // With a schedule, the playlist of the entry playing now (a follower: its leader's).
         let entry = Self.scheduledEntry(config, at: config.virtualClockStart ?? WallTime.now())
-        let config = config.playing(entry: entry).forWallOutput(outputSlot, node: node, regionRank: regionRank)
+        let config = role.config(config, entry: entry, node: node)
         state = Mutex(State(config: config, unselectedConfig: unselectedConfig, scheduleEntry: entry))
         self.configPath = configPath
         self.overrides = overrides
