@@ -107,6 +107,6 @@ extension KioskSession {
     func reportAudio() {
         let problem = audio.problem
         guard problem != nil || audio.device != nil else { return }
-        outputStatus.update { $0.audioProblem = problem }
+        reporter.outputStatus.update { $0.audioProblem = problem }
     }
 }

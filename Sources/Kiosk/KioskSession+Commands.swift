@@ -10,18 +10,18 @@ extension KioskSession {
     public func perform(_ command: KioskCommand) -> KioskCommandResult {
         switch command {
         case .next:
-            events.stopping()
+            reporter.events.stopping()
             player.advanceToNextItem()
         case .previous:
-            events.stopping()
+            reporter.events.stopping()
             skip(-1)
         case .skip(let steps):
-            events.stopping()
+            reporter.events.stopping()
             skip(steps)
         case .play(let index):
             let config = state.withLock { s in s.config }
             guard config.playlist.indices.contains(index) else { return .failed("no playlist entry \(index)") }
-            events.stopping()
+            reporter.events.stopping()
             startPlaylist(config, from: index, afterCurrentItem: true)
             player.advanceToNextItem()
         case .load(let uris, let append):
@@ -33,10 +33,10 @@ extension KioskSession {
             status.update { $0.paused = paused }
         case .seek(let seconds, let relative):
             let target = relative ? player.currentTime().seconds + seconds : seconds
-            events.send(["event": "seek"], onEvent)
+            reporter.events.send(["event": "seek"], onEvent)
             player.seek(to: MediaTime(seconds: max(0, target), preferredTimescale: 90_000)) { [weak self] _ in
                 guard let self else { return }
-                events.send(["event": "playback-restart"], onEvent)
+                reporter.events.send(["event": "playback-restart"], onEvent)
             }
         case .reload:
             return reload()
@@ -151,7 +151,7 @@ extension KioskSession {
             let current = player.currentItem?.playlistIndex ?? -1
             startPlaylist(changed, from: (current + 1) % count, afterCurrentItem: true)
         } else {
-            events.stopping()
+            reporter.events.stopping()
             startPlaylist(changed, from: 0, afterCurrentItem: true)
             player.advanceToNextItem()
         }

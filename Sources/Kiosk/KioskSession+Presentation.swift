@@ -27,7 +27,7 @@ extension KioskSession {
         startAudio(clock: output.clock)
         defer { audio.stop() }
         let presentingSince = ContinuousClock.now
-        updateOutput {
+        reporter.updateOutput {
             $0 = .init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)")
             $0.scanout = output.scanout?.kind.rawValue
             $0.scanoutReason = output.scanout?.reason
@@ -51,7 +51,7 @@ extension KioskSession {
         presenter.didPresent = { [self] lane, shown, picture in
             // A new picture: what tells supervision that presentation progresses.
             let now = ContinuousClock.now, lasts = picture.frame?.duration.seconds ?? 0
-            updateOutput { o in
+            reporter.updateOutput { o in
                 o.lastPicture = now
                 o.pictureDuration = lasts.isFinite ? max(0, lasts) : 0
             }
@@ -77,13 +77,13 @@ extension KioskSession {
         presenter.onIdle = { [presentationTasks, self] in
             // No vsyncs (no display, or in standby): commands and the schedule still run.
             presentationTasks.drain(context)
-            if state.withLock({ $0.displayOff != nil }) { beat(idle: "display off") }
+            if state.withLock({ $0.displayOff != nil }) { reporter.beat(idle: "display off") }
             schedule?.idle()
         }
         presenter.onVsync = { [presentationTasks, status, self] n in
             presentationTasks.drain(context)
             schedule?.vsync(n)
-            beat(idle: shownPlayers.allSatisfy { $0.rate == 0 } ? "paused"
+            reporter.beat(idle: shownPlayers.allSatisfy { $0.rate == 0 } ? "paused"
                      : shownPlayers.allSatisfy { $0.currentItem == nil } ? "nothing to play" : nil)
             if n % 30 == 0 {
                 // The clock's rate, jitter 0. The cast this replaced (`output.clock as? PageFlipClock`)
@@ -105,7 +105,7 @@ extension KioskSession {
                     logger.warning("hardware frames could be neither imported nor copied; shown as background", ["frames": "\(notDrawn)"])
                     reportedNotDrawn = notDrawn
                 }
-                updateOutput { o in
+                reporter.updateOutput { o in
                     o.videoRect = rect
                     o.framesNotDrawn = notDrawn
                 }

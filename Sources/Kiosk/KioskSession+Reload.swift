@@ -49,10 +49,10 @@ extension KioskSession {
         status.update { $0.schedule = Self.scheduleStatus(loaded.schedule, entry: entry) }
         status.update {
             $0.reloadError = nil
-            $0.replaceItems(Self.statusItems(newConfig))
-            $0.playlistProblem = Self.emptyPlaylistProblem(newConfig)
+            $0.replaceItems(PlaybackReporter.statusItems(newConfig))
+            $0.playlistProblem = PlaybackReporter.emptyPlaylistProblem(newConfig)
         }
-        state.withLock { s in s.loggedErrors.removeAll() }
+        reporter.forgetFailures()
         for follower in state.withLock({ s in s.followers }) { follower.adopt(loaded, restartAt: restartAt) }
         if let sync = newConfig.wall?.sync, sync.mode == .clock {
             // A mosaic's further regions are restarted by the session of their output.

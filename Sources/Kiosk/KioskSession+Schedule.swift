@@ -116,12 +116,12 @@ extension KioskSession {
         let newConfig = state.withLock { s -> KioskConfig in
             s.config = role.config(s.unselectedConfig, entry: entry, node: node)
             s.scheduleEntry = entry
-            s.loggedErrors.removeAll()
             return s.config
         }
+        reporter.forgetFailures()
         status.update {
-            $0.replaceItems(Self.statusItems(newConfig))
-            $0.playlistProblem = Self.emptyPlaylistProblem(newConfig)
+            $0.replaceItems(PlaybackReporter.statusItems(newConfig))
+            $0.playlistProblem = PlaybackReporter.emptyPlaylistProblem(newConfig)
         }
         return newConfig
     }

@@ -47,7 +47,7 @@ extension KioskSession {
         var indices: [Int] = [], durations: [MediaTime] = [], starts: [MediaTime] = []
         for (index, item) in config.playlist.enumerated() {
             // Probing a long playlist takes a while: the presentation thread is alive meanwhile.
-            if index > 0 && beating { beat(idle: "probing the playlist for the wall's timeline") }
+            if index > 0 && beating { reporter.beat(idle: "probing the playlist for the wall's timeline") }
             let url = URL(fileURLWithPath: item.path)
             guard let length = try? backend.probe(url).duration, length.isNumeric, (try? backend.checkFirstFrame(url)) != nil else { continue }
             let start = MediaTime(seconds: item.start ?? 0, preferredTimescale: 90_000)
@@ -108,7 +108,7 @@ extension KioskSession {
             case .shift(let vsyncs): player.shiftTimeline(byVsyncs: vsyncs)
             case .restart: start(shown, nil)
             }
-            self?.updateOutput { o in
+            self?.reporter.updateOutput { o in
                 o.syncErrorMs = sync.lastError.map { $0 * 1000 }
                 o.syncRepeated = sync.repeated
                 o.syncSkipped = sync.skipped

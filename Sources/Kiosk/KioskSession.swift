@@ -63,13 +63,15 @@ public final class KioskSession: @unchecked Sendable {
     public let status: KioskStatus
     public let player: QueuePlayer
     /// Sends control-socket events (`start-file`, `end-file`); set before `run`.
-    public var onEvent: (@Sendable (JSONValue) -> Void)?
+    public var onEvent: (@Sendable (JSONValue) -> Void)? {
+        get { reporter.onEvent }
+        set { reporter.onEvent = newValue }
+    }
     /// Called on the presentation thread for each new picture of this session's output (time-pos
     /// moved): the control server reads observed properties again. Set before `run`.
     public var onPicture: (@Sendable () -> Void)?
-    /// The events sent, in mpv's order; guarded by its own lock (also held while `onEvent` runs,
-    /// so that events of the player's two streams leave in order).
-    let events = EventOrder()
+    /// What the player and decoders do, into the status, the log and the socket's events.
+    let reporter: PlaybackReporter
     /// Wall sync's check of each new frame (presentation thread).
     var clockSyncCheck: ((Int64, Player.Picture) -> Void)?
 
@@ -83,14 +85,8 @@ public final class KioskSession: @unchecked Sendable {
         /// `config` before the choice of this output's region (what followers start from).
         var unselectedConfig: KioskConfig
         var looper: PlayerLooper?
-        var loggedOpens = Set<String>()
-        /// The failure last logged for each file: a file is reported once per reason, not every loop.
-        var loggedErrors = [String: String]()
-        /// The entries of a playlist folder last logged as skipped (not regular files).
-        var loggedSkipped = Set<SkippedEntry>()
         /// Why the folder or M3U playlist could not be read, as last logged (logged once per reason).
         var loggedPlaylistProblem: String?
-        var lastLoop = 0
         /// The name of the output presenting now (nil before `present`).
         var outputName: String?
         /// The sessions presenting this node's other wall outputs, and the further regions of a
@@ -132,9 +128,6 @@ public final class KioskSession: @unchecked Sendable {
     var backend: ReportingBackend!
     /// Which part of the wall this session plays, and so where its output reports.
     let role: WallRole
-    /// Where this session's output reports its state: `status.outputs[role.slot]` (a follower
-    /// writes into its leader's status; its own playlist state stays private).
-    var outputStatus: KioskStatus { role.outputStatus(own: status) }
     let node: String
     /// The session's sound (KioskSession+Audio.swift).
     public let audio = SessionAudio()
@@ -173,6 +166,8 @@ public final class KioskSession: @unchecked Sendable {
         let status = KioskStatus()
         self.status = status
         self.role = role
+        let reporter = PlaybackReporter(status: status, role: role, logger: logger)
+        self.reporter = reporter
         self.node = node
         let unselectedConfig = config
         // With a schedule, the playlist of the entry playing now (a follower: its leader's).
@@ -183,13 +178,14 @@ public final class KioskSession: @unchecked Sendable {
         self.overrides = overrides
         self.logger = logger
         player = QueuePlayer(logger: logger)
+        reporter.playlist = { [weak self] in self?.state.withLock { s in s.config.playlist } ?? [] }
         // The output has opened: every decoder knows from its first frame what to give it.
         var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding, output: output,
                                    interop: DMABufInterop(support: output.dmabuf)) { [weak self] uri, info, path in
-            self?.decoderOpened(uri: uri, info: info, path: path)
+            reporter.decoderOpened(uri: uri, info: info, path: path)
         }
         ffmpeg.onDownscale = { [weak self] uri, from, to in
-            guard let self, state.withLock({ s in s.loggedOpens.insert("downscale|\(uri)").inserted }) else { return }
+            guard reporter.firstTime("downscale|\(uri)") else { return }
             logger.warning("picture larger than the output's largest texture; scaled down with swscale",
                            ["uri": uri, "from": from, "to": to])
         }
@@ -201,25 +197,25 @@ public final class KioskSession: @unchecked Sendable {
             return playlist.first { $0.path == path }?.duration ?? defaultStillDuration
         }
         ffmpeg.onConversion = { [weak self] uri, from, to in
-            guard let self, state.withLock({ s in s.loggedOpens.insert("convert|\(uri)").inserted }) else { return }
+            guard reporter.firstTime("convert|\(uri)") else { return }
             // Drawn correctly, at the cost of a CPU conversion per frame.
             logger.info("pixel format converted with swscale once per frame", ["uri": uri, "from": from, "to": to])
             status.update { $0.conversions[uri] = "\(from) -> \(to)" }
         }
         let firstFrames = firstFrames
-        backend = ReportingBackend(inner: mediaLayer?(ffmpeg) ?? ffmpeg, slowLimit: slowStorageLimit, onFailure: { [weak self] url, error in
+        backend = ReportingBackend(inner: mediaLayer?(ffmpeg) ?? ffmpeg, slowLimit: slowStorageLimit, onFailure: { url, error in
             firstFrames.set(true)
-            self?.logFailure(uri: url.path, reason: "\(error)")
-        }, onSlow: { [weak self] url, operation, seconds in
-            self?.slowStorage(uri: url.path, operation: operation, seconds: seconds, limit: slowStorageLimit)
+            reporter.logFailure(uri: url.path, reason: "\(error)")
+        }, onSlow: { url, operation, seconds in
+            reporter.slowStorage(uri: url.path, operation: operation, seconds: seconds, limit: slowStorageLimit)
         }, onFramesReady: {
             firstFrames.set(true)
         })
         status.update {
             $0.schedule = Self.scheduleStatus(config.schedule, entry: entry)
-            $0.replaceItems(Self.statusItems(config))
+            $0.replaceItems(PlaybackReporter.statusItems(config))
             $0.hwdecRequested = config.hardwareDecoding.rawValue
-            $0.playlistProblem = Self.emptyPlaylistProblem(config)
+            $0.playlistProblem = PlaybackReporter.emptyPlaylistProblem(config)
         }
         // The folder's skipped entries are logged, and an empty playlist read again, by the status
         // thread (`watchPlayer`): a folder of any size is never read on the presenting thread.
