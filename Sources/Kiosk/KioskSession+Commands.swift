@@ -14,15 +14,15 @@ extension KioskSession {
             player.advanceToNextItem()
         case .previous:
             reporter.events.stopping()
-            skip(-1)
+            driver.skip(-1, in: state.withLock { s in s.config })
         case .skip(let steps):
             reporter.events.stopping()
-            skip(steps)
+            driver.skip(steps, in: state.withLock { s in s.config })
         case .play(let index):
             let config = state.withLock { s in s.config }
             guard config.playlist.indices.contains(index) else { return .failed("no playlist entry \(index)") }
             reporter.events.stopping()
-            startPlaylist(config, from: index, afterCurrentItem: true)
+            driver.start(config, from: index, afterCurrentItem: true)
             player.advanceToNextItem()
         case .load(let uris, let append):
             return load(uris, append: append)
@@ -142,34 +142,19 @@ extension KioskSession {
             if append { s.items.append(contentsOf: entries) } else { s.items = entries }
         }
         let count = changed.playlist.count
-        if append, changed.loop, !changed.shuffle, let looper = state.withLock({ s in s.looper }) {
+        if append, changed.loop, !changed.shuffle, driver.appendLooped(changed, range: (count - uris.count)..<count) {
             // The looped list grows at its end; what is queued stays (no decoder, no probe per
             // append: a burst of 300 appends costs 300 templates, not 300 queues).
-            looper.append(templates: templates(changed, range: (count - uris.count)..<count))
         } else if append {
             // The item playing goes on; the list, now longer, follows it.
             let current = player.currentItem?.playlistIndex ?? -1
-            startPlaylist(changed, from: (current + 1) % count, afterCurrentItem: true)
+            driver.start(changed, from: (current + 1) % count, afterCurrentItem: true)
         } else {
             reporter.events.stopping()
-            startPlaylist(changed, from: 0, afterCurrentItem: true)
+            driver.start(changed, from: 0, afterCurrentItem: true)
             player.advanceToNextItem()
         }
         logger.info(append ? "files appended to the playlist" : "playlist replaced", ["files": "\(uris.count)", "items": "\(count)"])
         return .loaded(entryID: firstID)
-    }
-
-    /// `steps` items on (back when negative): one step on keeps the next item's preroll; any other
-    /// step queues the playlist from the target item, so the skipped items open no decoder.
-    func skip(_ steps: Int) {
-        guard steps != 0 else { return }
-        if steps == 1 { return player.advanceToNextItem() }
-        let config = state.withLock { s in s.config }
-        let count = config.playlist.count
-        guard count > 0 else { return }
-        let current = player.currentItem?.playlistIndex ?? 0
-        let target = ((current + steps % count) % count + count) % count
-        startPlaylist(config, from: target, afterCurrentItem: true)
-        player.advanceToNextItem()
     }
 }

@@ -77,7 +77,7 @@ extension KioskSession {
                 logger.warning("wall sync: the output did not restart on the reloaded playlist within 4 s", ["output": state.withLock { $0.outputName } ?? "-"])
             }
         } else {
-            startPlaylist(newConfig, afterCurrentItem: true)
+            driver.start(newConfig, afterCurrentItem: true)
         }
         return newConfig
     }

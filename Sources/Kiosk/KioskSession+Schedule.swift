@@ -130,12 +130,12 @@ extension KioskSession {
     /// a display-off entry: the display wakes and the new playlist starts at once.
     func switchSchedule(to entry: Int?, cutAt: Int64?) -> Bool {
         if state.withLock({ $0.displayOff == "off (scheduled)" }) {
-            startPlaylist(adoptScheduleEntry(entry), afterCurrentItem: false)
+            driver.start(adoptScheduleEntry(entry), afterCurrentItem: false)
             setDisplayPower(true, reason: "on (scheduled)", power: scheduledPower, vsync: scheduleVsync)
             return true
         }
         if let cutAt, !player.endCurrentItem(atVsync: cutAt) { return false }
-        startPlaylist(adoptScheduleEntry(entry), afterCurrentItem: true, replacingQueued: true)
+        driver.start(adoptScheduleEntry(entry), afterCurrentItem: true, replacingQueued: true)
         return true
     }
 }

@@ -9,7 +9,7 @@ extension KioskSession {
     func watchPlayer() {
         player.consumeEvents(onThread: "marquee-item-events") { [weak self] event in
             guard let self else { return }
-            reporter.itemEvent(event, loop: state.withLock { s in s.looper }?.loopCount ?? 0)
+            reporter.itemEvent(event, loop: driver.loopCount)
         }
         player.consumeChanges(onThread: "marquee-player-changes") { [weak self] change in self?.playerChange(change) }
         // Time observations come on the player's callback thread, which should not wait here: the
@@ -49,7 +49,7 @@ extension KioskSession {
 
     func playerChange(_ change: Player.Change) {
         guard case .currentItem(let item) = change else { return }
-        let loop = state.withLock { s in s.looper }?.loopCount ?? 0
+        let loop = driver.loopCount
         if reporter.beginsLoopPass(loop) { rescanPlaylist() }
         reporter.itemChanged(to: item, loop: loop)
     }
@@ -107,7 +107,7 @@ extension KioskSession {
             }
             for i in rest.indices { rest[i].id = firstID + i }
             status.update { [rest] s in s.items.append(contentsOf: rest) }
-            state.withLock { s in s.looper }?.append(templates: templates(changed, range: head..<items.count))
+            _ = driver.appendLooped(changed, range: head..<items.count)
             logger.info("playlist read", ["items": "\(items.count)"])
             return
         }
@@ -122,7 +122,7 @@ extension KioskSession {
             $0.replaceItems(PlaybackReporter.statusItems(changed))
             $0.playlistProblem = nil
         }
-        startPlaylist(changed, afterCurrentItem: true)
+        driver.start(changed, afterCurrentItem: true)
         logger.info(current.playlist.isEmpty ? "playlist has items now; playing" : "playlist changed on disk; the new one starts at the next item boundary",
                     ["items": "\(items.count)"])
     }
@@ -152,7 +152,7 @@ extension KioskSession {
             $0.replaceItems(PlaybackReporter.statusItems(started))
             $0.playlistProblem = nil
         }
-        startPlaylist(started, afterCurrentItem: true)
+        driver.start(started, afterCurrentItem: true)
         logger.info("playlist being read; its first entries play", ["items": "\(head.count)"])
         return started
     }

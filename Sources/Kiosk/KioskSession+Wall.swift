@@ -85,7 +85,7 @@ extension KioskSession {
                                                      wallTime: clock.wallTime(ofVsync:))
             moving.value = vsync
             let position = sync.timeline.position(at: wall)
-            startPlaylist(playable, from: position.index, afterCurrentItem: false)
+            driver.start(playable, from: position.index, afterCurrentItem: false)
             player.automaticallyWaitsToMinimizeStalling = false
             try? player.setRate(1, time: starts[position.index] + position.itemTime, atHostTime: clock.time(ofVsync: vsync))
             logger.info("wall sync: starting on the clock's position", ["position": "\(position)", "vsync": "\(vsync)",

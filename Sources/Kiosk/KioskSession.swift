@@ -51,7 +51,7 @@ extension KMSOutput: KioskOutput {
 }
 extension KMSOutput: ScreenshotSource {}
 
-/// One running kiosk: the playlist as a `QueuePlayer` (looped by a `PlayerLooper`), the status the
+/// One running kiosk: the playlist as a `QueuePlayer` (queued by a `PlaylistDriver`), the status the
 /// control socket reports, and the commands it sends. `run` presents on the calling thread;
 /// `perform` may be called from any thread.
 public final class KioskSession: @unchecked Sendable {
@@ -84,7 +84,6 @@ public final class KioskSession: @unchecked Sendable {
         var config: KioskConfig
         /// `config` before the choice of this output's region (what followers start from).
         var unselectedConfig: KioskConfig
-        var looper: PlayerLooper?
         /// Why the folder or M3U playlist could not be read, as last logged (logged once per reason).
         var loggedPlaylistProblem: String?
         /// The name of the output presenting now (nil before `present`).
@@ -126,6 +125,8 @@ public final class KioskSession: @unchecked Sendable {
     /// shows until a picture comes).
     static let prerollLimit = 2.0
     var backend: ReportingBackend!
+    /// Queues the playlist on `player` (looped or once).
+    private(set) var driver: PlaylistDriver!
     /// Which part of the wall this session plays, and so where its output reports.
     let role: WallRole
     let node: String
@@ -211,6 +212,7 @@ public final class KioskSession: @unchecked Sendable {
         }, onFramesReady: {
             firstFrames.set(true)
         })
+        driver = PlaylistDriver(player: player, backend: backend)
         status.update {
             $0.schedule = Self.scheduleStatus(config.schedule, entry: entry)
             $0.replaceItems(PlaybackReporter.statusItems(config))
@@ -222,7 +224,7 @@ public final class KioskSession: @unchecked Sendable {
         watchPlayer()
         // With wall sync by the clock, playback starts when the output's vsyncs are known.
         if config.wall?.sync.mode != .clock {
-            startPlaylist(config, afterCurrentItem: false)
+            driver.start(config, afterCurrentItem: false)
             player.play()
         }
     }
@@ -235,70 +237,4 @@ public final class KioskSession: @unchecked Sendable {
         stopRequested.set(true)
         for follower in state.withLock({ s in s.followers }) { follower.stop() }
     }
-
-    // MARK: Playlist
-
-    /// The player item of `config`'s playlist entry `index`.
-    static func makeItem(_ config: KioskConfig, _ index: Int, backend: any MediaBackend) -> PlayerItem {
-        let entry = config.playlist[index]
-        let item = PlayerItem(asset: Asset(url: URL(fileURLWithPath: entry.path), backend: backend))
-        item.playlistIndex = index
-        item.transition = config.transition(into: entry)
-        if let end = entry.end { item.forwardPlaybackEndTime = MediaTime(seconds: end, preferredTimescale: 90_000) }
-        if let start = entry.start, start > 0 {
-            item.seek(to: MediaTime(seconds: start, preferredTimescale: 90_000)) { _ in }
-        }
-        return item
-    }
-
-    /// The playlist from entry `first` round to the one before it (shuffled when it says), or the
-    /// entries in `range`, as template items made when due: a million-entry list costs the looper
-    /// no item and no asset per entry. In order, positions are counted rather than listed.
-    func templates(_ config: KioskConfig, from first: Int = 0, range: Range<Int>? = nil) -> PlayerLooper.TemplateSource {
-        let backend: any MediaBackend = backend
-        if let range {
-            return PlayerLooper.TemplateSource(count: range.count) { Self.makeItem(config, range.lowerBound + $0, backend: backend) }
-        }
-        if config.shuffle {
-            let order = Self.playOrder(config, from: first)
-            return PlayerLooper.TemplateSource(count: order.count) { Self.makeItem(config, order[$0], backend: backend) }
-        }
-        let count = config.playlist.count
-        return PlayerLooper.TemplateSource(count: count) { Self.makeItem(config, (first + $0) % count, backend: backend) }
-    }
-
-    /// The playlist's positions from `first` round to the one before it, shuffled when it says.
-    static func playOrder(_ config: KioskConfig, from first: Int) -> [Int] {
-        let count = config.playlist.count
-        var order = Array(first..<count) + Array(0..<min(first, count))
-        if config.shuffle { order.shuffle() }
-        return order
-    }
-
-    /// Queues `config`'s playlist from item `first`: looped, or once. With `afterCurrentItem` the
-    /// item playing now finishes first (a reload takes over at the next item boundary).
-    /// `replacingQueued`: items queued without a looper (a playlist without loop) behind the
-    /// current one leave the queue first (a schedule's change of playlist).
-    func startPlaylist(_ config: KioskConfig, from first: Int = 0, afterCurrentItem: Bool, replacingQueued: Bool = false) {
-        let old = state.withLock { s -> PlayerLooper? in
-            defer { s.looper = nil }
-            return s.looper
-        }
-        old?.disableLooping()
-        if config.loop {
-            let newLooper = PlayerLooper(player: player, templates: templates(config, from: first), afterCurrentItem: afterCurrentItem)
-            state.withLock { s in s.looper = newLooper }
-        } else {
-            var after = afterCurrentItem ? player.currentItem : nil
-            if !afterCurrentItem { player.removeAllItems() }
-            if replacingQueued, afterCurrentItem {
-                for item in player.items().dropFirst() { player.remove(item) }
-            }
-            for item in Self.playOrder(config, from: first).map({ Self.makeItem(config, $0, backend: backend) }) {
-                try? player.insert(item, after: after)
-                after = item
-            }
-        }
-    }
 }
-

@@ -52,7 +52,7 @@ final class WallSchedulePlayback: SchedulePlayback {
         if let cutAt, !player.endCurrentItem(atVsync: cutAt) { return false }
         _ = session.adoptScheduleEntry(entry)
         let position = plan.sync.timeline.position(at: wall)
-        session.startPlaylist(plan.playable, from: position.index, afterCurrentItem: true, replacingQueued: true)
+        session.driver.start(plan.playable, from: position.index, afterCurrentItem: true, replacingQueued: true)
         let offset = plan.starts[position.index] + position.itemTime
         if offset > .zero, let first = player.items().dropFirst().first {
             first.seek(to: offset) { _ in }
