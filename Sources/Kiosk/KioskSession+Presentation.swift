@@ -70,14 +70,17 @@ extension KioskSession {
         }
         var reportedNotDrawn = 0
         let power = output.displayPower
-        scheduledPower = power
-        presentationTrace = trace
-        let schedule = makeScheduleStep(clock: output.clock, trace: trace, outputName: output.name, power: power)
-        presenter.needsRedraw = makeOverlayStep(output: output, trace: trace)
+        (outputPower.control, outputPower.trace, outputPower.outputName) = (power, trace, output.name)
+        let schedule = makeScheduleStep(clock: output.clock, trace: trace, outputName: output.name)
+        // A mosaic's further regions: their output's session draws the overlays.
+        presenter.needsRedraw = !role.reportsOutput ? nil : OverlayStep(
+            output: output, config: state.withLock { $0.config }, trace: trace, logger: logger,
+            onStatus: role.isLeader ? { [status] list in status.update { $0.overlays = list } } : nil,
+            current: { [self] in state.withLock { ($0.config.overlays, $0.config.timeZone) } }).step
         presenter.onIdle = { [presentationTasks, self] in
             // No vsyncs (no display, or in standby): commands and the schedule still run.
             presentationTasks.drain(context)
-            if state.withLock({ $0.displayOff != nil }) { reporter.beat(idle: "display off") }
+            if outputPower.state != .on { reporter.beat(idle: "display off") }
             schedule?.idle()
         }
         presenter.onVsync = { [presentationTasks, status, self] n in
@@ -99,7 +102,7 @@ extension KioskSession {
                         $0.vsyncJitter = jitter
                     }
                 }
-                reportAudio()
+                audio.report(into: reporter.outputStatus)
                 let notDrawn = layer.framesNotDrawn
                 if notDrawn > reportedNotDrawn {
                     logger.warning("hardware frames could be neither imported nor copied; shown as background", ["frames": "\(notDrawn)"])
@@ -130,36 +133,10 @@ extension KioskSession {
             for region in regions {
                 try region.startClockSync(region.state.withLock { $0.config }, epoch: sync.epoch, clock: output.clock)
             }
-            if role.isLeader { watchClockQuality() }
+            if role.isLeader { watchClockQuality(into: status, logger: logger, until: stopRequested) }
         }
         return try presenter.run(stopWhenEmpty: !loop) { [self] in
             !isStopped && shouldContinue() && shownCount < options.exitAfterFrames ?? .max
-        }
-    }
-
-    /// Asks the clock service how good the system clock is, now and every 30 s until stopped, on
-    /// a thread of its own; health and `wall-sync` report it, and a change is logged.
-    func watchClockQuality(every interval: Double = 30) {
-        status.update { $0.wallSync = "clock" }
-        startThread(named: "marquee-clock-quality") { [self] in
-            var last: ClockQuality?
-            while !isStopped {
-                let quality = ClockQuality.probe()
-                status.update { $0.clockQuality = quality }
-                if quality.source != last?.source || quality.synchronized != last?.synchronized {
-                    let fields: KeyValuePairs = ["source": quality.source, "detail": quality.detail,
-                                                 "offset_ms": quality.offset.map { ($0 * 1000).formatted(decimals: 3) } ?? "-"]
-                    if quality.synchronized || quality.source == "none" {
-                        logger.info(quality.source == "none" ? "wall sync: no clock service to ask how good the clock is"
-                                                             : "wall sync: the system clock is synchronised", fields)
-                    } else {
-                        logger.warning("wall sync: the system clock is not synchronised", fields)
-                    }
-                }
-                last = quality
-                // The next probe, or the stop, whichever comes first.
-                _ = stopRequested.wait(timeout: interval)
-            }
         }
     }
 }

@@ -24,7 +24,7 @@ extension KioskSession {
         let old = state.withLock { s in s.config }
         // Every output of the node restarts on the same moment of the new timeline.
         let newConfig = adopt(loaded, restartAt: ClockSync.gridPoint(after: WallTime.now() + 600_000_000))
-        reapplyAudio(old: old.audio, new: newConfig.audio)
+        audio.reapply(old: old.audio, new: newConfig.audio, player: player, logger: logger) { startAudio(clock: $0) }
         if old.display.mode != newConfig.display.mode || old.display.output != newConfig.display.output {
             logger.warning("display settings change at the next start; the playlist changes now", ["config": configPath])
         }
@@ -46,7 +46,7 @@ extension KioskSession {
             s.scheduleEntry = entry
             s.scheduleReloaded = true
         }
-        status.update { $0.schedule = Self.scheduleStatus(loaded.schedule, entry: entry) }
+        status.update { $0.schedule = ScheduleStep.status(loaded.schedule, entry: entry) }
         status.update {
             $0.reloadError = nil
             $0.replaceItems(PlaybackReporter.statusItems(newConfig))

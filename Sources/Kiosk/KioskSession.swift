@@ -5,52 +5,6 @@ import Playback
 import Render
 import Synchronization
 
-/// An output whose picture can be read back (for the control socket's `screenshot`).
-public protocol ScreenshotSource {
-    /// The picture now on the output, as cheaply as it can be copied (called on the presenting
-    /// thread; the PNG is encoded on another).
-    func readBack() throws -> RGBAImage
-}
-
-extension HeadlessOutput: ScreenshotSource {
-    public func readBack() throws -> RGBAImage { try screenshotAsStored() }
-}
-
-/// An output the kiosk can present on: it draws `VideoFrame`s, placed by its picture layer, into
-/// `bounds`.
-public protocol KioskOutput: PresentationOutput where Frame == VideoFrame {
-    /// What places the pictures: the player layer (GL), or the planes presentation's scan-out layer.
-    var pictureLayer: any PictureLayer { get }
-    var bounds: PixelRect { get }
-    /// The scan-out a KMS output uses and why (`display.scanout`); nil for other outputs.
-    var scanout: ScanoutChoice? { get }
-    /// What the output can do besides drawing, as it reports it; each facet below is nil where
-    /// it lacks that feature (callers ask, never cast the output).
-    var features: OutputFeatures { get }
-    /// Reads back the picture on screen (`.screenshot`).
-    var screenshots: (any ScreenshotSource)? { get }
-    /// Standby and waking (`.displayPower`).
-    var displayPower: (any DisplayPowerControl)? { get }
-    /// The page-flip clock of the display shown on now (`.pageFlipClock`; nil while none is).
-    var pageFlips: PageFlipClock? { get }
-}
-
-extension KioskOutput {
-    public var scanout: ScanoutChoice? { nil }
-}
-
-extension KioskOutput where Self: ScreenshotSource {
-    public var screenshots: (any ScreenshotSource)? { features.contains(.screenshot) ? self : nil }
-}
-
-extension HeadlessOutput: KioskOutput {
-    public var pictureLayer: any PictureLayer { layer }
-}
-extension KMSOutput: KioskOutput {
-    public var pictureLayer: any PictureLayer { layer }
-}
-extension KMSOutput: ScreenshotSource {}
-
 /// One running kiosk: the playlist as a `QueuePlayer` (queued by a `PlaylistDriver`), the status the
 /// control socket reports, and the commands it sends. `run` presents on the calling thread;
 /// `perform` may be called from any thread.
@@ -80,41 +34,13 @@ public final class KioskSession: @unchecked Sendable {
     /// Command-line overrides, applied again to every reloaded config.
     let overrides: @Sendable (inout KioskConfig) -> Void
     /// What this session changes as it plays (commands, reloads, the player's reports), behind one lock.
-    struct State {
-        var config: KioskConfig
-        /// `config` before the choice of this output's region (what followers start from).
-        var unselectedConfig: KioskConfig
-        /// Why the folder or M3U playlist could not be read, as last logged (logged once per reason).
-        var loggedPlaylistProblem: String?
-        /// The name of the output presenting now (nil before `present`).
-        var outputName: String?
-        /// The sessions presenting this node's other wall outputs, and the further regions of a
-        /// mosaic output.
-        var followers: [KioskSession] = []
-        /// The schedule entry whose playlist plays (or is queued to), nil: the top-level playlist.
-        var scheduleEntry: Int?
-        /// Set by a reload: the presentation thread's schedule runner takes the new schedule.
-        var scheduleReloaded = false
-        /// Why the output is in standby (`off (scheduled)`, `off (by command)`); nil: on.
-        var displayOff: String?
-    }
-    let state: Mutex<State>
-    /// A folder or M3U playlist is being read again (by the status thread or at a loop pass): the
-    /// other reader leaves it, so two never start the same playlist.
-    let rescanning = Atomic(false)
-    /// A `loadlist` is being read and loaded (one at a time).
-    let loadingList = Atomic(false)
+    let state: SessionState
     private let stopped = Atomic(false)
     /// Set by `stop`: what the clock-quality thread waits on between its probes.
     let stopRequested = Latch<Bool>()
     let presentationTasks = PresentationTasks()
-    /// The output's power control, for the schedule (set on the presentation thread in `present`).
-    nonisolated(unsafe) var scheduledPower: DisplayPowerControl?
-    /// The trace and the vsync being presented, for the schedule's lines (presentation thread).
-    nonisolated(unsafe) var presentationTrace: TraceWriter?
-    nonisolated(unsafe) var scheduleVsync: Int64?
-    /// The system-clock time of the vsync last presented, as the schedule reads it (nil before).
-    let scheduleClock = Mutex<WallTime?>(nil)
+    /// Whether the output is on or in standby, and why.
+    let outputPower: OutputPower
     /// Raised once a reader of this session has its first frames (`prerollFrames`), or reached its
     /// end, or a file failed: presentation starts then (`present`).
     let firstFrames = Latch<Bool>()
@@ -127,6 +53,10 @@ public final class KioskSession: @unchecked Sendable {
     var backend: ReportingBackend!
     /// Queues the playlist on `player` (looped or once).
     private(set) var driver: PlaylistDriver!
+    /// Reads a folder or M3U playlist again.
+    private(set) var playlistReader: PlaylistReader!
+    /// `loadfile` and `loadlist`.
+    private(set) var loader: PlaylistLoader!
     /// Which part of the wall this session plays, and so where its output reports.
     let role: WallRole
     let node: String
@@ -174,11 +104,12 @@ public final class KioskSession: @unchecked Sendable {
         // With a schedule, the playlist of the entry playing now (a follower: its leader's).
         let entry = Self.scheduledEntry(config, at: config.virtualClockStart ?? WallTime.now())
         let config = role.config(config, entry: entry, node: node)
-        state = Mutex(State(config: config, unselectedConfig: unselectedConfig, scheduleEntry: entry))
+        state = SessionState(.init(config: config, unselectedConfig: unselectedConfig, scheduleEntry: entry))
         self.configPath = configPath
         self.overrides = overrides
         self.logger = logger
         player = QueuePlayer(logger: logger)
+        outputPower = OutputPower(status: status, logger: logger) { [player] on in if on { player.play() } else { player.pause() } }
         reporter.playlist = { [weak self] in self?.state.withLock { s in s.config.playlist } ?? [] }
         // The output has opened: every decoder knows from its first frame what to give it.
         var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding, output: output,
@@ -213,8 +144,10 @@ public final class KioskSession: @unchecked Sendable {
             firstFrames.set(true)
         })
         driver = PlaylistDriver(player: player, backend: backend)
+        playlistReader = PlaylistReader(state: state, driver: driver, reporter: reporter, logger: logger)
+        loader = PlaylistLoader(state: state, driver: driver, reporter: reporter, logger: logger) { [weak self] in self?.isStopped ?? true }
         status.update {
-            $0.schedule = Self.scheduleStatus(config.schedule, entry: entry)
+            $0.schedule = ScheduleStep.status(config.schedule, entry: entry)
             $0.replaceItems(PlaybackReporter.statusItems(config))
             $0.hwdecRequested = config.hardwareDecoding.rawValue
             $0.playlistProblem = PlaybackReporter.emptyPlaylistProblem(config)

@@ -103,6 +103,111 @@ public final class SessionAudio: Sendable {
     }
 }
 
+extension SessionAudio {
+    /// Starts `player`'s sound when `config.audio` says it plays on this output (`audio.enabled`, on
+    /// a wall the output `audio.output` names, a clock that runs in real time, a device to play
+    /// on); otherwise says why not in `audio.offReason`. A device that cannot be opened does not
+    /// stop anything: the picture plays and health is degraded until it can.
+    /// `role` and `node`: the wall output this session plays; `outputName`: the output's (its
+    /// connector's monitor is preferred); `playlist`: the playlist playing now (items' volumes).
+    func start(config: KioskConfig, role: WallRole, node: String, outputName: String?, player: QueuePlayer,
+               clock: any VsyncClock, logger: Logger, playlist: @escaping @Sendable () -> [KioskConfig.Item]) {
+        let settings = config.audio
+        player.volume = Float(settings.volume / 100)
+        player.isMuted = settings.mute
+        setDelay(settings.delay)
+        state.withLock {
+            $0.clock = clock
+            $0.off = nil
+        }
+        func off(_ why: String) {
+            state.withLock { $0.off = why }
+            logger.info("audio off", ["reason": why])
+        }
+        guard settings.enabled else { return off("audio.enabled is false") }
+        guard role.reportsOutput else { return }
+        if let wall = config.wall {
+            let outputs = (try? wall.outputs(forNode: node)) ?? []
+            let mine = outputs.indices.contains(role.slot) ? outputs[role.slot].name : nil
+            let chosen = settings.output ?? wall.outputs.first?.name
+            guard let mine, mine == chosen else { return off("the wall's sound plays on output \(chosen ?? "none")") }
+        }
+        // A virtual clock has no real time to play in. (A KMS output's clock has no times before
+        // its first page flip, which comes after this: it says it runs in real time all the same.)
+        guard !clock.isVirtual else { return off("a virtual clock has no real time to play sound in") }
+        let log = logger
+        let connector = outputName.flatMap(connectorName(ofOutput:))
+        let volumes: @Sendable (PlayerItem) -> Float = { item in
+            guard let index = item.playlistIndex else { return 1 }
+            let playlist = playlist()
+            guard playlist.indices.contains(index), let volume = playlist[index].volume else { return 1 }
+            return Float(volume / 100)
+        }
+        let make: @Sendable (String) -> (PlayerAudioOutput, ALSASink)? = { requested in
+            guard let device = resolveAudioDevice(requested, connector: connector, logger: log) else {
+                log.info("audio off", ["reason": "no sound card (audio.device auto)"])
+                return nil
+            }
+            let sink = ALSASink(device: device, format: PCMFormat(sampleRate: 48_000, channels: 2, encoding: .float32)!, logger: log)
+            let output = PlayerAudioOutput(player: player, sink: sink, converter: AudioResampler(output: sink.format), clock: clock, logger: log)
+            output.setItemVolume(volumes)
+            log.info("audio on", ["device": device, "format": "\(sink.format)", "missing": "\(sink.isMissing)"])
+            return (output, sink)
+        }
+        state.withLock { $0.make = make }
+        do { try setDevice(settings.device) } catch { off("\(error)") }
+        if device == nil { state.withLock { $0.off = "no sound card" } }
+    }
+
+    /// A reloaded config's `audio`: the settings that changed from `old`'s take effect now.
+    /// Volume, mute and delay are set on the playing path; `enabled`, `device` or `output`
+    /// changed stop the sound and start it again as at the start (or leave it off, saying why).
+    /// Values set over the socket since stay unless the reload changes that setting.
+    /// `restart` starts the sound again on the output's clock (as `start`).
+    func reapply(old: AudioSettings, new: AudioSettings, player: QueuePlayer, logger: Logger,
+                 restart: (any VsyncClock) -> Void) {
+        guard old != new else { return }
+        var changed: [String] = []
+        if old.volume != new.volume {
+            player.volume = Float(new.volume / 100)
+            changed.append("volume")
+        }
+        if old.mute != new.mute {
+            player.isMuted = new.mute
+            changed.append("mute")
+        }
+        if old.delay != new.delay {
+            setDelay(new.delay)
+            changed.append("delay")
+        }
+        if old.enabled != new.enabled || old.device != new.device || old.output != new.output {
+            changed.append(contentsOf: ["enabled", "device", "output"].filter { field in
+                switch field {
+                case "enabled": return old.enabled != new.enabled
+                case "device": return old.device != new.device
+                default: return old.output != new.output
+                }
+            })
+            if let clock = state.withLock({ $0.clock }) {
+                pause(reason: "restarting after a reload")
+                restart(clock)
+            } else {
+                logger.info("audio settings take effect when the presentation starts", ["changed": changed.joined(separator: ",")])
+                return
+            }
+        }
+        logger.info("audio settings reloaded", ["changed": changed.joined(separator: ","), "device": device ?? "none",
+                                                "off": offReason ?? "-"])
+    }
+
+    /// Tells health in `status` what is wrong with the sound, if anything (twice a second or so).
+    func report(into status: KioskStatus) {
+        let problem = self.problem
+        guard problem != nil || device != nil else { return }
+        status.update { $0.audioProblem = problem }
+    }
+}
+
 /// The ALSA device `audio.device` names: itself, or for `auto` the HDMI/DisplayPort PCM whose
 /// ELD names the monitor on the output's connector (its EDID), else `default` where the system
 /// has a sound card (nil where it has none: no sound, by design). The choice and why are logged.
