@@ -26,14 +26,9 @@ extension KioskSession {
         state.withLock { s in s.outputName = output.name }
         startAudio(clock: output.clock)
         defer { audio.stop() }
-        let presentingSince = ContinuousClock.now
-        reporter.updateOutput {
-            $0 = .init(name: output.name, mode: "\(output.bounds.width)x\(output.bounds.height)@\(output.clock.refresh)")
-            $0.scanout = output.scanout?.kind.rawValue
-            $0.scanoutReason = output.scanout?.reason
-            $0.lastBeat = presentingSince
-            $0.dueSince = presentingSince
-        }
+        let report = OutputReport(reporter: reporter, logger: logger)
+        report.opened(name: output.name, width: output.bounds.width, height: output.bounds.height, refresh: output.clock.refresh,
+                      scanout: output.scanout)
         // Supervision: the players this output shows, idle only when all of them are.
         let shownPlayers = [player] + regions.map(\.player)
         var lastItem: ObjectIdentifier?
@@ -49,26 +44,14 @@ extension KioskSession {
         }
         var shownCount = 0
         presenter.didPresent = { [self] lane, shown, picture in
-            // A new picture: what tells supervision that presentation progresses.
-            let now = ContinuousClock.now, lasts = picture.frame?.duration.seconds ?? 0
-            reporter.updateOutput { o in
-                o.lastPicture = now
-                o.pictureDuration = lasts.isFinite ? max(0, lasts) : 0
-            }
-            guard lane == 0 else { return regions[lane - 1].clockSyncCheck?(shown, picture) ?? () }
-            if picture.isNew, picture.itemTime.isNumeric {
-                // time-pos as mpv's: the time of the picture on screen, each new picture.
-                let duration = picture.item.map { $0.duration.isNumeric ? $0.duration.seconds : nil } ?? nil
-                status.update {
-                    $0.timePos = picture.itemTime.seconds
-                    if let duration { $0.duration = duration }
-                }
+            if report.shown(frameDuration: picture.frame?.duration, main: lane == 0, isNew: picture.isNew, itemTime: picture.itemTime,
+                            itemDuration: picture.item?.duration) {
                 onPicture?()
             }
+            guard lane == 0 else { return regions[lane - 1].clockSyncCheck?(shown, picture) ?? () }
             shownCount += 1
             clockSyncCheck?(shown, picture)
         }
-        var reportedNotDrawn = 0
         let power = output.displayPower
         (outputPower.control, outputPower.trace, outputPower.outputName) = (power, trace, output.name)
         let schedule = makeScheduleStep(clock: output.clock, trace: trace, outputName: output.name)
@@ -83,36 +66,12 @@ extension KioskSession {
             if outputPower.state != .on { reporter.beat(idle: "display off") }
             schedule?.idle()
         }
-        presenter.onVsync = { [presentationTasks, status, self] n in
+        presenter.onVsync = { [presentationTasks, self] n in
             presentationTasks.drain(context)
             schedule?.vsync(n)
-            reporter.beat(idle: shownPlayers.allSatisfy { $0.rate == 0 } ? "paused"
-                     : shownPlayers.allSatisfy { $0.currentItem == nil } ? "nothing to play" : nil)
-            if n % 30 == 0 {
-                // The clock's rate, jitter 0. The cast this replaced (`output.clock as? PageFlipClock`)
-                // never matched: a KMS output's clock is its display link's, not a head's page-flip
-                // clock. `output.pageFlips` has the measured figures; reporting them here would
-                // change what status and health say (a behaviour change of its own, not made here).
-                let fps = output.clock.refresh.hertz
-                let jitter = 0.0
-                let rect = layer.videoRect.map { [$0.x, $0.y, $0.width, $0.height] }
-                if role.isLeader {
-                    status.update {
-                        $0.displayFPS = fps
-                        $0.vsyncJitter = jitter
-                    }
-                }
-                audio.report(into: reporter.outputStatus)
-                let notDrawn = layer.framesNotDrawn
-                if notDrawn > reportedNotDrawn {
-                    logger.warning("hardware frames could be neither imported nor copied; shown as background", ["frames": "\(notDrawn)"])
-                    reportedNotDrawn = notDrawn
-                }
-                reporter.updateOutput { o in
-                    o.videoRect = rect
-                    o.framesNotDrawn = notDrawn
-                }
-            }
+            report.vsync(n, idle: shownPlayers.allSatisfy { $0.rate == 0 } ? "paused"
+                                : shownPlayers.allSatisfy { $0.currentItem == nil } ? "nothing to play" : nil,
+                         refresh: output.clock.refresh, videoRect: layer.videoRect, notDrawn: layer.framesNotDrawn, audio: audio)
             onVsync?(n)
         }
         let (loop, current) = state.withLock { s in (s.config.loop, s.config) }

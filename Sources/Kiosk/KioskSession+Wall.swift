@@ -48,48 +48,12 @@ extension KioskSession {
     /// plan's playlist queued at the clock's position (a schedule's change); then keeps it there
     /// frame by frame. Presentation thread.
     func followClock(_ plan: ClockPlan, clock: any VsyncClock, at shared: WallTime? = nil, takingOverAt: Int64? = nil) {
-        let (sync, playable, starts) = (plan.sync, plan.playable, plan.starts)
-        let refresh = clock.refresh
-        // The vsync playback starts moving on; until then the frame of that moment is held, and
-        // is not checked against the clock.
-        final class StartVsync: @unchecked Sendable { var value: Int64 = 0 }  // presentation thread only
-        let moving = StartVsync()
-        let start = { [self] (earliest: Int64, shared: WallTime?) in
-            // A wall time shared by every output: while they wait for it they all hold the frame
-            // of that moment.
-            let (vsync, wall) = ClockSync.startPoint(earliest: earliest, at: shared, interval: refresh.interval.seconds,
-                                                     wallTime: clock.wallTime(ofVsync:))
-            moving.value = vsync
-            let position = sync.timeline.position(at: wall)
-            driver.start(playable, from: position.index, afterCurrentItem: false)
-            player.automaticallyWaitsToMinimizeStalling = false
-            try? player.setRate(1, time: starts[position.index] + position.itemTime, atHostTime: clock.time(ofVsync: vsync))
-            logger.info("wall sync: starting on the clock's position", ["position": "\(position)", "vsync": "\(vsync)",
-                                                                        "loop_s": sync.timeline.length.seconds.formatted(decimals: 3)])
-        }
+        let follower = ClockFollower(plan: plan, clock: clock, driver: driver, reporter: reporter, logger: logger)
         if let takingOverAt {
-            moving.value = takingOverAt
+            follower.takeOver(at: takingOverAt)
         } else {
-            start(clock.earliestVsync(after: -1), shared)
+            follower.start(earliest: clock.earliestVsync(after: -1), shared: shared)
         }
-        clockSyncCheck = { [player, weak self] shown, picture in
-            // The timeline against the clock where the picture was asked for: one the output
-            // showed late (a busy machine) says nothing about the timeline.
-            let asked = picture.askedVsync ?? shown
-            guard asked >= moving.value, let item = picture.item, let index = item.playlistIndex, index < starts.count,
-                  let wall = clock.wallTime(ofVsync: asked) else { return }
-            let action = sync.check(vsync: asked, wall: wall, index: index, itemTime: picture.itemTime - starts[index], refresh: refresh)
-            switch action {
-            case .none: break
-            case .shift(let vsyncs): player.shiftTimeline(byVsyncs: vsyncs)
-            case .restart: start(shown, nil)
-            }
-            self?.reporter.updateOutput { o in
-                o.syncErrorMs = sync.lastError.map { $0 * 1000 }
-                o.syncRepeated = sync.repeated
-                o.syncSkipped = sync.skipped
-                o.syncRestarts = sync.resyncs
-            }
-        }
+        clockSyncCheck = follower.check
     }
 }

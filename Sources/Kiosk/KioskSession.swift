@@ -53,8 +53,8 @@ public final class KioskSession: @unchecked Sendable {
     var backend: ReportingBackend!
     /// Queues the playlist on `player` (looped or once).
     private(set) var driver: PlaylistDriver!
-    /// Reads a folder or M3U playlist again.
-    private(set) var playlistReader: PlaylistReader!
+    /// Watches the player, and has the playlist read again when due.
+    private(set) var watch: PlayerWatch!
     /// `loadfile` and `loadlist`.
     private(set) var loader: PlaylistLoader!
     /// Which part of the wall this session plays, and so where its output reports.
@@ -111,40 +111,11 @@ public final class KioskSession: @unchecked Sendable {
         player = QueuePlayer(logger: logger)
         outputPower = OutputPower(status: status, logger: logger) { [player] on in if on { player.play() } else { player.pause() } }
         reporter.playlist = { [weak self] in self?.state.withLock { s in s.config.playlist } ?? [] }
-        // The output has opened: every decoder knows from its first frame what to give it.
-        var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding, output: output,
-                                   interop: DMABufInterop(support: output.dmabuf)) { [weak self] uri, info, path in
-            reporter.decoderOpened(uri: uri, info: info, path: path)
-        }
-        ffmpeg.onDownscale = { [weak self] uri, from, to in
-            guard reporter.firstTime("downscale|\(uri)") else { return }
-            logger.warning("picture larger than the output's largest texture; scaled down with swscale",
-                           ["uri": uri, "from": from, "to": to])
-        }
-        ffmpeg.stillDuration = { [weak self] path in
-            guard let self else { return nil }
-            // Searched outside the lock (the presenting thread takes it every vsync): a copy of
-            // the list is a reference, and a million entries take a while to search.
-            let playlist = state.withLock { s in s.config.playlist }
-            return playlist.first { $0.path == path }?.duration ?? defaultStillDuration
-        }
-        ffmpeg.onConversion = { [weak self] uri, from, to in
-            guard reporter.firstTime("convert|\(uri)") else { return }
-            // Drawn correctly, at the cost of a CPU conversion per frame.
-            logger.info("pixel format converted with swscale once per frame", ["uri": uri, "from": from, "to": to])
-            status.update { $0.conversions[uri] = "\(from) -> \(to)" }
-        }
-        let firstFrames = firstFrames
-        backend = ReportingBackend(inner: mediaLayer?(ffmpeg) ?? ffmpeg, slowLimit: slowStorageLimit, onFailure: { url, error in
-            firstFrames.set(true)
-            reporter.logFailure(uri: url.path, reason: "\(error)")
-        }, onSlow: { url, operation, seconds in
-            reporter.slowStorage(uri: url.path, operation: operation, seconds: seconds, limit: slowStorageLimit)
-        }, onFramesReady: {
-            firstFrames.set(true)
-        })
+        backend = .session(config: config, output: output, reporter: reporter, firstFrames: firstFrames,
+                           slowLimit: slowStorageLimit, mediaLayer: mediaLayer)
         driver = PlaylistDriver(player: player, backend: backend)
-        playlistReader = PlaylistReader(state: state, driver: driver, reporter: reporter, logger: logger)
+        watch = PlayerWatch(state: state, driver: driver, reporter: reporter,
+                            reader: PlaylistReader(state: state, driver: driver, reporter: reporter, logger: logger))
         loader = PlaylistLoader(state: state, driver: driver, reporter: reporter, logger: logger) { [weak self] in self?.isStopped ?? true }
         status.update {
             $0.schedule = ScheduleStep.status(config.schedule, entry: entry)
@@ -153,8 +124,8 @@ public final class KioskSession: @unchecked Sendable {
             $0.playlistProblem = PlaybackReporter.emptyPlaylistProblem(config)
         }
         // The folder's skipped entries are logged, and an empty playlist read again, by the status
-        // thread (`watchPlayer`): a folder of any size is never read on the presenting thread.
-        watchPlayer()
+        // thread (`PlayerWatch`): a folder of any size is never read on the presenting thread.
+        watch.start()
         // With wall sync by the clock, playback starts when the output's vsyncs are known.
         if config.wall?.sync.mode != .clock {
             driver.start(config, afterCurrentItem: false)

@@ -1,12 +1,24 @@
 import Foundation
-import Media
 import Playback
 import Synchronization
 
-extension KioskSession {
-    // MARK: What the player says
+/// Watches a session's player: hands its item events, item changes and time to the reporter, and
+/// has the playlist read again when due (at each loop pass; every second while it is empty; a
+/// folder once at start, to log what it leaves out; a config's long M3U on a thread of its own).
+final class PlayerWatch: Sendable {
+    private let state: SessionState
+    private let driver: PlaylistDriver
+    private let reporter: PlaybackReporter
+    private let reader: PlaylistReader
+    private var player: QueuePlayer { driver.player }
 
-    func watchPlayer() {
+    init(state: SessionState, driver: PlaylistDriver, reporter: PlaybackReporter, reader: PlaylistReader) {
+        (self.state, self.driver, self.reporter, self.reader) = (state, driver, reporter, reader)
+    }
+
+    /// Starts watching the player (its item events and changes on threads of its own, its time on
+    /// the **marquee-status** thread), until this watch goes away.
+    func start() {
         player.consumeEvents(onThread: "marquee-item-events") { [weak self] event in
             guard let self else { return }
             reporter.itemEvent(event, loop: driver.loopCount)
@@ -27,12 +39,12 @@ extension KioskSession {
                     let first = lastRead == nil
                     lastRead = .now
                     let config = state.withLock { s in s.config }
-                    if case .directory = config.playlistOrigin, first { playlistReader.read() }
-                    else if config.playlistUnread, !playlistReader.isReading {
+                    if case .directory = config.playlistOrigin, first { reader.read() }
+                    else if config.playlistUnread, !reader.isReading {
                         // A config's M3U left for now (a million lines take seconds): read on a
                         // thread of its own, so this one goes on updating the status.
-                        startThread(named: "marquee-load") { [weak self] in self?.playlistReader.read() }
-                    } else if config.playlistOrigin != .list && config.playlist.isEmpty { playlistReader.read() }
+                        startThread(named: "marquee-load") { [weak self] in self?.reader.read() }
+                    } else if config.playlistOrigin != .list && config.playlist.isEmpty { reader.read() }
                 }
                 // The next observation, in slices of a second, until the session goes away.
                 let time = observed.wait(until: { $0 != nil }, timeout: 1) { time, _ in
@@ -50,7 +62,7 @@ extension KioskSession {
     func playerChange(_ change: Player.Change) {
         guard case .currentItem(let item) = change else { return }
         let loop = driver.loopCount
-        if reporter.beginsLoopPass(loop) { playlistReader.read() }
+        if reporter.beginsLoopPass(loop) { reader.read() }
         reporter.itemChanged(to: item, loop: loop)
     }
 }
