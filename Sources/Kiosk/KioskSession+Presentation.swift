@@ -79,13 +79,7 @@ extension KioskSession {
             // The players started decoding when they were made, just now (after the output had
             // opened): the first pictures are decoded before the first vsync is asked for.
             // (Under wall sync the start is a moment on the clock, half a second or more ahead.)
-            let deadline = ContinuousClock.now + .milliseconds(Int(Self.prerollLimit * 1000))
-            for session in [self] + regions
-            where session.firstFrames.wait(timeout: max(0, (deadline - ContinuousClock.now).seconds)) == nil {
-                logger.info("no first frames within the preroll limit; presenting anyway",
-                            ["limit_s": Self.prerollLimit.formatted(decimals: 1), "output": output.name])
-                break
-            }
+            Preroll.wait(for: ([self] + regions).map(\.preroll), output: output.name, logger: logger)
         }
         if let sync = current.wall?.sync, sync.mode == .clock {
             try startClockSync(current, epoch: sync.epoch, clock: output.clock)

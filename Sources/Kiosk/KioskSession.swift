@@ -9,7 +9,7 @@ import Synchronization
 /// control socket reports, and the commands it sends. `run` presents on the calling thread;
 /// `perform` may be called from any thread.
 public final class KioskSession: @unchecked Sendable {
-    // @unchecked: what changes after init is in `state` (a Mutex), or set before `run` (`onEvent`,
+    // @unchecked: what changes after init is in `state` (a lock), or set before `run` (`onEvent`,
     // `onPicture`, `backend`, `clockSyncCheck`); the player, the status and the task queue are
     // thread-safe themselves. Never call into the player with `state` locked: the presentation
     // thread holds the player's lock while it waits for a decode
@@ -41,15 +41,8 @@ public final class KioskSession: @unchecked Sendable {
     let presentationTasks = PresentationTasks()
     /// Whether the output is on or in standby, and why.
     let outputPower: OutputPower
-    /// Raised once a reader of this session has its first frames (`prerollFrames`), or reached its
-    /// end, or a file failed: presentation starts then (`present`).
-    let firstFrames = Latch<Bool>()
-    /// How many frames the first reader hands out before presentation starts: the first picture
-    /// and the ones after it are ready when their vsyncs come.
-    static let prerollFrames = 3
-    /// How long presentation waits for them (seconds); then it starts anyway (the background
-    /// shows until a picture comes).
-    static let prerollLimit = 2.0
+    /// Raised once this session has its first frames: presentation starts then (`present`).
+    let preroll = Preroll()
     var backend: ReportingBackend!
     /// Queues the playlist on `player` (looped or once).
     private(set) var driver: PlaylistDriver!
@@ -60,7 +53,7 @@ public final class KioskSession: @unchecked Sendable {
     /// Which part of the wall this session plays, and so where its output reports.
     let role: WallRole
     let node: String
-    /// The session's sound (KioskSession+Audio.swift).
+    /// The session's sound.
     public let audio = SessionAudio()
     /// A probe, open or read of a file that takes longer than this (seconds) degrades health as
     /// slow storage.
@@ -111,7 +104,7 @@ public final class KioskSession: @unchecked Sendable {
         player = QueuePlayer(logger: logger)
         outputPower = OutputPower(status: status, logger: logger) { [player] on in if on { player.play() } else { player.pause() } }
         reporter.playlist = { [weak self] in self?.state.withLock { s in s.config.playlist } ?? [] }
-        backend = .session(config: config, output: output, reporter: reporter, firstFrames: firstFrames,
+        backend = .session(config: config, output: output, reporter: reporter, preroll: preroll,
                            slowLimit: slowStorageLimit, mediaLayer: mediaLayer)
         driver = PlaylistDriver(player: player, backend: backend)
         watch = PlayerWatch(state: state, driver: driver, reporter: reporter,

@@ -6,9 +6,9 @@ import Render
 extension ReportingBackend {
     /// The backend of a session whose output has opened (`output`: what it can do): FFmpeg (under
     /// `mediaLayer` where given), whose decoders know from their first frame what to give it, and
-    /// whose openings, conversions, failures and slow reads `reporter` reports. `firstFrames` is
+    /// whose openings, conversions, failures and slow reads `reporter` reports. `preroll` is
     /// raised when a reader has its first frames, reached its end, or a file failed.
-    static func session(config: KioskConfig, output: OutputCapabilities, reporter: PlaybackReporter, firstFrames: Latch<Bool>,
+    static func session(config: KioskConfig, output: OutputCapabilities, reporter: PlaybackReporter, preroll: Preroll,
                         slowLimit: Double, mediaLayer: ((any MediaBackend) -> any MediaBackend)?) -> ReportingBackend {
         let (logger, status) = (reporter.logger, reporter.status)
         var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding, output: output,
@@ -32,12 +32,12 @@ extension ReportingBackend {
             status.update { $0.conversions[uri] = "\(from) -> \(to)" }
         }
         return ReportingBackend(inner: mediaLayer?(ffmpeg) ?? ffmpeg, slowLimit: slowLimit, onFailure: { url, error in
-            firstFrames.set(true)
+            preroll.raise()
             reporter.logFailure(uri: url.path, reason: "\(error)")
         }, onSlow: { url, operation, seconds in
             reporter.slowStorage(uri: url.path, operation: operation, seconds: seconds, limit: slowLimit)
         }, onFramesReady: {
-            firstFrames.set(true)
+            preroll.raise()
         })
     }
 }
