@@ -48,8 +48,8 @@ public final class KioskSession: @unchecked Sendable {
     private(set) var driver: PlaylistDriver!
     /// Watches the player, and has the playlist read again when due.
     private(set) var watch: PlayerWatch!
-    /// `loadfile` and `loadlist`.
-    private(set) var loader: PlaylistLoader!
+    /// The control commands on the player and its playlist.
+    private(set) var commands: PlaybackCommands!
     /// Which part of the wall this session plays, and so where its output reports.
     let role: WallRole
     let node: String
@@ -109,7 +109,7 @@ public final class KioskSession: @unchecked Sendable {
         driver = PlaylistDriver(player: player, backend: backend)
         watch = PlayerWatch(state: state, driver: driver, reporter: reporter,
                             reader: PlaylistReader(state: state, driver: driver, reporter: reporter, logger: logger))
-        loader = PlaylistLoader(state: state, driver: driver, reporter: reporter, logger: logger) { [weak self] in self?.isStopped ?? true }
+        commands = PlaybackCommands(state: state, driver: driver, reporter: reporter, logger: logger) { [weak self] in self?.isStopped ?? true }
         status.update {
             $0.schedule = ScheduleStep.status(config.schedule, entry: entry)
             $0.replaceItems(PlaybackReporter.statusItems(config))

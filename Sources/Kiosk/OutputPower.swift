@@ -43,6 +43,17 @@ final class OutputPower: @unchecked Sendable {
 
     var state: State { current.withLock { $0 } }
 
+    /// The `display-power` command: switches the output on the presentation thread, which owns
+    /// it (also while in standby), through `tasks`.
+    func set(_ on: Bool, through tasks: PresentationTasks) -> KioskCommandResult {
+        let done = tasks.run(timeout: 4) { [self] _ -> Bool in
+            set(on, by: .command)
+            return (state == .on) == on
+        }
+        guard let done else { return .failed("the output did not answer within 4 s") }
+        return done ? .done : .failed("the display power could not be changed (see the log)")
+    }
+
     /// Puts the output into standby (`on` false) or wakes it, for `cause`. A control that fails
     /// leaves the state as it was (logged). Presentation thread.
     func set(_ on: Bool, by cause: Cause, vsync: Int64? = nil) {

@@ -23,7 +23,7 @@ struct PlaylistParts {
     var config: KioskConfig { state.withLock { $0.config } }
 }
 
-@Suite struct PlaylistLoaderTests {
+@Suite struct PlaybackCommandsTests {
     let backend = FakeBackend()
 
     func parts() throws -> PlaylistParts {
@@ -35,7 +35,7 @@ struct PlaylistParts {
     @Test func appendedFilesJoinTheEndWithNewEntryIDs() throws {
         let parts = try parts()
         defer { parts.driver.player.removeAllItems() }
-        let loader = PlaylistLoader(state: parts.state, driver: parts.driver, reporter: parts.reporter, logger: quiet) { false }
+        let loader = PlaybackCommands(state: parts.state, driver: parts.driver, reporter: parts.reporter, logger: quiet) { false }
         guard case .loaded(let id) = loader.load(["/fake/x.mp4", "/fake/y.mp4"], append: true) else {
             Issue.record("not loaded")
             return
@@ -46,11 +46,34 @@ struct PlaylistParts {
         #expect(parts.status.snapshot.items.map(\.id) == [1, 2, 3, 4])
     }
 
+    @Test func playAndSkipMoveToTheEntryAndEndTheItemWithStop() throws {
+        let parts = try parts()
+        defer { parts.driver.player.removeAllItems() }
+        let sent = EventOrderTests.Sent()
+        parts.reporter.onEvent = sent.send
+        parts.driver.start(parts.config, afterCurrentItem: false)
+        let commands = PlaybackCommands(state: parts.state, driver: parts.driver, reporter: parts.reporter, logger: quiet) { false }
+        parts.reporter.itemChanged(to: parts.driver.player.currentItem, loop: 0)
+        guard case .failed(let why) = commands.play(5) else {
+            Issue.record("entry 5 played")
+            return
+        }
+        #expect(why == "no playlist entry 5")
+        _ = commands.play(1)
+        #expect(parts.driver.player.currentItem?.playlistIndex == 1)
+        parts.reporter.itemChanged(to: parts.driver.player.currentItem, loop: 0)
+        #expect(sent.names.contains("end-file:stop"))
+        commands.skip(-1)
+        #expect(parts.driver.player.currentItem?.playlistIndex == 0)
+        commands.pause(true)
+        #expect(parts.status.snapshot.paused && parts.driver.player.rate == 0)
+    }
+
     @Test func loadedFilesReplaceThePlaylistFromNow() throws {
         let parts = try parts()
         defer { parts.driver.player.removeAllItems() }
         parts.driver.start(parts.config, afterCurrentItem: false)
-        let loader = PlaylistLoader(state: parts.state, driver: parts.driver, reporter: parts.reporter, logger: quiet) { false }
+        let loader = PlaybackCommands(state: parts.state, driver: parts.driver, reporter: parts.reporter, logger: quiet) { false }
         guard case .loaded(let id) = loader.load(["/fake/y.mp4"], append: false) else {
             Issue.record("not loaded")
             return

@@ -2,9 +2,10 @@ import Foundation
 import Playback
 import Synchronization
 
-/// `loadfile` and `loadlist`: files given by a command become the session's playlist, or join
-/// its end (the playlist is then a list: a folder or M3U playlist is no longer read again).
-final class PlaylistLoader: Sendable {
+/// The control commands on a session's player and playlist: next, previous, skip, play, pause,
+/// seek, and `loadfile` / `loadlist` (files become the playlist or join its end; the playlist is
+/// then a list: a folder or M3U playlist is no longer read again).
+final class PlaybackCommands: Sendable {
     private let state: SessionState
     private let driver: PlaylistDriver
     private let reporter: PlaybackReporter
@@ -20,6 +21,37 @@ final class PlaylistLoader: Sendable {
     init(state: SessionState, driver: PlaylistDriver, reporter: PlaybackReporter, logger: Logger,
          isStopped: @escaping @Sendable () -> Bool) {
         (self.state, self.driver, self.reporter, self.logger, self.isStopped) = (state, driver, reporter, logger, isStopped)
+    }
+
+    /// `steps` items on (back when negative); the item playing ends with reason `stop`.
+    func skip(_ steps: Int) {
+        events.stopping()
+        if steps == 1 { return player.advanceToNextItem() }
+        driver.skip(steps, in: state.withLock { s in s.config })
+    }
+
+    /// Plays playlist entry `index` (from 0) now.
+    func play(_ index: Int) -> KioskCommandResult {
+        let config = state.withLock { s in s.config }
+        guard config.playlist.indices.contains(index) else { return .failed("no playlist entry \(index)") }
+        events.stopping()
+        driver.start(config, from: index, afterCurrentItem: true)
+        player.advanceToNextItem()
+        return .done
+    }
+
+    func pause(_ paused: Bool) {
+        if paused { player.pause() } else { player.play() }
+        status.update { $0.paused = paused }
+    }
+
+    /// Seeks to `seconds` into the item (from where it is, when `relative`).
+    func seek(_ seconds: Double, relative: Bool) {
+        let target = relative ? player.currentTime().seconds + seconds : seconds
+        events.send(["event": "seek"], reporter.onEvent)
+        player.seek(to: MediaTime(seconds: max(0, target), preferredTimescale: 90_000)) { [reporter] _ in
+            reporter.events.send(["event": "playback-restart"], reporter.onEvent)
+        }
     }
 
     /// `loadlist`: reads the M3U file at `path` and loads its entries on a **marquee-load** thread,
