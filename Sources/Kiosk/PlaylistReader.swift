@@ -101,7 +101,7 @@ final class PlaylistReader: Sendable {
 
 
 
-    /// Reads the first `playlistHead` entries of `config`'s unread M3U and plays them (looped,
+    /// Reads the first `headLength` entries of `config`'s unread M3U and plays them (looped,
     /// in order; a shuffled or unlooped list waits for the whole). Returns the config they play
     /// as (still unread), or nil when nothing was started.
     func playHead(of config: KioskConfig) -> KioskConfig? {
