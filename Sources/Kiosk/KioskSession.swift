@@ -134,4 +134,22 @@ public final class KioskSession: @unchecked Sendable {
         stopRequested.set(true)
         for follower in state.withLock({ s in s.followers }) { follower.stop() }
     }
+
+    /// Presents on `output` until stopped, `exitAfter` passes, `shouldContinue` says no, or a
+    /// playlist without loop has played out. Runs on the output's thread.
+    /// `trace` gets a line per picture change (shared by the outputs of a node).
+    public func present<Output: KioskOutput>(on output: Output, options: RunOptions, trace: TraceWriter?,
+                                             shouldContinue: @escaping () -> Bool,
+                                             onVsync: ((Int64) -> Void)? = nil) throws -> PresentationStats {
+        try SessionPresentation(session: self).run(on: output, options: options, trace: trace,
+                                                   shouldContinue: shouldContinue, onVsync: onVsync)
+    }
+
+    /// Starts the sound of this session's wall output where the config says it plays here
+    /// (`SessionAudio.start`).
+    func startAudio(clock: any VsyncClock) {
+        let (config, outputName) = state.withLock { ($0.config, $0.outputName) }
+        audio.start(config: config, role: role, node: node, outputName: outputName, player: player, clock: clock,
+                    logger: logger, playlist: reporter.playlist)
+    }
 }
