@@ -54,7 +54,10 @@ let package = Package(
         .target(name: "Display", dependencies: ["Playback", "Render", "CDRM", "SystemCalls"]),
         // The control socket's protocol and client: JSON, the socket path, a blocking client (no C libraries).
         .target(name: "Control", dependencies: ["Playback", "SystemCalls"]),
-        .target(name: "Kiosk", dependencies: ["Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
+        // Triggers: debounced, rate-limited presses through a state machine, and the prerolled
+        // targets they cut into the player (no C).
+        .target(name: "Triggers", dependencies: ["Playback"]),
+        .target(name: "Kiosk", dependencies: ["Triggers", "Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
         .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Control", "Playback"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
@@ -82,6 +85,7 @@ let package = Package(
         // expire, a wall-clock rate): they wait only for other threads' work, which ends as soon as it
         // is done. Fakes, virtual time and in-memory data instead.
         .testTarget(name: "PlaybackTests", dependencies: ["Playback", "PlaybackTestSupport", "TestSupport"]),
+        .testTarget(name: "TriggersTests", dependencies: ["Triggers", "Playback", "PlaybackTestSupport"]),
         .testTarget(name: "SoundTests", dependencies: ["Sound", "Playback"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "Sound", "Playback", "TestSupport"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
