@@ -3,11 +3,12 @@
 
 SWIFT ?= swift
 # Everything the project needs from Debian: the C libraries it links (DRM, GBM, EGL, GLES, FFmpeg, ALSA,
-# FreeType for text overlays, with DejaVu Sans as their default font),
+# FreeType for text overlays, with DejaVu Sans as their default font; liblo, libevdev and libgpiod for
+# trigger inputs: OSC, keys, GPIO lines),
 # Mesa's software renderer for the headless output, and the ffmpeg command for test media.
 DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri \
 	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libasound2-dev ffmpeg \
-	libfreetype-dev fonts-dejavu-core
+	libfreetype-dev fonts-dejavu-core liblo-dev libevdev-dev libgpiod-dev
 # `make bench` also needs the peers it compares with (mpv; Xvfb so that mpv renders through EGL on
 # llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv).
 BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv

@@ -31,6 +31,9 @@ let package = Package(
         .systemLibrary(name: "CGBM", path: "Sources/CGBM", pkgConfig: "gbm", providers: [.apt(["libgbm-dev"])]),
         .systemLibrary(name: "CFreeType", path: "Sources/CFreeType", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev"])]),
         .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CLiblo", path: "Sources/CLiblo", pkgConfig: "liblo", providers: [.apt(["liblo-dev"])]),
+        .systemLibrary(name: "CEvdev", path: "Sources/CEvdev", pkgConfig: "libevdev", providers: [.apt(["libevdev-dev"])]),
+        .systemLibrary(name: "CGpiod", path: "Sources/CGpiod", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
         // The one C shim: what Swift cannot import (function-like and struct-valued macros).
         .target(name: "CShim", dependencies: ["CFFmpeg"], path: "Sources/CShim"),
 
@@ -57,7 +60,9 @@ let package = Package(
         // Triggers: debounced, rate-limited presses through a state machine, and the prerolled
         // targets they cut into the player (no C).
         .target(name: "Triggers", dependencies: ["Playback"]),
-        .target(name: "Kiosk", dependencies: ["Triggers", "Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
+        // Inputs for triggers: OSC over UDP (liblo), keys (libevdev), GPIO lines (libgpiod).
+        .target(name: "Inputs", dependencies: ["Playback", "SystemCalls", "CLiblo", "CEvdev", "CGpiod"]),
+        .target(name: "Kiosk", dependencies: ["Triggers", "Inputs", "Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
         .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Control", "Playback"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
@@ -85,7 +90,7 @@ let package = Package(
         // expire, a wall-clock rate): they wait only for other threads' work, which ends as soon as it
         // is done. Fakes, virtual time and in-memory data instead.
         .testTarget(name: "PlaybackTests", dependencies: ["Playback", "PlaybackTestSupport", "TestSupport"]),
-        .testTarget(name: "TriggersTests", dependencies: ["Triggers", "Playback", "PlaybackTestSupport"]),
+        .testTarget(name: "TriggersTests", dependencies: ["Triggers", "Inputs", "Playback", "PlaybackTestSupport"]),
         .testTarget(name: "SoundTests", dependencies: ["Sound", "Playback"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "Sound", "Playback", "TestSupport"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
@@ -103,6 +108,7 @@ let package = Package(
         .testTarget(name: "SystemCallsIntegrationTests", dependencies: ["SystemCallsTests", "SystemCalls"]),
         .testTarget(name: "DisplayIntegrationTests", dependencies: ["DisplayTests", "Display", "Media", "Playback", "Render", "TestSupport"]),
         .testTarget(name: "AudioIntegrationTests", dependencies: ["AudioTests", "Audio", "Sound", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "TriggersIntegrationTests", dependencies: ["TriggersTests", "Triggers", "Inputs", "Playback", "PlaybackTestSupport"]),
         .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
     ]
 )
