@@ -51,16 +51,15 @@ public final class TriggerStage: @unchecked Sendable {
         let items = state.withLock { $0.ready.removeValue(forKey: rule) } ?? makeItems(rule)
         guard !items.isEmpty else { return false }
         // Cut from one triggered item to another: the loop item comes back once, not twice.
-        let replacing = isTriggered(player.currentItem)
+        let current = player.currentItem
+        let replacing = isTriggered(current)
+        if replacing { leaveTriggered(advancing: false) }
+        // Marked before the cut: the player's report of the new current item finds it triggered.
+        state.withLock { s in s.triggered = (items + (replacing ? current.map { [$0] } ?? [] : [])).map(ObjectIdentifier.init) }
         do {
-            if replacing {
-                // The playing triggered item is cut by the new ones; the loop's item stays queued.
-                leaveTriggered(advancing: false)
-                try player.cutIn(items, then: .next)
-            } else {
-                try player.cutIn(items, then: then)
-            }
+            try player.cutIn(items, then: replacing ? .next : then)
         } catch {
+            state.withLock { $0.triggered = [] }
             return false
         }
         state.withLock { $0.triggered = items.map(ObjectIdentifier.init) }
