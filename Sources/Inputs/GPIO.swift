@@ -88,7 +88,11 @@ public final class GPIOInputs: @unchecked Sendable {
                 }
                 let open = Array(handles)
                 var fds = open.map { pollfd(fd: gpiod_line_event_get_fd($0.value.line), events: Int16(POLLIN), revents: 0) }
-                let ready = fds.isEmpty ? (usleep(250_000) == 0 ? 0 : 0) : poll(&fds, nfds_t(fds.count), 250)
+                if fds.isEmpty {
+                    thread.idle(0.25)
+                    continue
+                }
+                let ready = poll(&fds, nfds_t(fds.count), 250)
                 guard ready > 0 else { continue }
                 for (index, entry) in fds.enumerated() where entry.revents != 0 {
                     let (wanted, handle) = open[index]

@@ -35,11 +35,17 @@ final class InputThreadState: Sendable {
     /// Packets refused.
     let refused = Atomic(0)
     let finished = Latch<Bool>()
+    /// Set by `stop`: what the thread waits on when it has nothing to poll.
+    let stopRequest = Latch<Bool>()
 
     var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
+    /// Waits `seconds` unless a stop comes first.
+    func idle(_ seconds: Double) { _ = stopRequest.wait(timeout: seconds) }
+
     func stop() {
         stopping.store(true, ordering: .relaxed)
+        _ = stopRequest.set(true)
         _ = finished.wait(timeout: 1)
     }
 }

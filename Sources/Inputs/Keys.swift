@@ -77,7 +77,11 @@ public final class KeyInputs: @unchecked Sendable {
                     thread.count.store(devices.count, ordering: .relaxed)
                 }
                 var fds = devices.values.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-                let ready = fds.isEmpty ? (usleep(250_000) == 0 ? 0 : 0) : poll(&fds, nfds_t(fds.count), 250)
+                if fds.isEmpty {
+                    thread.idle(0.25)
+                    continue
+                }
+                let ready = poll(&fds, nfds_t(fds.count), 250)
                 guard ready > 0 else { continue }
                 for entry in fds where entry.revents != 0 {
                     guard let (path, device) = devices.first(where: { $0.value.fd == entry.fd }) else { continue }

@@ -117,10 +117,11 @@ public final class KioskTriggers: @unchecked Sendable {
         switch effect {
         case .fire(let index):
             let trigger = triggers[index]
-            logger.info("trigger", ["trigger": "\(index)", "on": "\(trigger.rule.source)"])
+            var ready = false
+            if case .play = trigger.action { ready = stage.isReady(index) }
+            logger.info("trigger", ["trigger": "\(index)", "on": "\(trigger.rule.source)", "prerolled": ready ? "yes" : "no"])
             switch trigger.action {
             case .play(_, let then):
-                let ready = stage.isReady(index)
                 guard stage.play(rule: index, then: then) else {
                     failed("trigger \(index) could not play its items")
                     _ = engine.withLock { $0.triggeredItemEnded(at: inputClockSeconds()) }
