@@ -117,13 +117,18 @@ public struct TriggerEngine: Sendable {
     /// A press waiting for the triggered item to end (`busy: queue`).
     public private(set) var queued: Int?
     var lines: [InputSource: Line] = [:]
+    /// The inputs in a fixed order, so that `advance` reports their effects the same way each run.
+    let order: [InputSource]
 
     public init(rules: [TriggerRule]) {
         self.rules = rules
+        var order: [InputSource] = []
         for rule in rules {
+            if lines[rule.source] == nil { order.append(rule.source) }
             let debounce = max(rule.debounce, lines[rule.source]?.debounce ?? 0)
             lines[rule.source] = Line(debounce: debounce)
         }
+        self.order = order
     }
 
     /// An edge of a held input (a key, a GPIO line): `pressed` is its new level.
@@ -160,7 +165,7 @@ public struct TriggerEngine: Sendable {
     /// Time passes: bounces settle, long presses fire, idle triggered items end, floods end.
     public mutating func advance(to now: Double) -> [Effect] {
         var effects: [Effect] = []
-        for source in lines.keys.sorted(by: { $0.description < $1.description }) {
+        for source in order {
             guard var line = lines[source] else { continue }
             effects += settle(&line, source, now)
             if line.level, !line.longFired, let since = line.downSince {
