@@ -63,8 +63,9 @@ public final class GPIOInputs: @unchecked Sendable {
     /// The lines requested now.
     public var openLines: Int { thread.count.load(ordering: .relaxed) }
 
-    /// `onEdge`: `line` is now pressed (`true`) or released, at `inputClockSeconds()` time.
-    public init(lines: [GPIOLine], logger: Logger, onEdge: @escaping @Sendable (_ line: GPIOLine, _ pressed: Bool, _ time: Double) -> Void) {
+    /// `onEdge`: `line` is now pressed or released (or lost with its chip), at
+    /// `inputClockSeconds()` time.
+    public init(lines: [GPIOLine], logger: Logger, onEdge: @escaping @Sendable (_ line: GPIOLine, _ level: InputLevel, _ time: Double) -> Void) {
         let thread = thread
         startThread(named: "marquee-gpio") {
             defer { _ = thread.finished.set(true) }
@@ -99,7 +100,7 @@ public final class GPIOInputs: @unchecked Sendable {
                     var event = gpiod_line_event()
                     if entry.revents & Int16(POLLIN) == 0 || gpiod_line_event_read(handle.line, &event) != 0 {
                         // The chip went (unbound, unplugged): release, and try again later.
-                        if pressed.remove(wanted) != nil { onEdge(wanted, false, inputClockSeconds()) }
+                        if pressed.remove(wanted) != nil { onEdge(wanted, .lost, inputClockSeconds()) }
                         handles[wanted] = nil
                         thread.count.store(handles.count, ordering: .relaxed)
                         logger.warning("GPIO input lost; tried again every 2 s", ["line": "\(wanted)"])
@@ -108,7 +109,7 @@ public final class GPIOInputs: @unchecked Sendable {
                     let high = event.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE)
                     let isPressed = high != wanted.activeLow
                     if isPressed { pressed.insert(wanted) } else { pressed.remove(wanted) }
-                    onEdge(wanted, isPressed, inputClockSeconds())
+                    onEdge(wanted, isPressed ? .pressed : .released, inputClockSeconds())
                 }
             }
         }

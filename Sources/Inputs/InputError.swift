@@ -49,3 +49,10 @@ final class InputThreadState: Sendable {
         _ = finished.wait(timeout: 1)
     }
 }
+
+/// A held input's new state.
+public enum InputLevel: Sendable, Equatable {
+    case pressed, released
+    /// Its device or chip went while it was pressed: neither a release nor a press.
+    case lost
+}

@@ -46,8 +46,9 @@ public final class KeyInputs: @unchecked Sendable {
 
     /// - Parameters:
     ///   - paths: the device files to read (nil: every `/dev/input/event*` that has keys).
-    ///   - onKey: key `code` went down (`true`) or up, at `inputClockSeconds()` time; on the thread.
-    public init(paths: [String]?, logger: Logger, onKey: @escaping @Sendable (_ code: Int, _ pressed: Bool, _ time: Double) -> Void) {
+    ///   - onKey: key `code` went down or up (or was lost with its device), at `inputClockSeconds()`
+    ///     time; on the thread.
+    public init(paths: [String]?, logger: Logger, onKey: @escaping @Sendable (_ code: Int, _ level: InputLevel, _ time: Double) -> Void) {
         let thread = thread
         startThread(named: "marquee-keys") {
             defer { _ = thread.finished.set(true) }
@@ -121,7 +122,7 @@ public final class KeyInputs: @unchecked Sendable {
     }
 
     /// Reads every pending event; false when the device is gone.
-    static func drain(_ device: Device, _ onKey: (Int, Bool, Double) -> Void) -> Bool {
+    static func drain(_ device: Device, _ onKey: (Int, InputLevel, Double) -> Void) -> Bool {
         var event = input_event()
         var flags = UInt32(LIBEVDEV_READ_FLAG_NORMAL.rawValue)
         // Bounded: a device cannot keep this thread here (the kernel's buffer holds a few hundred).
@@ -137,14 +138,14 @@ public final class KeyInputs: @unchecked Sendable {
             guard event.type == UInt16(EV_KEY), event.value == 0 || event.value == 1 else { continue }  // 2: auto-repeat
             let code = Int(event.code), pressed = event.value == 1
             if pressed { device.held.insert(code) } else { device.held.remove(code) }
-            onKey(code, pressed, inputClockSeconds())
+            onKey(code, pressed ? .pressed : .released, inputClockSeconds())
         }
         return true
     }
 
-    /// A device that went while keys were down: they are released.
-    static func release(_ device: Device, _ onKey: (Int, Bool, Double) -> Void) {
-        for code in device.held.sorted() { onKey(code, false, inputClockSeconds()) }
+    /// A device that went while keys were down: they are lost (up, without a release's press).
+    static func release(_ device: Device, _ onKey: (Int, InputLevel, Double) -> Void) {
+        for code in device.held.sorted() { onKey(code, .lost, inputClockSeconds()) }
         device.held = []
     }
 }

@@ -84,14 +84,14 @@ public final class KioskTriggers: @unchecked Sendable {
             logger.warning("OSC triggers configured but inputs.osc is not set: nothing listens for them")
         }
         if rules.contains(where: { if case .key = $0.source { true } else { false } }) {
-            keys = KeyInputs(paths: config.inputs.keyDevices, logger: logger) { [weak self] code, pressed, time in
-                self?.handle { $0.edge(.key(code), pressed: pressed, at: time) }
+            keys = KeyInputs(paths: config.inputs.keyDevices, logger: logger) { [weak self] code, level, time in
+                self?.handle { Self.step(&$0, .key(code), level, time) }
             }
         }
         let lines = triggers.compactMap { if case .gpio(let line) = $0.input { line } else { nil } }
         if !lines.isEmpty {
-            gpio = GPIOInputs(lines: Array(Set(lines)), logger: logger) { [weak self] line, pressed, time in
-                self?.handle { $0.edge(.gpio(chip: line.chip, line: line.line), pressed: pressed, at: time) }
+            gpio = GPIOInputs(lines: Array(Set(lines)), logger: logger) { [weak self] line, level, time in
+                self?.handle { Self.step(&$0, .gpio(chip: line.chip, line: line.line), level, time) }
             }
         }
         // The triggered item leaving the player's current place ends it.
@@ -104,6 +104,10 @@ public final class KioskTriggers: @unchecked Sendable {
                 handle { $0.advance(to: inputClockSeconds()) }
             }
         }
+    }
+
+    static func step(_ engine: inout TriggerEngine, _ source: InputSource, _ level: InputLevel, _ time: Double) -> [TriggerEngine.Effect] {
+        level == .lost ? engine.lost(source, at: time) : engine.edge(source, pressed: level == .pressed, at: time)
     }
 
     /// Runs one step of the engine under its lock, then its effects outside it.
@@ -122,7 +126,7 @@ public final class KioskTriggers: @unchecked Sendable {
             logger.info("trigger", ["trigger": "\(index)", "on": "\(trigger.rule.source)", "prerolled": ready ? "yes" : "no"])
             switch trigger.action {
             case .play(_, let then):
-                guard stage.play(rule: index, then: then) else {
+                guard stage.play(rule: index, then: then, prerollAgain: trigger.busy == .restart) else {
                     failed("trigger \(index) could not play its items")
                     _ = engine.withLock { $0.triggeredItemEnded(at: inputClockSeconds()) }
                     return
@@ -141,6 +145,8 @@ public final class KioskTriggers: @unchecked Sendable {
         case .ended(let index):
             session.reporter.events.send(["event": "trigger-end", "trigger": .number(Double(index))], session.onEvent)
             signal(index, on: false)
+            // Decoded again once its item is over, not while the cut's decoders start.
+            stage.prepare(rules: [index])
         case .idleReturn(let index):
             logger.info("trigger idle; back to the loop", ["trigger": "\(index)"])
             stage.leave()

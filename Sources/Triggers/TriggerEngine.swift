@@ -149,6 +149,19 @@ public struct TriggerEngine: Sendable {
         return effects
     }
 
+    /// The input went while held (its device unplugged, its chip gone): it is up again, and the
+    /// press it was in fires nothing more (no long press, no short press on release).
+    public mutating func lost(_ source: InputSource, at now: Double) -> [Effect] {
+        guard var line = lines[source] else { return [] }
+        line.level = false
+        line.raw = false
+        line.downSince = nil
+        line.longFired = true
+        line.lastEdge = now
+        lines[source] = line
+        return []
+    }
+
     /// A momentary input (an OSC message): a press and its release at once.
     public mutating func pulse(_ source: InputSource, arguments: [String] = [], at now: Double) -> [Effect] {
         guard var line = lines[source] else {

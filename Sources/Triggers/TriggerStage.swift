@@ -32,11 +32,8 @@ public final class TriggerStage: @unchecked Sendable {
         }
     }
 
-    /// Whether rule `rule`'s target is prerolled now.
-    public func isReady(_ rule: Int) -> Bool {
-        guard let first = state.withLock({ $0.ready[rule]?.first }) else { return false }
-        return player.isPrerolled(first)
-    }
+    /// Whether rule `rule`'s target has its first frame decoded now.
+    public func isReady(_ rule: Int) -> Bool { waitUntilReady(rule, timeout: 0) }
 
     /// Waits up to `timeout` seconds for rule `rule`'s target to have its first frame decoded.
     public func waitUntilReady(_ rule: Int, timeout: Double) -> Bool {
@@ -44,10 +41,11 @@ public final class TriggerStage: @unchecked Sendable {
         return player.waitForPreroll(first, timeout: timeout)
     }
 
-    /// Cuts rule `rule`'s target in now; a new set is prerolled for its next press. False when
-    /// the target has no items or the player refused them.
+    /// Cuts rule `rule`'s target in now; with `prerollAgain` a new set is prerolled for its next
+    /// press at once (else `prepare` does it later). False when the target has no items or the
+    /// player refused them.
     @discardableResult
-    public func play(rule: Int, then: QueuePlayer.CutInReturn) -> Bool {
+    public func play(rule: Int, then: QueuePlayer.CutInReturn, prerollAgain: Bool = true) -> Bool {
         let items = state.withLock { $0.ready.removeValue(forKey: rule) } ?? makeItems(rule)
         guard !items.isEmpty else { return false }
         // Cut from one triggered item to another: the loop item comes back once, not twice.
@@ -63,7 +61,7 @@ public final class TriggerStage: @unchecked Sendable {
             return false
         }
         state.withLock { $0.triggered = items.map(ObjectIdentifier.init) }
-        prepare(rules: [rule])
+        if prerollAgain { prepare(rules: [rule]) }
         return true
     }
 

@@ -117,6 +117,20 @@ struct TriggerEngineTests {
         #expect(engine.triggeredItemEnded(at: 50.1).isEmpty, "the end that follows is not a second end")
     }
 
+    @Test("a device removed mid-press: neither the long press nor a short press fires; the next press works")
+    func deviceRemovedMidPress() {
+        var engine = TriggerEngine(rules: [TriggerRule(source: .key(30), plays: true),
+                                           TriggerRule(source: .key(30), hold: 2, plays: false)])
+        var effects = engine.edge(.key(30), pressed: true, at: 0)
+        effects += engine.advance(to: 1)
+        effects += engine.lost(.key(30), at: 1.5)
+        effects += engine.advance(to: 10)
+        #expect(fires(effects).isEmpty)
+        #expect(engine.phase == .armed)
+        _ = engine.edge(.key(30), pressed: true, at: 20)
+        #expect(fires(engine.edge(.key(30), pressed: false, at: 20.5)) == [0], "plugged in again, a short press plays")
+    }
+
     @Test("OSC arguments select the rule; unknown inputs are counted, not tracked")
     func oscArgumentsAndUnknownInputs() {
         var engine = TriggerEngine(rules: [TriggerRule(source: .osc("/play"), arguments: ["1"], plays: false),
