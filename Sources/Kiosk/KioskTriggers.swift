@@ -54,7 +54,7 @@ public final class KioskTriggers: @unchecked Sendable {
             guard case .play(let items, _) = triggers[rule].action else { return [] }
             return items.map { PlayerItem(asset: Asset(url: URL(fileURLWithPath: $0.path), backend: backend)) }
         }
-        stage.prepare(rules: triggers.indices.filter { triggers[$0].rule.plays })
+        stage.prepare(rules: triggers.indices.filter { triggers[$0].rule.plays && triggers[$0].preroll })
         for (index, trigger) in triggers.enumerated() {
             guard let signal = trigger.signal else { continue }
             do {
@@ -126,7 +126,7 @@ public final class KioskTriggers: @unchecked Sendable {
             logger.info("trigger", ["trigger": "\(index)", "on": "\(trigger.rule.source)", "prerolled": ready ? "yes" : "no"])
             switch trigger.action {
             case .play(_, let then):
-                guard stage.play(rule: index, then: then, prerollAgain: trigger.busy == .restart) else {
+                guard stage.play(rule: index, then: then, prerollAgain: trigger.busy == .restart && trigger.preroll) else {
                     failed("trigger \(index) could not play its items")
                     _ = engine.withLock { $0.triggeredItemEnded(at: inputClockSeconds()) }
                     return
@@ -138,6 +138,7 @@ public final class KioskTriggers: @unchecked Sendable {
             case .pause: _ = session.perform(.pause(true))
             case .toggle: _ = session.perform(.pause(!session.status.snapshot.paused))
             case .display(let on):
+                // Waits for the presentation thread (at most 4 s); the input's next event waits too.
                 if case .failed(let why) = session.perform(.displayPower(on)) { failed("trigger \(index): \(why)") }
             case .set(let property, let value):
                 do { try controller?.setProperty(property, to: value) } catch { failed("trigger \(index): property \(property) cannot be set: \(error)") }
@@ -146,7 +147,7 @@ public final class KioskTriggers: @unchecked Sendable {
             session.reporter.events.send(["event": "trigger-end", "trigger": .number(Double(index))], session.onEvent)
             signal(index, on: false)
             // Decoded again once its item is over, not while the cut's decoders start.
-            stage.prepare(rules: [index])
+            if triggers[index].preroll { stage.prepare(rules: [index]) }
         case .idleReturn(let index):
             logger.info("trigger idle; back to the loop", ["trigger": "\(index)"])
             stage.leave()

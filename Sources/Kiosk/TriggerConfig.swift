@@ -41,6 +41,9 @@ public struct TriggerConfig: Sendable, Equatable {
     public var rearm = 0.5
     public var idle: Double?
     public var signal: Signal?
+    /// `preroll`: the target's first frame is decoded ahead of the press (false: opened on the
+    /// press, as a player started on it would; a target rarely played, or a comparison).
+    public var preroll = true
 
     /// The rule the engine runs for this entry.
     public var rule: TriggerRule {
@@ -79,7 +82,7 @@ extension ConfigReader {
     }
 
     mutating func readTrigger(_ value: JSONValue, at path: String, baseDirectory: String) -> TriggerConfig? {
-        guard let fields = members(value, at: path, allowed: ["on", "do", "busy", "rearm", "idle", "signal"]) else { return nil }
+        guard let fields = members(value, at: path, allowed: ["on", "do", "busy", "rearm", "idle", "signal", "preroll"]) else { return nil }
         guard let onValue = value["on"] else {
             problem("\(path).on", "missing: the input, e.g. {\"key\": \"KEY_1\"}, {\"gpio\": {...}} or {\"osc\": \"/play\"}")
             return nil
@@ -100,6 +103,7 @@ extension ConfigReader {
             case "rearm": if let s = triggerSeconds(v, at: field) { trigger.rearm = s }
             case "idle": trigger.idle = triggerSeconds(v, at: field, minimum: 0.1)
             case "signal": trigger.signal = readSignal(v, at: field)
+            case "preroll": if let b = bool(v, at: field) { trigger.preroll = b }
             default: break
             }
         }

@@ -41,51 +41,59 @@ import TestSupport
     }
 
     struct PressRun {
-        var presses: [Double]
+        var presses: [(time: Double, cold: Bool)]
         var frames: [[String: Any]]
         var log: String
         var loop: String
+        /// The prerolled target, and the one opened on the press (`preroll: false`).
         var film: String
+        var coldFilm: String
+
+        func isFilm(_ frame: [String: Any]) -> Bool { [film, coldFilm].contains(frame["uri"] as? String ?? "") }
+        /// The index of each cut's first film frame (a film frame after a loop frame).
+        var cuts: [Int] { frames.indices.dropFirst().filter { isFilm(frames[$0]) && frames[$0 - 1]["uri"] as? String == loop } }
     }
 
-    /// Runs marquee on `clock` with a 7 s loop and a 0.5 s film on an OSC trigger, sends `count`
-    /// presses `spacing` seconds apart, and returns the send times and the trace's frames.
-    func pressRun(clock: String, count: Int, spacing: Double) throws -> PressRun {
+    /// Runs marquee on `clock` with a 7 s loop and two 0.5 s films (`filmHeight` high, 16:9) on OSC
+    /// triggers, one prerolled and one not; sends `count` presses `spacing` seconds apart (every other one to the film that
+    /// is not prerolled when `cold`), and returns the send times and the trace's frames.
+    func pressRun(clock: String, count: Int, spacing: Double, cold: Bool, filmHeight: Int) throws -> PressRun {
         let loop = try TestMedia.clip(seconds: 7, fps: 30)
-        let film = try TestMedia.clip(seconds: 0.5, fps: 30, width: 160, height: 120)
+        let width = filmHeight * 16 / 9
+        let film = try TestMedia.clip(seconds: 0.5, fps: 30, width: width, height: filmHeight)
+        let coldFilm = try TestMedia.clip(seconds: 0.5, fps: 30, width: width, height: filmHeight + 8)
         let port = try freePort()
         let config = try TestConfig.write(#"""
             {"playlist": [{"uri": "\#(loop)"}], "loop": true,
-             "triggers": [{"on": {"osc": "/museum/play"}, "do": {"play": "\#(film)", "then": "resume"}, "rearm": 0}],
+             "triggers": [{"on": {"osc": "/museum/play"}, "do": {"play": "\#(film)", "then": "resume"}, "rearm": 0},
+                          {"on": {"osc": "/museum/cold"}, "do": {"play": "\#(coldFilm)", "then": "resume"}, "rearm": 0, "preroll": false}],
              "inputs": {"osc": "127.0.0.1:\#(port)"}}
             """#, named: "triggers-\(UUID().uuidString.prefix(8)).json")
         let running = try MarqueeProcessTests.Running(config: config, clock: clock, exitAfter: 100_000)
         _ = try running.connect()
         Thread.sleep(forTimeInterval: 1.5)  // playing, and the film prerolled
-        var presses: [Double] = []
-        for _ in 0..<count {
-            presses.append(Date().timeIntervalSince1970)
-            sendOSC("/museum/play", port: port)
+        var presses: [(time: Double, cold: Bool)] = []
+        for i in 0..<count {
+            let isCold = cold && i % 2 == 1
+            presses.append((Date().timeIntervalSince1970, isCold))
+            sendOSC(isCold ? "/museum/cold" : "/museum/play", port: port)
             Thread.sleep(forTimeInterval: spacing)
         }
         kill(running.process.processIdentifier, SIGTERM)
         #expect(running.wait() == 0)
         let log = running.log
+        let coldCount = presses.filter(\.cold).count
         #expect(log.components(separatedBy: "msg=trigger ").count - 1 == count, "\(log)")
-        #expect(log.components(separatedBy: "prerolled=yes").count - 1 == count, "every press found its film prerolled")
+        #expect(log.components(separatedBy: "prerolled=yes").count - 1 == count - coldCount, "every press of the prerolled target found its first frame decoded")
+        #expect(log.components(separatedBy: "prerolled=no").count - 1 == coldCount)
         return PressRun(presses: presses, frames: try running.traceLines().filter { $0["type"] as? String == "frame" },
-                        log: log, loop: loop, film: film)
-    }
-
-    /// The index of each press's first film frame (the film's frames after a loop frame).
-    func cuts(_ run: PressRun) -> [Int] {
-        run.frames.indices.dropFirst().filter { run.frames[$0]["uri"] as? String == run.film && run.frames[$0 - 1]["uri"] as? String == run.loop }
+                        log: log, loop: loop, film: film, coldFilm: coldFilm)
     }
 
     @Test func onTheVirtualClockEveryCutIsGaplessAndTheLoopResumesOnItsNextFrame() throws {
-        let run = try pressRun(clock: "virtual", count: 10, spacing: 0.3)
+        let run = try pressRun(clock: "virtual", count: 10, spacing: 0.5, cold: true, filmHeight: 90)
         let frames = run.frames
-        let cuts = cuts(run)
+        let cuts = run.cuts
         #expect(cuts.count == 10)
         for at in cuts {
             let first = frames[at], before = frames[at - 1]
@@ -93,41 +101,54 @@ import TestSupport
             // Gapless in: the film's first frame at most 2 vsyncs after the loop's last (a frame lasts 2).
             #expect((first["vsync"] as! Int) - (before["vsync"] as! Int) <= 2)
             // Every film frame once, 2 vsyncs each; the loop back on the frame after the one it left.
-            let filmFrames = frames[at...].prefix { $0["uri"] as? String == run.film }
+            let filmFrames = frames[at...].prefix { run.isFilm($0) }
             #expect(filmFrames.map { Int((($0["pts"] as! Double) * 30).rounded()) } == Array(0..<15))
             guard let back = frames[(at + filmFrames.count)...].first else { continue }
             #expect(back["uri"] as? String == run.loop)
+            // The frame after the one it left: frame 0 of the next pass when it left on its last.
             let left = before["pts"] as! Double, resumed = back["pts"] as! Double
-            #expect(abs(resumed - (left + 1.0 / 30)) < 1e-3, "left the loop at \(left), came back at \(resumed)")
+            #expect(abs(resumed - (left + 1.0 / 30).truncatingRemainder(dividingBy: 7)) < 1e-3, "left the loop at \(left), came back at \(resumed)")
             #expect((back["vsync"] as! Int) - (filmFrames.last!["vsync"] as! Int) == 2)
         }
     }
 
     /// Real time: from the OSC datagram's send to the wall time of the vsync its film's first frame
-    /// is on. On a shared 2-core machine frames may drop under load, so only the start is held
-    /// exact here (the virtual-clock test holds every frame), and the latency bound only when no
-    /// film frame was dropped.
+    /// is on, for the prerolled film and for one opened on the press. On a shared 2-core machine
+    /// frames may drop under load, so only the start is held exact here (the virtual-clock test
+    /// holds every frame), and the latency bounds only on a machine that kept up.
     @Test func onTheRealClockThePressReachesThePictureWithinAFewVsyncs() throws {
-        let run = try pressRun(clock: "real", count: 20, spacing: 1.1)
-        var latencies: [Double] = []
+        // Full HD, as exhibits are: a cold open probes, opens a decoder and decodes a 1080p frame.
+        let run = try pressRun(clock: "real", count: 30, spacing: 1.1, cold: true, filmHeight: 1080)
+        var warm: [Double] = [], cold: [Double] = []
         var exactResumes = 0, filmDrops = 0
-        for (press, at) in zip(run.presses, cuts(run)) {
+        let cuts = run.cuts
+        #expect(cuts.count == run.presses.count)
+        for (press, at) in zip(run.presses, cuts) {
             let first = run.frames[at], before = run.frames[at - 1]
             #expect(first["pts"] as? Double == 0)
-            latencies.append(((first["wall"] as! Double) - press) * 60)
-            let filmFrames = run.frames[at...].prefix { $0["uri"] as? String == run.film }
-            filmDrops += 15 - filmFrames.count
+            #expect(first["uri"] as? String == (press.cold ? run.coldFilm : run.film))
+            let latency = ((first["wall"] as! Double) - press.time) * 60
+            if press.cold { cold.append(latency) } else { warm.append(latency) }
+            let filmFrames = run.frames[at...].prefix { run.isFilm($0) }
+            if !press.cold { filmDrops += 15 - filmFrames.count }
             if let back = run.frames[(at + filmFrames.count)...].first,
-               abs((back["pts"] as! Double) - ((before["pts"] as! Double) + 1.0 / 30)) < 1e-3 { exactResumes += 1 }
+               abs((back["pts"] as! Double) - ((before["pts"] as! Double) + 1.0 / 30).truncatingRemainder(dividingBy: 7)) < 1e-3 { exactResumes += 1 }
         }
-        #expect(latencies.count == 20)
-        let sorted = latencies.sorted()
-        print("OSC press to the film's first frame (wall time, 60 Hz vsync periods), \(sorted.count) presses: median \(sorted[sorted.count / 2].formatted(decimals: 2)), worst \(sorted.last!.formatted(decimals: 2)); exact resumes \(exactResumes)/\(sorted.count), film frames dropped \(filmDrops)")
-        // A machine that cannot keep real time (frames dropped) says nothing of the press's path.
-        if filmDrops > 0 {
-            print("skipped the latency bound: this machine dropped \(filmDrops) film frames (overloaded); figures above for the record")
+        func summary(_ values: [Double]) -> String {
+            let sorted = values.sorted()
+            guard let worst = sorted.last else { return "none" }
+            return "median \(sorted[sorted.count / 2].formatted(decimals: 2)), worst \(worst.formatted(decimals: 2)) (\(sorted.count) presses)"
+        }
+        print("OSC press to the film's first frame (wall time, 60 Hz vsync periods): prerolled \(summary(warm)); opened on the press \(summary(cold)); exact resumes \(exactResumes)/\(cuts.count), prerolled film frames dropped \(filmDrops)")
+        // A machine that cannot keep real time says nothing of the press's path: frames dropped,
+        // or more runnable threads than cores (other builds and tests) while it ran.
+        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)).flatMap { Double($0.split(separator: " ")[0]) } ?? 0
+        let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+        if filmDrops > 0 || load > cores {
+            print("skipped the latency bounds: \(filmDrops) film frames dropped, load average \(load) on \(Int(cores)) cores; figures above for the record")
         } else {
-            #expect(sorted.last! <= 6)
+            #expect(warm.max() ?? 99 <= 6)
+            #expect(warm.sorted()[warm.count / 2] < cold.sorted()[cold.count / 2], "prerolling makes the press reach the picture sooner")
         }
     }
 }

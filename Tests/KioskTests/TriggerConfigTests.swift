@@ -26,7 +26,7 @@ import Triggers
                {"on": {"key": 4, "hold": 5}, "do": {"display": "off"}},
                {"on": {"osc": "/museum/lights", "args": [1, "x", true]}, "do": {"set": "volume", "value": 40},
                 "signal": {"osc": {"to": "127.0.0.1:7000", "address": "/lamp"}}},
-               {"on": {"key": "BTN_0"}, "do": "toggle"}
+               {"on": {"key": "BTN_0"}, "do": "toggle", "preroll": false}
              ],
              "inputs": {"osc": "127.0.0.1:9000", "keys": ["/dev/input/by-id/keypad"]}}
             """#, baseDirectory: "/show")
@@ -43,7 +43,7 @@ import Triggers
         #expect(t[3].input == .osc(address: "/museum/lights", arguments: ["1", "x", "true"]))
         #expect(t[3].action == .set(property: "volume", value: .number(40)))
         #expect(t[3].signal == .osc(UDPEndpoint(parsing: "127.0.0.1:7000")!, address: "/lamp"))
-        #expect(t[4].input == .key(0x100) && t[4].action == .toggle)
+        #expect(t[4].input == .key(0x100) && t[4].action == .toggle && !t[4].preroll && t[0].preroll)
         #expect(config.inputs.osc == UDPEndpoint(parsing: "127.0.0.1:9000"))
         #expect(config.inputs.keyDevices == ["/dev/input/by-id/keypad"])
         // Missing targets are warnings: the player starts, the trigger plays nothing until they are there.
@@ -86,6 +86,7 @@ import Triggers
             (#""triggers": [{"on": {"key": "KEY_1"}, "do": "next", "idle": 0}]"#, ["triggers[0].idle"]),
             (#""triggers": [{"on": {"key": "KEY_1"}, "do": "next", "signal": {"osc": {"to": "lamp:7000", "address": "/l"}}}]"#, ["triggers[0].signal.osc.to"]),
             (#""triggers": [{"on": {"key": "KEY_1"}, "do": "next", "colour": 1}]"#, ["triggers[0].colour"]),
+            (#""triggers": [{"on": {"key": "KEY_1"}, "do": "next", "preroll": "no"}]"#, ["triggers[0].preroll"]),
             (#""inputs": {"osc": "localhost:9000"}"#, ["inputs.osc"]),
             (#""inputs": {"osc": "127.0.0.1:99999"}"#, ["inputs.osc"]),
             (#""inputs": {"keys": ["event3"]}"#, ["inputs.keys[0]"]),
