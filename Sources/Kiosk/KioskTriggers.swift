@@ -21,7 +21,12 @@ public final class KioskTriggers: @unchecked Sendable {
     var gpio: GPIOInputs?
     /// Per trigger, its signal's output (nil where none, or it could not be opened).
     var signals: [Int: SignalOutput] = [:]
-    let stopped = Latch<Bool>()
+    /// Inputs handled so far, and the stop: what the engine's clock thread waits on.
+    let wake = Monitor(Wake())
+    struct Wake {
+        var inputs = 0
+        var stopped = false
+    }
     /// Actions that failed, logged once each.
     let loggedFailures = Mutex(Set<String>())
 
@@ -30,8 +35,8 @@ public final class KioskTriggers: @unchecked Sendable {
         case osc(OSCSender, address: String)
     }
 
-    /// How often the engine's clock is advanced (long presses, settling bounces, idle returns).
-    static let tick = 0.01
+    /// The longest the engine's clock thread waits with nothing due (it looks again then).
+    static let longestIdle = 1.0
 
     /// Starts the inputs `config.triggers` needs (nil when it has none). `controller` sets
     /// properties (`set`).
@@ -99,9 +104,16 @@ public final class KioskTriggers: @unchecked Sendable {
             guard let self, case .currentItem(let item) = change, !stage.isTriggered(item) else { return }
             handle { $0.triggeredItemEnded(at: inputClockSeconds()) }
         }
+        // The engine's clock: advanced when something falls due (a long press, a bounce settling,
+        // an idle return), waiting for that or for the next input, never ticking.
         startThread(named: "marquee-triggers") { [weak self] in
-            while let self, stopped.wait(timeout: Self.tick) == nil {
-                handle { $0.advance(to: inputClockSeconds()) }
+            while let self {
+                let seen = wake.withLock { $0.inputs }
+                let due = engine.withLock { $0.nextDeadline() }
+                let wait = min(Self.longestIdle, max(0.001, (due ?? .infinity) - inputClockSeconds()))
+                if wake.wait(until: { $0.stopped || $0.inputs != seen }, timeout: wait), wake.withLock({ $0.stopped }) { return }
+                let now = inputClockSeconds()
+                if let due, now >= due { handle(wakes: false) { $0.advance(to: now) } }
             }
         }
     }
@@ -110,9 +122,11 @@ public final class KioskTriggers: @unchecked Sendable {
         level == .lost ? engine.lost(source, at: time) : engine.edge(source, pressed: level == .pressed, at: time)
     }
 
-    /// Runs one step of the engine under its lock, then its effects outside it.
-    func handle(_ step: (inout TriggerEngine) -> [TriggerEngine.Effect]) {
+    /// Runs one step of the engine under its lock, then its effects outside it; an input's step
+    /// wakes the clock thread (its deadline may have moved).
+    func handle(wakes: Bool = true, _ step: (inout TriggerEngine) -> [TriggerEngine.Effect]) {
         let effects = engine.withLock { step(&$0) }
+        if wakes { wake.update { $0.inputs &+= 1 } }
         for effect in effects { apply(effect) }
     }
 
@@ -180,7 +194,7 @@ public final class KioskTriggers: @unchecked Sendable {
 
     /// Stops the inputs and the prerolls.
     public func stop() {
-        _ = stopped.set(true)
+        wake.update { $0.stopped = true }
         osc?.stop()
         keys?.stop()
         gpio?.stop()

@@ -139,7 +139,7 @@ public struct TriggerEngine: Sendable {
         }
         var effects = settle(&line, source, now)
         line.raw = pressed
-        let quiet = now - line.lastEdge >= line.debounce
+        let quiet = now >= line.lastEdge + line.debounce
         line.lastEdge = now
         if !quiet { counters.bounces += 1 }
         if quiet && pressed != line.level {
@@ -183,14 +183,14 @@ public struct TriggerEngine: Sendable {
             effects += settle(&line, source, now)
             if line.level, !line.longFired, let since = line.downSince {
                 for (index, rule) in rules.enumerated() where rule.source == source {
-                    if let hold = rule.hold, now - since >= hold {
+                    if let hold = rule.hold, now >= since + hold {
                         line.longFired = true
                         effects += fire(index, at: now)
                         break
                     }
                 }
             }
-            if line.flooding, now - line.windowStart >= 1 {
+            if line.flooding, now >= line.windowStart + 1 {
                 effects.append(.floodEnded(source, dropped: line.floodDropped))
                 line.flooding = false
                 line.floodDropped = 0
@@ -199,7 +199,7 @@ public struct TriggerEngine: Sendable {
         }
         switch phase {
         case .playing(let rule, let lastInput):
-            if let idle = rules[rule].idle, now - lastInput >= idle {
+            if let idle = rules[rule].idle, now >= lastInput + idle {
                 effects.append(.idleReturn(rule: rule))
                 effects += end(rule, at: now)
             }
@@ -208,6 +208,31 @@ public struct TriggerEngine: Sendable {
         default: break
         }
         return effects
+    }
+
+    // Times are compared as `now >= start + length`, the form `nextDeadline` gives them in, so
+    // that advancing to a deadline always does what fell due then.
+
+    /// The earliest time `advance` has something to do (a bounce settles, a long press is due, a
+    /// flood's second ends, the idle or re-arm time is up); nil when nothing is pending. A caller
+    /// waits until then, or until the next input, instead of ticking.
+    public func nextDeadline() -> Double? {
+        var deadlines: [Double] = []
+        for source in order {
+            guard let line = lines[source] else { continue }
+            if line.raw != line.level { deadlines.append(line.lastEdge + line.debounce) }
+            if line.level, !line.longFired, let since = line.downSince,
+               let hold = rules.filter({ $0.source == source }).compactMap(\.hold).min() {
+                deadlines.append(since + hold)
+            }
+            if line.flooding { deadlines.append(line.windowStart + 1) }
+        }
+        switch phase {
+        case .playing(let rule, let lastInput): if let idle = rules[rule].idle { deadlines.append(lastInput + idle) }
+        case .rearming(let until): deadlines.append(until)
+        case .armed: break
+        }
+        return deadlines.min()
     }
 
     /// The triggered item of the playing rule ended (played out, or was skipped).
@@ -233,7 +258,7 @@ public struct TriggerEngine: Sendable {
 
     /// A level that has stayed apart from the debounced one for the debounce time becomes it.
     mutating func settle(_ line: inout Line, _ source: InputSource, _ now: Double) -> [Effect] {
-        guard line.raw != line.level, now - line.lastEdge >= line.debounce else { return [] }
+        guard line.raw != line.level, now >= line.lastEdge + line.debounce else { return [] }
         return change(&line, source, to: line.raw, at: line.lastEdge + line.debounce, arguments: nil)
     }
 
@@ -245,7 +270,7 @@ public struct TriggerEngine: Sendable {
             line.longFired = false
             counters.presses += 1
             var effects: [Effect] = []
-            if now - line.windowStart >= 1 {
+            if now >= line.windowStart + 1 {
                 line.windowStart = now
                 line.windowPresses = 0
             }

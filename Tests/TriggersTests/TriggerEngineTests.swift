@@ -131,6 +131,61 @@ struct TriggerEngineTests {
         #expect(fires(engine.edge(.key(30), pressed: false, at: 20.5)) == [0], "plugged in again, a short press plays")
     }
 
+    @Test("the next deadline is when advance has work: a settling bounce, a due long press, idle, re-arm; none when idle")
+    func deadlines() {
+        var engine = TriggerEngine(rules: [TriggerRule(source: .key(30), plays: true, rearm: 1, idle: 30),
+                                           TriggerRule(source: .key(30), hold: 2, plays: false)])
+        #expect(engine.nextDeadline() == nil)
+        _ = engine.edge(.key(30), pressed: true, at: 10)
+        #expect(engine.nextDeadline() == 12, "the long press")
+        _ = engine.edge(.key(30), pressed: false, at: 10.005)  // a bounce: settles 20 ms after it
+        #expect(engine.nextDeadline() == 10.005 + 0.02)
+        // The release settles at its deadline, before the hold: the short press fires then.
+        #expect(engine.advance(to: 10.005 + 0.02) == [.fire(rule: 0)])
+        #expect(engine.nextDeadline() == 10.005 + 0.02 + 30, "idle, from when it fired")
+        _ = engine.triggeredItemEnded(at: 20)
+        #expect(engine.nextDeadline() == 21, "re-arm")
+        _ = engine.advance(to: 21)
+        #expect(engine.phase == .armed)
+        #expect(engine.nextDeadline() == nil)
+    }
+
+    @Test("stepping only at the deadlines gives the effects stepping at every instant gives")
+    func deadlinesMissNothing() {
+        // Times in 1/64 s, exact in binary: ticking at every 1/64 s meets every deadline exactly.
+        let rules = [TriggerRule(source: .key(1), debounce: 1.0 / 32, plays: true, busy: .queue, rearm: 0.75, idle: 3),
+                     TriggerRule(source: .key(1), hold: 1.5, plays: false),
+                     TriggerRule(source: .key(2), debounce: 1.0 / 32, plays: true, rearm: 0.75)]
+        var generator = SplitMix(seed: 7)
+        var events: [(tick: Int, key: Int, pressed: Bool)] = []
+        var tick = 0
+        for _ in 0..<400 {
+            tick += Int(generator.next() % 60)
+            events.append((tick, generator.next() % 2 == 0 ? 1 : 2, generator.next() % 2 == 0))
+        }
+        var ticking = TriggerEngine(rules: rules), waiting = TriggerEngine(rules: rules)
+        var ticked: [TriggerEngine.Effect] = [], waited: [TriggerEngine.Effect] = []
+        var now = 0
+        var wakes = 0
+        for event in events {
+            let time = Double(event.tick) / 64
+            while now < event.tick {
+                now += 1
+                ticked += ticking.advance(to: Double(now) / 64)
+            }
+            while let due = waiting.nextDeadline(), due <= time {
+                waited += waiting.advance(to: due)
+                wakes += 1
+            }
+            ticked += ticking.edge(.key(event.key), pressed: event.pressed, at: time)
+            waited += waiting.edge(.key(event.key), pressed: event.pressed, at: time)
+        }
+        #expect(ticked == waited)
+        #expect(ticking.counters == waiting.counters)
+        #expect(ticking.counters.fired > 10)
+        #expect(wakes < now / 4, "\(wakes) wakes for \(now) ticks")
+    }
+
     @Test("OSC arguments select the rule; unknown inputs are counted, not tracked")
     func oscArgumentsAndUnknownInputs() {
         var engine = TriggerEngine(rules: [TriggerRule(source: .osc("/play"), arguments: ["1"], plays: false),
