@@ -66,7 +66,7 @@ vm: deps
 # rest, processes, media, the VM, the mpv comparison and real time, is in the integration targets
 # (*IntegrationTests, ExamplesTests), which only `make test` runs. So `make check` needs no VM guest,
 # mpv, PyPI venv or fuzzing. Package.swift lists the targets of each kind.
-UNIT_TEST_TARGETS := PlaybackTests TriggersTests SoundTests MediaTests RenderTests KioskTests SystemCallsTests DisplayTests AudioTests
+UNIT_TEST_TARGETS := PlaybackTests TriggersTests SoundTests MediaTests RenderTests KioskTests SystemCallsTests DisplayTests AudioTests NetworkTests
 empty :=
 space := $(empty) $(empty)
 check: deps

@@ -50,7 +50,10 @@ let package = Package(
         // The player's sound path: its decode thread, the writer that keeps sound on the picture's
         // timeline, the clock sync, and the sink protocol devices implement.
         .target(name: "Sound", dependencies: ["Playback"]),
-        .target(name: "Media", dependencies: ["Playback", "Sound", "CFFmpeg", "CShim", "SystemCalls"]),
+        // Network sources' rules: the allow-list (URLs, addresses, blocks, DNS answers) and a live
+        // source's health (stalls, reopening with backoff); pure Swift.
+        .target(name: "Network"),
+        .target(name: "Media", dependencies: ["Playback", "Sound", "CFFmpeg", "CShim", "SystemCalls", "Network"]),
         .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES", "CGBM", "CFreeType"]),
         // ALSA devices (alsa-lib) as Sound's sink: one PCM device, its latency, underrun recovery.
         .target(name: "Audio", dependencies: ["Playback", "Sound", "CALSA"]),
@@ -62,7 +65,7 @@ let package = Package(
         .target(name: "Triggers", dependencies: ["Playback"]),
         // Inputs for triggers: OSC over UDP (liblo), keys (libevdev), GPIO lines (libgpiod).
         .target(name: "Inputs", dependencies: ["Playback", "SystemCalls", "CLiblo", "CEvdev", "CGpiod"]),
-        .target(name: "Kiosk", dependencies: ["Triggers", "Inputs", "Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
+        .target(name: "Kiosk", dependencies: ["Triggers", "Inputs", "Control", "Playback", "Media", "Network", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
         .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Control", "Playback"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
@@ -96,6 +99,7 @@ let package = Package(
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
         .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Sound", "Display", "Media", "Playback", "PlaybackTestSupport", "TestSupport", "FuzzTargets"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
+        .testTarget(name: "NetworkTests", dependencies: ["Network"]),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Media", "Playback", "Render", "TestSupport"]),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "Sound", "Media", "Playback", "TestSupport"]),
 
