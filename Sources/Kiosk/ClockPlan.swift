@@ -24,7 +24,7 @@ extension ClockPlan {
         for (index, item) in config.playlist.enumerated() {
             // Probing a long playlist takes a while: the presentation thread is alive meanwhile.
             if index > 0 { beat?() }
-            let url = URL(fileURLWithPath: item.path)
+            let url = KioskConfig.mediaURL(item.path)
             guard let length = try? backend.probe(url).duration, length.isNumeric, (try? backend.checkFirstFrame(url)) != nil else { continue }
             let start = MediaTime(seconds: item.start ?? 0, preferredTimescale: 90_000)
             let end = item.end.map { MediaTime(seconds: $0, preferredTimescale: 90_000) } ?? length

@@ -157,6 +157,8 @@ public struct KioskConfig: Sendable {
     public var virtualClockStart: WallTime?
     /// `audio`: the sound (AudioConfig.swift).
     public var audio = AudioSettings()
+    /// `network`: the network sources allowed, and their time limits (NetworkConfig.swift).
+    public var network = NetworkSettings()
     /// `overlays`: pictures and text over the video (OverlayConfig.swift).
     public var overlays: [OverlayConfig] = []
     /// `transition`: how each item follows the one before it, the loop point included, unless the
@@ -315,7 +317,7 @@ struct ConfigReader {
     mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
         var config = KioskConfig()
         // `$schema`: the schema the file follows, as editors attach one; a string, otherwise unread.
-        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio", "overlays", "transition", "triggers", "inputs"])
+        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio", "overlays", "transition", "triggers", "inputs", "network"])
         else { return config }
         if json["playlist"] == nil && !Self.wallHasOwnPlaylists(json["wall"]) { problem("playlist", "missing: the list of items to play") }
         for (key, value) in top {
@@ -433,6 +435,8 @@ struct ConfigReader {
                 config.triggers = readTriggers(value, baseDirectory: baseDirectory)
             case "inputs":
                 config.inputs = readInputs(value)
+            case "network":
+                config.network = readNetwork(value)
             case "overlays":
                 config.overlays = readOverlays(value, baseDirectory: baseDirectory) ?? []
             case "log":
@@ -449,6 +453,7 @@ struct ConfigReader {
             }
         }
         if let zone = config.timeZone { config.schedule?.timeZone = zone }
+        checkNetworkItems(config)
         return config
     }
 

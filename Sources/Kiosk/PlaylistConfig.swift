@@ -1,4 +1,5 @@
 import Foundation
+import Network
 import Playback
 import Render
 import SystemCalls
@@ -109,11 +110,15 @@ extension ConfigReader {
             ok = false
         }
         guard let uri = string(uriValue, at: "\(path).uri") else { return nil }
+        parsed.uri = uri
+        if NetworkURL.hasNetworkScheme(uri) {
+            parsed.path = uri  // a network source: checked against network.allow (NetworkConfig.swift)
+            return ok ? parsed : nil
+        }
         guard let resolved = Self.filePath(of: uri) else {
-            problem("\(path).uri", "\"\(Self.clipped(uri))\" is not a file path or a file:// URL")
+            problem("\(path).uri", "\"\(Self.clipped(uri))\" is not a file path, a file:// URL or a network URL")
             return nil
         }
-        parsed.uri = uri
         parsed.path = KioskConfig.join(baseDirectory, resolved)
         return ok ? parsed : nil
     }

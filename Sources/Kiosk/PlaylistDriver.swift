@@ -22,7 +22,7 @@ final class PlaylistDriver: Sendable {
     /// The player item of `config`'s playlist entry `index`.
     static func makeItem(_ config: KioskConfig, _ index: Int, backend: any MediaBackend) -> PlayerItem {
         let entry = config.playlist[index]
-        let item = PlayerItem(asset: Asset(url: URL(fileURLWithPath: entry.path), backend: backend))
+        let item = PlayerItem(asset: Asset(url: KioskConfig.mediaURL(entry.path), backend: backend))
         item.playlistIndex = index
         item.transition = config.transition(into: entry)
         if let end = entry.end { item.forwardPlaybackEndTime = MediaTime(seconds: end, preferredTimescale: 90_000) }

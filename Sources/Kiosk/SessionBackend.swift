@@ -15,6 +15,7 @@ extension ReportingBackend {
                                    interop: DMABufInterop(support: output.dmabuf)) { uri, info, path in
             reporter.decoderOpened(uri: uri, info: info, path: path)
         }
+        ffmpeg.limits = config.network.limits
         ffmpeg.onDownscale = { uri, from, to in
             guard reporter.firstTime("downscale|\(uri)") else { return }
             logger.warning("picture larger than the output's largest texture; scaled down with swscale",

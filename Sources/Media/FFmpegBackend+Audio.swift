@@ -12,6 +12,8 @@ extension FFmpegBackend {
     /// silent clip). Throws when it has one that cannot be decoded (an unknown codec), naming
     /// the file and FFmpeg's reason.
     public func openAudioReader(_ url: URL) throws -> (any AudioReader)? {
+        // A network source is opened once, for its picture, until one demuxer feeds both.
+        guard url.isFileURL else { return nil }
         do {
             return try AudioDecoder(path: url.path)
         } catch let error as MediaError where error.call == "av_find_best_stream" && error.reason == "no audio stream" {

@@ -28,6 +28,8 @@ public struct FFmpegBackend: MediaBackend {
     /// Told when a reader's first frame too large for the output was scaled down: the file, the
     /// decoded size and the size drawn.
     public var onDownscale: (@Sendable (String, String, String) -> Void)?
+    /// How long opens and reads may wait, and the network sources allowed (none by default).
+    public var limits = MediaIOLimits.standard
 
     public init(threads: Int = 0, hardware: HardwareDecoding = .none, output: OutputCapabilities = .unconstrained,
                 interop: (any FrameInteropTarget)? = nil,
@@ -43,7 +45,7 @@ public struct FFmpegBackend: MediaBackend {
     /// so an item's decode thread reaches its first frame sooner. A stream that cannot be decoded
     /// fails when its item's decoder reads it, and the item is skipped then.
     public func probe(_ url: URL) throws -> AssetDescription {
-        let (info, rotation, matrix) = try VideoDecoder.describe(path: url.path)
+        let (info, rotation, matrix) = try VideoDecoder.describe(path: url.mediaLocation, limits: limits)
         let rate = info.frameRate
         let duration = info.isStillImage ? still(url.path) : info.duration
         let track = AssetTrack(
@@ -54,14 +56,14 @@ public struct FFmpegBackend: MediaBackend {
             minFrameDuration: rate > 0 ? MediaTime(seconds: 1 / rate, preferredTimescale: 90_000) : .invalid,
             codec: info.codec, pixelFormat: info.pixelFormat, colorSpace: matrix.rawValue)
         // The sound's track too, as AVFoundation lists it (stills have none).
-        let audio = info.isStillImage ? nil : Self.audioTrack(path: url.path)
+        let audio = info.isStillImage || !url.isFileURL ? nil : Self.audioTrack(path: url.path)
         return AssetDescription(duration: duration, tracks: [track] + (audio.map { [$0] } ?? []))
     }
 
     /// Decodes the first frame in software, on one thread.
     public func checkFirstFrame(_ url: URL) throws {
-        guard try VideoDecoder(path: url.path, threads: 1).nextFrame() != nil else {
-            throw MediaError(uri: url.path, call: "avcodec_receive_frame", reason: "the video stream has no decodable frame")
+        guard try VideoDecoder(path: url.mediaLocation, threads: 1, limits: limits).nextFrame() != nil else {
+            throw MediaError(uri: url.mediaLocation, call: "avcodec_receive_frame", reason: "the video stream has no decodable frame")
         }
     }
 
@@ -86,10 +88,10 @@ public struct FFmpegBackend: MediaBackend {
     }
 
     private func openReader(_ url: URL, threads: Int, firstPacketAlone: Bool = false) throws -> any FrameReader {
-        let decoder = try VideoDecoder(path: url.path, threads: threads, hardware: hardware, interop: interop)
+        let decoder = try VideoDecoder(path: url.mediaLocation, threads: threads, hardware: hardware, interop: interop, limits: limits)
         if firstPacketAlone { decoder.decodesFirstPacketAlone() }
         if decoder.info.isStillImage { decoder.stillDuration = still(url.path) }
-        onOpen?(url.path, decoder.info, decoder.decodingPath)
+        onOpen?(url.mediaLocation, decoder.info, decoder.decodingPath)
         return DecoderReader(decoder: decoder, maxTextureSide: output.maxTextureSize,
                              onChange: onOpen, onConversion: onConversion, onDownscale: onDownscale)
     }
@@ -166,4 +168,9 @@ final class DecoderReader: FrameReader {
         frameDrop = drop
         discardEndingBy = clock
     }
+}
+
+extension URL {
+    /// What FFmpeg opens for this URL: a file's path, or a network URL as written.
+    var mediaLocation: String { isFileURL ? path : absoluteString }
 }

@@ -1,6 +1,7 @@
 import CFFmpeg
 import CShim
 import Foundation
+import Network
 import Playback
 import Synchronization
 import SystemCalls
@@ -14,6 +15,8 @@ public struct MediaIOLimits: Sendable {
     public var open: Double
     /// One read waiting for data that does not come (seconds).
     public var read: Double
+    /// The network sources that may be opened (`NetworkGate`): none unless given.
+    public var network = NetworkAllowList.none
 
     public init(open: Double = 10, read: Double = 5) {
         self.open = open
@@ -32,10 +35,15 @@ final class InputGuard: @unchecked Sendable {
     let file: FileDescriptor
     var fd: Int32 { file.rawValue }
     let regular: Bool
+    /// A network URL, read by FFmpeg's own protocols: no descriptor of ours; each read has a
+    /// deadline (`readDeadline`) that the interrupt callback enforces.
+    let isNetwork: Bool
     let limits: MediaIOLimits
     /// Monotonic nanoseconds after which FFmpeg's interrupt callback stops the operation; 0: none.
     let deadline = Atomic<UInt64>(0)
     let cancelled = Atomic(false)
+    /// Monotonic nanoseconds by which the read under way must return (network inputs); 0: none.
+    let readDeadline = Atomic<UInt64>(0)
     /// Set when a read waited `limits.read` for data, or the open passed its deadline.
     let readTimedOut = Atomic(false)
     let openTimedOut = Atomic(false)
@@ -44,6 +52,21 @@ final class InputGuard: @unchecked Sendable {
         self.file = file
         self.regular = regular
         self.limits = limits
+        isNetwork = false
+    }
+
+    /// The guard of a network input. It owns no descriptor (-1: closing it does nothing).
+    init(networkLimits limits: MediaIOLimits) {
+        file = FileDescriptor(adopting: -1)
+        regular = false
+        self.limits = limits
+        isNetwork = true
+    }
+
+    /// Gives the read about to start (network inputs) its deadline; `false` clears it.
+    func armRead(_ on: Bool) {
+        guard isNetwork else { return }
+        readDeadline.store(on ? Self.now() &+ Self.nanoseconds(limits.read) : 0, ordering: .relaxed)
     }
 
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -56,6 +79,11 @@ final class InputGuard: @unchecked Sendable {
     /// Whether FFmpeg should stop what it is doing (AVIOInterruptCB).
     var shouldInterrupt: Bool {
         if cancelled.load(ordering: .relaxed) || readTimedOut.load(ordering: .relaxed) { return true }
+        let readEnd = readDeadline.load(ordering: .relaxed)
+        if readEnd != 0 && Self.now() > readEnd {
+            readTimedOut.store(true, ordering: .relaxed)
+            return true
+        }
         let end = deadline.load(ordering: .relaxed)
         if end != 0 && Self.now() > end {
             openTimedOut.store(true, ordering: .relaxed)
@@ -172,42 +200,67 @@ final class GuardedIO {
 /// that order.
 final class FileInput {
     let path: String
-    private let io: GuardedIO
+    /// nil for a network URL: FFmpeg's protocols read it, through `gate`.
+    private let io: GuardedIO?
+    private let gate: NetworkGate?
     let format: UnsafeMutablePointer<AVFormatContext>
-    var state: InputGuard { io.state }
+    let state: InputGuard
 
     /// Opens `path` and reads its header and stream parameters. Throws a `MediaError` naming the
     /// file, the step and the reason (a timeout says which wait and how long).
     init(path: String, limits: MediaIOLimits = .standard) throws {
         self.path = path
-        let io = try GuardedIO(path: path, limits: limits)  // freed by its deinit when this init throws
+        let network = NetworkURL.hasNetworkScheme(path)
+        // Freed by its deinit when this init throws.
+        let io = network ? nil : try GuardedIO(path: path, limits: limits)
         self.io = io
+        let state = io?.state ?? InputGuard(networkLimits: limits)
+        self.state = state
+        let gate = network ? NetworkGate(allow: limits.network, limits: limits) : nil
+        self.gate = gate
         guard let context = avformat_alloc_context() else {
             throw MediaError(uri: path, call: "avformat_alloc_context", reason: "out of memory")
         }
-        context.pointee.pb = io.context
-        context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        if let io {
+            context.pointee.pb = io.context
+            context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        }
         context.pointee.interrupt_callback = AVIOInterruptCB(callback: { opaque in
             guard let opaque else { return 0 }
             return Unmanaged<InputGuard>.fromOpaque(opaque).takeUnretainedValue().shouldInterrupt ? 1 : 0
-        }, opaque: Unmanaged.passUnretained(io.state).toOpaque())
+        }, opaque: Unmanaged.passUnretained(state).toOpaque())
         var options: OpaquePointer?
-        av_dict_set(&options, "protocol_whitelist", "file", 0)
-        av_dict_set(&options, "pattern_type", "none", 0)
+        if let gate {
+            gate.install(on: context)
+            gate.openOptions(&options)
+        } else {
+            av_dict_set(&options, "protocol_whitelist", "file", 0)
+            av_dict_set(&options, "pattern_type", "none", 0)
+        }
         defer { av_dict_free(&options) }
-        io.state.deadline.store(InputGuard.now() &+ InputGuard.nanoseconds(limits.open), ordering: .relaxed)
+        state.deadline.store(InputGuard.now() &+ InputGuard.nanoseconds(limits.open), ordering: .relaxed)
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
         let r = avformat_open_input(&opened, path, nil, &options)
         // On failure avformat_open_input has freed the context.
-        guard r >= 0, let opened else { throw Self.error(path, io.state, call: "avformat_open_input", code: r) }
+        guard r >= 0, let opened else { throw Self.error(path, state, call: "avformat_open_input", code: r, gate: gate) }
         format = opened  // every property is set: deinit closes it from here on
         let found = avformat_find_stream_info(opened, nil)
-        guard found >= 0 else { throw Self.error(path, io.state, call: "avformat_find_stream_info", code: found) }
-        io.state.deadline.store(0, ordering: .relaxed)
+        guard found >= 0 else { throw Self.error(path, state, call: "avformat_find_stream_info", code: found, gate: gate) }
+        state.deadline.store(0, ordering: .relaxed)
     }
 
+    /// The URLs a network input opened and was refused (none for a file).
+    var networkRecord: NetworkGate.Record { gate?.record.withLock { $0 } ?? NetworkGate.Record() }
+
     /// A failure of `call`, saying when it was a timeout.
-    static func error(_ path: String, _ state: InputGuard, call: String, code: Int32) -> MediaError {
+    static func error(_ path: String, _ state: InputGuard, call: String, code: Int32, gate: NetworkGate? = nil) -> MediaError {
+        if let refusal = gate?.lastRefusal {
+            return MediaError(uri: path, call: call, code: code, reason: "refused by network.allow: \(refusal)")
+        }
+        if state.isNetwork && state.readTimedOut.load(ordering: .relaxed) {
+            return MediaError(uri: path, call: call, code: code,
+                              reason: "timed out: no data from the server for \(state.limits.read.formatted(decimals: 1)) s")
+        }
         if state.readTimedOut.load(ordering: .relaxed) {
             let kind = state.regular ? "stalled storage?" : "not a regular file: a FIFO or device nobody writes to?"
             return MediaError(uri: path, call: call, code: code,
@@ -247,7 +300,9 @@ final class FileInput {
     func feed(_ codec: UnsafeMutablePointer<AVCodecContext>?, streamIndex: Int32,
               packet: UnsafeMutablePointer<AVPacket>) throws -> Feed {
         while true {
+            state.armRead(true)
             let read = av_read_frame(format, packet)
+            state.armRead(false)
             if read == averrorEOF {
                 avcodec_send_packet(codec, nil)
                 return .ended

@@ -177,11 +177,12 @@ if arguments.checkOnly {
     for entry in config.playlist + (config.wall?.regions.flatMap { $0.playlist ?? [] } ?? []) where !items.contains(where: { $0.path == entry.path }) {
         items.append(entry)
     }
-    let probe = FFmpegBackend()
+    var probe = FFmpegBackend()
+    probe.limits = config.network.limits
     var unplayable = 0
     for item in items {
         do {
-            _ = try probe.probe(URL(fileURLWithPath: item.path))
+            _ = try probe.probe(KioskConfig.mediaURL(item.path))
         } catch {
             unplayable += 1
             FileHandle.standardError.write(Data("\(errorPriority)\(escapingControlCharacters(item.uri)): cannot be played: \(escapingControlCharacters("\(error)"))\n".utf8))

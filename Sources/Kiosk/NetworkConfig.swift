@@ -1,0 +1,88 @@
+import Foundation
+import Media
+import Network
+import Playback
+
+extension KioskConfig {
+    /// The URL of an item's `path`: a network URL as written, else the file.
+    public static func mediaURL(_ path: String) -> URL {
+        NetworkURL.hasNetworkScheme(path) ? URL(string: path) ?? URL(fileURLWithPath: path) : URL(fileURLWithPath: path)
+    }
+}
+
+/// `network`: which network sources may play (`allow`, denied by default) and how long opening
+/// and reading one may wait.
+public struct NetworkSettings: Sendable, Equatable {
+    public var allow = NetworkAllowList.none
+    /// Opening a network source: connecting, reading its header and stream parameters (seconds).
+    public var openTimeout = 10.0
+    /// One read of a network source waiting for data (seconds).
+    public var readTimeout = 5.0
+
+    /// The media I/O limits these settings give FFmpeg.
+    public var limits: MediaIOLimits {
+        var limits = MediaIOLimits(open: openTimeout, read: readTimeout)
+        limits.network = allow
+        return limits
+    }
+}
+
+/// Longest open or read limit for a network source, in seconds.
+let longestNetworkWait = 600.0
+
+extension ConfigReader {
+    mutating func readNetwork(_ value: JSONValue) -> NetworkSettings {
+        var settings = NetworkSettings()
+        guard let fields = members(value, at: "network", allowed: ["allow", "openTimeout", "readTimeout"]) else { return settings }
+        for (key, v) in fields {
+            let path = "network.\(key)"
+            switch key {
+            case "allow":
+                guard case .array(let entries) = v else {
+                    problem(path, "expected an array of scheme://host entries, found \(v.typeName)")
+                    continue
+                }
+                var rules: [NetworkAllowList.Rule] = []
+                for (index, entry) in entries.enumerated() {
+                    guard let text = string(entry, at: "\(path)[\(index)]") else { continue }
+                    do {
+                        rules.append(try NetworkAllowList.rule(text))
+                    } catch {
+                        problem("\(path)[\(index)]", error.reason)
+                    }
+                }
+                settings.allow = NetworkAllowList(rules: rules)
+            case "openTimeout", "readTimeout":
+                guard case .number(let n) = v else {
+                    problem(path, "expected a number of seconds, found \(v.typeName)")
+                    continue
+                }
+                do {
+                    let s = try checkedNumber(n, in: 0.1...longestNetworkWait, field: path)
+                    if key == "openTimeout" { settings.openTimeout = s } else { settings.readTimeout = s }
+                } catch {
+                    problem(error)
+                }
+            default: break
+            }
+        }
+        return settings
+    }
+
+    /// Every network item's scheme must be in `network.allow` (its host is checked, with DNS, each
+    /// time it opens): a config naming a stream it may not play says so at once.
+    mutating func checkNetworkItems(_ config: KioskConfig) {
+        let schemes = Set(config.network.allow.rules.map(\.scheme))
+        for (index, item) in config.playlist.enumerated() where NetworkURL.hasNetworkScheme(item.uri) {
+            let path = "playlist[\(index)].uri"
+            do {
+                let url = try NetworkURL(parsing: item.uri)
+                if !schemes.contains(url.scheme) {
+                    problem(path, "\"\(Self.clipped(item.uri))\": \(url.scheme) is not in network.allow (network sources are denied unless listed, docs/network.md)")
+                }
+            } catch {
+                problem(path, error.reason)
+            }
+        }
+    }
+}
