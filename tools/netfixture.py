@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Loopback servers for the network tests (standard library only).
 
-  netfixture.py serve DIR ADDRESS   HTTP from DIR; /redirect/N answers 302 to the URL in
+  netfixture.py serve DIR ADDRESS [PORT]   HTTP from DIR; /redirect/N answers 302 to the URL in
                                     DIR/redirect-N.txt; /stall/NAME sends half of NAME, then holds
   netfixture.py hang ADDRESS        accepts connections and never answers
   netfixture.py count ADDRESS       accepts connections, closes them, counts them
 
-Each prints "port N" once listening (on an ephemeral port of ADDRESS), then one line per
+Each prints "port N" once listening (on PORT, or an ephemeral port of ADDRESS), then one line per
 connection or request ("conn", "GET /path"), flushed, so a test can read what reached it.
 Every server stops by itself after 300 s: a test that forgets one leaves nothing behind for long.
 """
@@ -54,11 +54,11 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         super().do_GET()
 
 
-def listener(address):
+def listener(address, port):
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     s = socket.socket(family, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((address, 0))
+    s.bind((address, port))
     s.listen(64)
     return s
 
@@ -68,12 +68,14 @@ def main():
     mode = sys.argv[1]
     if mode == "serve":
         directory, address = sys.argv[2], sys.argv[3]
+        port = int(sys.argv[4]) if len(sys.argv) > 4 else 0
         handler = lambda *a, **k: Handler(*a, directory=directory, **k)
-        server = http.server.ThreadingHTTPServer((address, 0), handler)
+        http.server.ThreadingHTTPServer.allow_reuse_address = True
+        server = http.server.ThreadingHTTPServer((address, port), handler)
         server.daemon_threads = True
         say("port %d" % server.server_address[1])
         server.serve_forever()
-    s = listener(sys.argv[2])
+    s = listener(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0)
     say("port %d" % s.getsockname()[1])
     held = []
     while True:

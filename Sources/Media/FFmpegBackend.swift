@@ -1,4 +1,5 @@
 import Foundation
+import Network
 import Playback
 
 /// The FFmpeg implementation of `MediaBackend`: assets probe a file's container and stream
@@ -30,6 +31,10 @@ public struct FFmpegBackend: MediaBackend {
     public var onDownscale: (@Sendable (String, String, String) -> Void)?
     /// How long opens and reads may wait, and the network sources allowed (none by default).
     public var limits = MediaIOLimits.standard
+    /// A live network source's stall limit and reopening backoff (`LiveReader`).
+    public var live = LiveSourceHealth.Policy()
+    /// Told when a live source goes down (the reason) and comes back (nil): its URL first.
+    public var onLiveChange: (@Sendable (String, String?) -> Void)?
 
     public init(threads: Int = 0, hardware: HardwareDecoding = .none, output: OutputCapabilities = .unconstrained,
                 interop: (any FrameInteropTarget)? = nil,
@@ -87,7 +92,19 @@ public struct FFmpegBackend: MediaBackend {
         try openReader(url, threads: 1, firstPacketAlone: true)
     }
 
+    /// A network source with no duration is live: its reader reopens it when it fails (`LiveReader`).
     private func openReader(_ url: URL, threads: Int, firstPacketAlone: Bool = false) throws -> any FrameReader {
+        let reader = try openDecoderReader(url, threads: threads, firstPacketAlone: firstPacketAlone)
+        guard !url.isFileURL, !reader.decoder.info.duration.isNumeric else { return reader }
+        return LiveReader(uri: url.mediaLocation, first: reader, policy: live, onChange: onLiveChange) {
+            try openDecoderReader(url, threads: threads)
+        }
+    }
+
+    private func openDecoderReader(_ url: URL, threads: Int, firstPacketAlone: Bool = false) throws -> DecoderReader {
+        var limits = self.limits
+        // A network read waits no longer than a live picture may stand still.
+        if !url.isFileURL { limits.read = min(limits.read, live.stallTimeout) }
         let decoder = try VideoDecoder(path: url.mediaLocation, threads: threads, hardware: hardware, interop: interop, limits: limits)
         if firstPacketAlone { decoder.decodesFirstPacketAlone() }
         if decoder.info.isStillImage { decoder.stillDuration = still(url.path) }

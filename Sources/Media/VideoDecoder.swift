@@ -92,6 +92,9 @@ public final class VideoDecoder {
     /// starts decoding again from the start.
     enum FirstPacket { case off, armed, draining, restartDue(Int64) }
     var firstPacket = FirstPacket.off
+    /// Added to every frame's time: a live source reopened (`LiveReader`) goes on where the
+    /// picture was, not from zero.
+    var timelineShift = MediaTime.zero
 
     /// Opens `path` and its decoder. Throws a `MediaError` naming the file and FFmpeg's reason.
     /// - Parameters:

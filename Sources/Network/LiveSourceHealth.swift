@@ -13,7 +13,7 @@ public struct LiveSourceHealth: Sendable, Equatable {
         /// went down together do not come back in step.
         public var jitter: Double
 
-        public init(stallTimeout: Double = 2, initialDelay: Double = 0.5, maximumDelay: Double = 30, jitter: Double = 0.2) {
+        public init(stallTimeout: Double = 2, initialDelay: Double = 0.25, maximumDelay: Double = 2, jitter: Double = 0.2) {
             self.stallTimeout = stallTimeout
             self.initialDelay = initialDelay
             self.maximumDelay = maximumDelay

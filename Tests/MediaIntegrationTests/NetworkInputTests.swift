@@ -6,73 +6,6 @@ import Testing
 import TestSupport
 @testable import MediaTests
 
-/// One of tools/netfixture.py's loopback servers, run for a test: its port, and the lines it
-/// printed (one per connection or request). Stopped (SIGKILL) when the test lets it go.
-final class LoopbackServer: @unchecked Sendable {
-    let process = Process()
-    let port: Int
-    let address: String
-    private let lines = LogLines()
-
-    init(_ mode: String, _ arguments: [String], address: String = "127.0.0.1") throws {
-        self.address = address
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Command.repository + "/tools/netfixture.py", mode] + arguments + [address]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        let lines = self.lines
-        let partial = Partial()
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            guard !data.isEmpty else { handle.readabilityHandler = nil; return }
-            for line in partial.complete(data) { lines.append(line) }
-        }
-        try process.run()
-        // Its first line is the port; python starts in well under a second, allow 10.
-        let end = Date().addingTimeInterval(10)
-        var found: Int?
-        while found == nil && Date() < end {
-            found = lines.all.first.flatMap { $0.hasPrefix("port ") ? Int($0.dropFirst(5)) : nil }
-            if found == nil { Thread.sleep(forTimeInterval: 0.02) }
-        }
-        guard let found else {
-            process.terminate()
-            throw TestFailure("netfixture.py \(mode) on \(address) printed no port within 10 s")
-        }
-        port = found
-    }
-
-    var url: String { "http://\(address):\(port)" }
-    /// Lines after the port line: "conn" or "GET /path".
-    var events: [String] { Array(lines.all.dropFirst()) }
-
-    deinit {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-}
-
-/// Bytes read from a pipe, cut into whole lines (a line may come in two reads).
-final class Partial: @unchecked Sendable {
-    private let lock = NSLock()
-    private var pending = Data()
-
-    func complete(_ data: Data) -> [String] {
-        lock.withLock {
-            pending.append(data)
-            guard let last = pending.lastIndex(of: UInt8(ascii: "\n")) else { return [] }
-            let whole = pending[..<last]
-            pending = Data(pending[(last + 1)...])
-            return String(decoding: whole, as: UTF8.self).split(separator: "\n").map(String.init)
-        }
-    }
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Network items through FFmpeg with `network.allow` enforced: servers on loopback only, started
 /// here; every open and read against them bounded by the limits given.
 @Suite(.serialized) struct NetworkInputTests {
@@ -226,7 +159,8 @@ struct TestFailure: Error, CustomStringConvertible {
         try round()
         let (fds, threads) = (Self.openDescriptors(), Self.threads())
         for _ in 0..<20 { try round() }
-        #expect(Self.openDescriptors() == fds, "descriptors: \(fds) before, \(Self.openDescriptors()) after 20 rounds")
+        // Descriptors of the test's own pipes come and go; a leak per round would be 20 or more.
+        #expect(Self.openDescriptors() <= fds, "descriptors: \(fds) before, \(Self.openDescriptors()) after 20 rounds")
         // Foundation's pipe readers come and go on dispatch threads: a leak would be 20 or more.
         #expect(Self.threads() <= threads + 2, "threads: \(threads) before, \(Self.threads()) after 20 rounds")
     }

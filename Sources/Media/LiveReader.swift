@@ -1,0 +1,114 @@
+import Foundation
+import Network
+import Playback
+import Synchronization
+
+/// A live network source (no duration: RTSP, live HLS, UDP/RTP) as a frame reader that comes
+/// back by itself. A read that fails, times out (the stall limit) or ends closes the decoder; the
+/// source is reopened with capped, jittered backoff (`LiveSourceHealth`) until it answers, while
+/// the player keeps the last picture up. Frames after a reopen go on from where the picture was.
+/// `onChange` hears each change: the reason while down, nil once pictures come again.
+final class LiveReader: FrameReader {
+    let uri: String
+    private let open: () throws -> DecoderReader
+    private var reader: DecoderReader?
+    private var health: LiveSourceHealth
+    private let onChange: (@Sendable (String, String?) -> Void)?
+    /// Set from another thread (`canceller`); holds the canceller of the decoder in use.
+    private let stop = LiveStop()
+    /// Where the next frame goes on the item's timeline (the end of the last one handed out).
+    private var timelineEnd = MediaTime.zero
+    private var frameDrop = DecoderFrameDrop.none
+    private var discardEndingBy: (@Sendable () -> MediaTime?)?
+    private var reportedDown = false
+    private var generator = SystemRandomNumberGenerator()
+
+    static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+    init(uri: String, first: DecoderReader, policy: LiveSourceHealth.Policy,
+         onChange: (@Sendable (String, String?) -> Void)?, open: @escaping () throws -> DecoderReader) {
+        self.uri = uri
+        self.open = open
+        self.onChange = onChange
+        reader = first
+        stop.current.withLock { $0 = first.canceller }
+        health = LiveSourceHealth(policy: policy, now: Self.now())
+    }
+
+    func nextFrame() throws -> (any PresentableFrame)? {
+        while !stop.cancelled.load(ordering: .relaxed) {
+            guard let reader = try currentReader() else { continue }
+            let reason: String
+            do {
+                if let frame = try reader.nextFrame() {
+                    health.picture(at: Self.now())
+                    if reportedDown {
+                        reportedDown = false
+                        onChange?(uri, nil)
+                    }
+                    timelineEnd = frame.pts + frame.duration
+                    return frame
+                }
+                reason = "the stream ended"
+            } catch {
+                if stop.cancelled.load(ordering: .relaxed) { return nil }
+                reason = (error as? MediaError)?.reason ?? "\(error)"
+            }
+            down(reason)
+        }
+        return nil
+    }
+
+    /// The decoder to read, opened again once the backoff allows; nil when this try failed (or
+    /// the wait was cut short by a cancel).
+    private func currentReader() throws -> DecoderReader? {
+        if let reader { return reader }
+        // Waits for the retry in slices, so that a cancel is seen within 50 ms.
+        while health.tick(at: Self.now()) != .reopen {
+            if stop.cancelled.load(ordering: .relaxed) { return nil }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        do {
+            let opened = try open()
+            opened.decoder.timelineShift = timelineEnd
+            if frameDrop != .none || discardEndingBy != nil { opened.setFrameDrop(frameDrop, discardingFramesEndingBy: discardEndingBy) }
+            stop.current.withLock { $0 = opened.canceller }
+            reader = opened
+            return opened
+        } catch {
+            if stop.cancelled.load(ordering: .relaxed) { return nil }
+            down((error as? MediaError)?.reason ?? "\(error)")
+            return nil
+        }
+    }
+
+    private func down(_ reason: String) {
+        reader = nil
+        stop.current.withLock { $0 = nil }
+        health.failed(at: Self.now(), reason: reason, random: Double.random(in: 0..<1, using: &generator))
+        reportedDown = true
+        onChange?(uri, reason)
+    }
+
+    /// A live source has no positions to go to: the picture is always the live one.
+    func seek(to time: MediaTime) throws {}
+
+    var canceller: (@Sendable () -> Void)? {
+        { [stop] in
+            stop.cancelled.store(true, ordering: .relaxed)
+            stop.current.withLock { $0 }?()
+        }
+    }
+
+    func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?) {
+        frameDrop = drop
+        discardEndingBy = clock
+        reader?.setFrameDrop(drop, discardingFramesEndingBy: clock)
+    }
+}
+
+/// A live reader's cancel, shared with the thread that cancels it.
+final class LiveStop: Sendable {
+    let cancelled = Atomic(false)
+    let current = Mutex<(@Sendable () -> Void)?>(nil)
+}

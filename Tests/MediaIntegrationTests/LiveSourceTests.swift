@@ -1,0 +1,111 @@
+import Foundation
+import Media
+import Network
+import Playback
+import Synchronization
+import Testing
+import TestSupport
+@testable import MediaTests
+
+/// A live HLS stream (ffmpeg writing a sliding window in real time, served by Python on
+/// loopback) read through the backend's live reader while its server is killed and restarted.
+@Suite(.serialized) struct LiveSourceTests {
+    /// What the reader's thread saw: when each frame came, and the source's reports.
+    final class Seen: Sendable {
+        let frames = Mutex<[Double]>([])
+        let changes = Mutex<[(Double, String?)]>([])
+        let pts = Mutex<[Double]>([])
+    }
+
+    static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+    @Test func aLiveHLSSourceComesBackAfterEachServerRestart() throws {
+        let folder = TestMedia.folder + "/live-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let encoder = Process()
+        encoder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        encoder.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25", "-t", "90",
+                             "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "25", "-pix_fmt", "yuv420p",
+                             "-f", "hls", "-hls_time", "1", "-hls_list_size", "4", "-hls_flags", "delete_segments",
+                             "-hls_segment_filename", folder + "/s%d.ts", folder + "/index.m3u8"]
+        encoder.standardError = FileHandle.nullDevice
+        encoder.standardInput = FileHandle.nullDevice
+        try encoder.run()
+        defer {
+            kill(encoder.processIdentifier, SIGKILL)
+            encoder.waitUntilExit()
+        }
+        // The playlist exists once the first segment is written (about 1 s); allow 10.
+        let ready = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: folder + "/index.m3u8") && Date() < ready { Thread.sleep(forTimeInterval: 0.1) }
+        #expect(FileManager.default.fileExists(atPath: folder + "/index.m3u8"))
+
+        var server: LoopbackServer? = try LoopbackServer("serve", [folder])
+        let port = server!.port
+        var backend = FFmpegBackend(threads: 1)
+        backend.limits.network = try NetworkAllowList(entries: ["http://127.0.0.1"])
+        let seen = Seen()
+        backend.onLiveChange = { _, reason in seen.changes.withLock { $0.append((Self.now(), reason)) } }
+        let reader = try backend.openReader(URL(string: "http://127.0.0.1:\(port)/index.m3u8")!)
+        let stop = Atomic(false)
+        let done = DispatchSemaphore(value: 0)
+        let cancel = reader.canceller
+        let owned = ReaderBox(reader)
+        Thread.detachNewThread {
+            // The reader is used by this thread alone from here on (its canceller is Sendable).
+            while !stop.load(ordering: .relaxed), let frame = try? owned.reader.nextFrame() {
+                seen.frames.withLock { $0.append(Self.now()) }
+                seen.pts.withLock { $0.append(frame.pts.seconds) }
+            }
+            done.signal()
+        }
+        func frames(after t: Double) -> [Double] { seen.frames.withLock { $0.filter { $0 > t } } }
+        func waitForFrame(after t: Double, within: Double) -> Double? {
+            let end = Self.now() + within
+            while Self.now() < end {
+                if let first = frames(after: t).first { return first - t }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            return nil
+        }
+        #expect(waitForFrame(after: 0, within: 10) != nil, "no first frame")
+        Thread.sleep(forTimeInterval: 2)
+        let fds = NetworkInputTests.openDescriptors()
+        let threads = NetworkInputTests.threads()
+        var recoveries: [Double] = []
+        let restarts = 5
+        for _ in 0..<restarts {
+            server?.kill()
+            server = nil
+            Thread.sleep(forTimeInterval: 2.5)
+            let back = Self.now()
+            server = try LoopbackServer("serve", [folder], port: port)
+            let recovery = waitForFrame(after: back, within: 10)
+            #expect(recovery != nil, "no picture within 10 s of the server's return")
+            recoveries.append(recovery ?? 10)
+            Thread.sleep(forTimeInterval: 1.5)
+        }
+        let fdsAfter = NetworkInputTests.openDescriptors()
+        let threadsAfter = NetworkInputTests.threads()
+        stop.store(true, ordering: .relaxed)
+        cancel?()
+        #expect(done.wait(timeout: .now() + 10) == .success, "the reader did not end within 10 s of its cancel")
+        print("live HLS: picture back after each of \(restarts) restarts in \(recoveries.map { ($0 * 100).rounded() / 100 }) s; fds \(fds) -> \(fdsAfter), threads \(threads) -> \(threadsAfter)")
+        #expect(recoveries.allSatisfy { $0 < 3 }, "picture back after \(recoveries) s")
+        let changes = seen.changes.withLock { $0 }
+        #expect(changes.filter { $0.1 == nil }.count == restarts, "came back \(changes.filter { $0.1 == nil }.count) times: \(changes.map { $0.1 ?? "up" })")
+        // Each outage is noticed (reported down) before its server returns.
+        #expect(changes.filter { $0.1 != nil }.count >= restarts)
+        #expect(fdsAfter <= fds + 2, "descriptors \(fds) -> \(fdsAfter) over \(restarts) reconnects")
+        #expect(threadsAfter <= threads + 2, "threads \(threads) -> \(threadsAfter) over \(restarts) reconnects")
+        // The item's timeline runs on across reopens: it never goes back.
+        let times = seen.pts.withLock { $0 }
+        #expect(zip(times, times.dropFirst()).allSatisfy { $1 > $0 }, "frame times went back across a reopen")
+    }
+}
+
+/// Hands a reader to the one thread that reads it.
+final class ReaderBox: @unchecked Sendable {
+    let reader: any FrameReader
+    init(_ reader: any FrameReader) { self.reader = reader }
+}

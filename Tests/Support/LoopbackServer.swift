@@ -1,0 +1,79 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One of tools/netfixture.py's loopback servers, run for a test: its port, and the lines it
+/// printed (one per connection or request). Stopped (SIGKILL) when the test lets it go.
+public final class LoopbackServer: @unchecked Sendable {
+    let process = Process()
+    public let port: Int
+    public let address: String
+    private let lines = LogLines()
+
+    /// `port` 0: an ephemeral one (a restarted server passes the port it had).
+    public init(_ mode: String, _ arguments: [String], address: String = "127.0.0.1", port requested: Int = 0) throws {
+        self.address = address
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Command.repository + "/tools/netfixture.py", mode] + arguments + [address, String(requested)]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        let lines = self.lines
+        let partial = Partial()
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty else { handle.readabilityHandler = nil; return }
+            for line in partial.complete(data) { lines.append(line) }
+        }
+        try process.run()
+        // Its first line is the port; python starts in well under a second, allow 10.
+        let end = Date().addingTimeInterval(10)
+        var found: Int?
+        while found == nil && Date() < end {
+            found = lines.all.first.flatMap { $0.hasPrefix("port ") ? Int($0.dropFirst(5)) : nil }
+            if found == nil { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        guard let found else {
+            process.terminate()
+            throw TestFailure("netfixture.py \(mode) on \(address) printed no port within 10 s")
+        }
+        port = found
+    }
+
+    public var url: String { "http://\(address):\(port)" }
+    /// Stops the server now (a restart test's outage).
+    public func kill() {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Lines after the port line: "conn" or "GET /path".
+    public var events: [String] { Array(lines.all.dropFirst()) }
+
+    deinit {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
+/// Bytes read from a pipe, cut into whole lines (a line may come in two reads).
+final class Partial: @unchecked Sendable {
+    private let lock = NSLock()
+    private var pending = Data()
+
+    func complete(_ data: Data) -> [String] {
+        lock.withLock {
+            pending.append(data)
+            guard let last = pending.lastIndex(of: UInt8(ascii: "\n")) else { return [] }
+            let whole = pending[..<last]
+            pending = Data(pending[(last + 1)...])
+            return String(decoding: whole, as: UTF8.self).split(separator: "\n").map(String.init)
+        }
+    }
+}
+
+public struct TestFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
