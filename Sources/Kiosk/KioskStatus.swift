@@ -173,6 +173,8 @@ public final class KioskStatus: Sendable {
         public var started = ContinuousClock.now
         /// Slow storage: file -> its slow probes, opens and reads (`KioskStatus.slowStorageWindow`).
         public var slowStorage: [String: SlowRead] = [:]
+        /// Live network sources that are down: URL -> since when, and why (KioskSession+Network.swift).
+        public var liveSourcesDown: [String: (since: ContinuousClock.Instant, reason: String)] = [:]
         /// The id the next playlist entry gets.
         public var nextEntryID = 1
 
@@ -317,6 +319,9 @@ public final class KioskStatus: Sendable {
             reasons.append("slow storage: \(uri): \(slow.count == 1 ? "a" : "\(slow.count)") \(slow.operation) over "
                            + "\(slow.limit.formatted(decimals: 1)) s in the last \(Int(Self.slowStorageWindow / 60)) minutes "
                            + "(the slowest \(slow.seconds.formatted(decimals: 1)) s)")
+        }
+        for (uri, down) in s.liveSourcesDown.sorted(by: { $0.key < $1.key }) {
+            reasons.append("live source \(uri): down for \((now - down.since).seconds.formatted(decimals: 1)) s (\(down.reason)); reopening")
         }
         for output in s.outputs where !output.connected { reasons.append("output \(output.name): no display connected") }
         for output in s.outputs where output.framesNotDrawn > 0 {

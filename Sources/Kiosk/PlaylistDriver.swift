@@ -25,7 +25,7 @@ final class PlaylistDriver: Sendable {
         let item = PlayerItem(asset: Asset(url: KioskConfig.mediaURL(entry.path), backend: backend))
         item.playlistIndex = index
         item.transition = config.transition(into: entry)
-        if let end = entry.end { item.forwardPlaybackEndTime = MediaTime(seconds: end, preferredTimescale: 90_000) }
+        if let end = entry.end ?? entry.liveDuration { item.forwardPlaybackEndTime = MediaTime(seconds: end, preferredTimescale: 90_000) }
         if let start = entry.start, start > 0 {
             item.seek(to: MediaTime(seconds: start, preferredTimescale: 90_000)) { _ in }
         }

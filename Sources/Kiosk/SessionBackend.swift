@@ -16,6 +16,7 @@ extension ReportingBackend {
             reporter.decoderOpened(uri: uri, info: info, path: path)
         }
         ffmpeg.limits = config.network.limits
+        ffmpeg.onLiveChange = { uri, reason in reporter.liveSourceChanged(uri: uri, reason: reason) }
         ffmpeg.onDownscale = { uri, from, to in
             guard reporter.firstTime("downscale|\(uri)") else { return }
             logger.warning("picture larger than the output's largest texture; scaled down with swscale",

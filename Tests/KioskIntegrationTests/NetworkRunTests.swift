@@ -50,4 +50,58 @@ import TestSupport
         #expect(hung.events.count >= 1, "the hung source was tried")
         #expect(running.log.contains("timed out"), "\(running.log)")
     }
+
+    /// A live HLS item alone plays for ever: its server killed and restarted, health says
+    /// `degraded` naming the source while it is down and `ok` once it is back, and the picture
+    /// moves again within 3 s of the server's return.
+    @Test func aLiveItemAloneComesBackAndHealthSaysSo() throws {
+        let folder = TestMedia.folder + "/live-run-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let encoder = Process()
+        encoder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        encoder.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25", "-t", "60",
+                             "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "25", "-pix_fmt", "yuv420p",
+                             "-f", "hls", "-hls_time", "1", "-hls_list_size", "4", "-hls_flags", "delete_segments",
+                             "-hls_segment_filename", folder + "/s%d.ts", folder + "/index.m3u8"]
+        encoder.standardError = FileHandle.nullDevice
+        encoder.standardInput = FileHandle.nullDevice
+        try encoder.run()
+        defer {
+            kill(encoder.processIdentifier, SIGKILL)
+            encoder.waitUntilExit()
+        }
+        let ready = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: folder + "/index.m3u8") && Date() < ready { Thread.sleep(forTimeInterval: 0.1) }
+        var server: LoopbackServer? = try LoopbackServer("serve", [folder])
+        let port = server!.port
+        let url = "http://127.0.0.1:\(port)/index.m3u8"
+        let path = try config([url], allow: ["http://127.0.0.1"])
+        let running = try MarqueeProcessTests.Running(config: path, clock: "real", exitAfter: 30)
+        let client = try running.connect()
+        func health() -> (status: String, reasons: [String]) {
+            let value = client.request(["get_property", "health"], id: 1)?["data"]
+            return (value?["status"]?.stringValue ?? "none", value?["reasons"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        }
+        func waitFor(_ what: String, within seconds: Double, _ test: () -> Bool) -> Double? {
+            let start = Date()
+            while Date().timeIntervalSince(start) < seconds {
+                if test() { return Date().timeIntervalSince(start) }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            return nil
+        }
+        #expect(waitFor("ok", within: 10) { health().status == "ok" } != nil, "health: \(health()); log:\n\(running.log)")
+        server?.kill()
+        server = nil
+        let noticed = waitFor("degraded", within: 10) { health().reasons.contains { $0.hasPrefix("live source \(url): down for") } }
+        #expect(noticed != nil, "health while the server is down: \(health())")
+        Thread.sleep(forTimeInterval: 1)
+        server = try LoopbackServer("serve", [folder], port: port)
+        let back = waitFor("ok", within: 10) { !health().reasons.contains { $0.hasPrefix("live source") } }
+        #expect(back != nil && back! < 3, "back after \(back.map { "\($0)" } ?? "never") s: \(health())")
+        print("live item in marquee: outage noticed after \(noticed ?? -1) s, health back \(back ?? -1) s after the server's return")
+        _ = client.request(["quit"], id: 9)
+        _ = running.wait(timeout: 20)
+        #expect(running.log.contains("live source down; reopening") && running.log.contains("live source back"), "\(running.log)")
+    }
 }

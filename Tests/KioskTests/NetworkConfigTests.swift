@@ -1,4 +1,4 @@
-import Kiosk
+@testable import Kiosk
 import Network
 import Testing
 
@@ -25,6 +25,15 @@ import Testing
         #expect(limits.open == 4 && limits.read == 2 && limits.network == config.network.allow)
         #expect(KioskConfig.mediaURL(config.playlist[1].path).absoluteString == "https://cdn.example.com/live/index.m3u8")
         #expect(KioskConfig.mediaURL(config.playlist[0].path).isFileURL)
+    }
+
+    /// A live item has no end of its own: its `duration` is how long it plays (a file's is a still's).
+    @Test func aNetworkItemsDurationIsHowLongItPlays() throws {
+        let config = try KioskConfig.parse("""
+            {"playlist": [{"uri": "a.png", "duration": 5}, {"uri": "rtsp://192.168.10.20/cam", "duration": 30}],
+             "network": {"allow": ["rtsp://192.168.10.0/24"]}}
+            """, baseDirectory: "/srv")
+        #expect(config.playlist.map(\.liveDuration) == [nil, 30])
     }
 
     @Test func deniedByDefault() throws {

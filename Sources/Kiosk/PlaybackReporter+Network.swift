@@ -1,0 +1,30 @@
+import Foundation
+import Network
+
+extension PlaybackReporter {
+    /// A live source went down (`reason`) or came back (nil): health is degraded naming it, and
+    /// for how long, while it is down; each change is logged once.
+    func liveSourceChanged(uri: String, reason: String?) {
+        var changed = false
+        outputStatus.update { s in
+            if let reason {
+                changed = s.liveSourcesDown[uri] == nil
+                s.liveSourcesDown[uri] = (s.liveSourcesDown[uri]?.since ?? .now, reason)
+            } else {
+                changed = s.liveSourcesDown.removeValue(forKey: uri) != nil
+            }
+        }
+        guard changed else { return }
+        if let reason {
+            logger.warning("live source down; reopening", ["uri": uri, "reason": reason])
+        } else {
+            logger.info("live source back", ["uri": uri])
+        }
+    }
+}
+
+extension KioskConfig.Item {
+    /// A network item's `duration`: how long it plays before the playlist goes on (a live source
+    /// has no end of its own); nil for a file (its `duration` is a still's).
+    var liveDuration: Double? { NetworkURL.hasNetworkScheme(path) ? duration : nil }
+}
