@@ -5,6 +5,8 @@
                                     DIR/redirect-N.txt; /stall/NAME sends half of NAME, then holds
   netfixture.py hang ADDRESS        accepts connections and never answers
   netfixture.py count ADDRESS       accepts connections, closes them, counts them
+  netfixture.py proxy TARGET ADDRESS  forwards each connection to 127.0.0.1:TARGET; SIGUSR1
+                                    toggles holding: bytes stop flowing, connections stay open
 
 Each prints "port N" once listening (on PORT, or an ephemeral port of ADDRESS), then one line per
 connection or request ("conn", "GET /path"), flushed, so a test can read what reached it.
@@ -12,6 +14,7 @@ Every server stops by itself after 300 s: a test that forgets one leaves nothing
 """
 import http.server
 import os
+import signal
 import socket
 import sys
 import threading
@@ -63,9 +66,52 @@ def listener(address, port):
     return s
 
 
+HOLD = threading.Event()
+
+
+def pump(source, sink):
+    try:
+        while True:
+            data = source.recv(65536)
+            if not data:
+                break
+            while HOLD.is_set():
+                time.sleep(0.02)
+            sink.sendall(data)
+    except OSError:
+        pass
+    for s in (source, sink):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def proxy(target, address, port):
+    def toggle(*_):
+        if HOLD.is_set():
+            HOLD.clear()
+        else:
+            HOLD.set()
+        say("hold" if HOLD.is_set() else "flow")
+    signal.signal(signal.SIGUSR1, toggle)
+    # A parent may start us with the signal blocked (its own mask is inherited).
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
+    s = listener(address, port)
+    say("port %d" % s.getsockname()[1])
+    while True:
+        conn, _ = s.accept()
+        say("conn")
+        upstream = socket.create_connection(("127.0.0.1", target))
+        threading.Thread(target=pump, args=(conn, upstream), daemon=True).start()
+        threading.Thread(target=pump, args=(upstream, conn), daemon=True).start()
+
+
 def main():
     threading.Timer(LIFETIME, lambda: os._exit(0)).start()
     mode = sys.argv[1]
+    if mode == "proxy":
+        proxy(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 0)
     if mode == "serve":
         directory, address = sys.argv[2], sys.argv[3]
         port = int(sys.argv[4]) if len(sys.argv) > 4 else 0

@@ -102,6 +102,84 @@ import TestSupport
         let times = seen.pts.withLock { $0 }
         #expect(zip(times, times.dropFirst()).allSatisfy { $1 > $0 }, "frame times went back across a reopen")
     }
+
+    /// ffmpeg writing a live HLS sliding window into `folder` in real time, for `seconds`.
+    static func liveEncoder(_ folder: String, seconds: Int) throws -> Process {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let encoder = Process()
+        encoder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        encoder.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25", "-t", "\(seconds)",
+                             "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "25", "-pix_fmt", "yuv420p",
+                             "-f", "hls", "-hls_time", "1", "-hls_list_size", "4", "-hls_flags", "delete_segments",
+                             "-hls_segment_filename", folder + "/s%d.ts", folder + "/index.m3u8"]
+        encoder.standardError = FileHandle.nullDevice
+        encoder.standardInput = FileHandle.nullDevice
+        try encoder.run()
+        let ready = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: folder + "/index.m3u8") && Date() < ready { Thread.sleep(forTimeInterval: 0.1) }
+        return encoder
+    }
+
+    /// A proxy between reader and server that holds the bytes (connections stay open): each stall
+    /// is noticed by the 2 s stall limit after the bytes stop, and pictures come back once they flow again.
+    @Test func aStalledConnectionIsNoticedWithinTwoSeconds() throws {
+        let encoder = try Self.liveEncoder(TestMedia.folder + "/live-proxy-\(UUID().uuidString)", seconds: 60)
+        defer {
+            kill(encoder.processIdentifier, SIGKILL)
+            encoder.waitUntilExit()
+        }
+        let folder = (encoder.arguments ?? []).last.map { ($0 as NSString).deletingLastPathComponent } ?? ""
+        let server = try LoopbackServer("serve", [folder])
+        let proxy = try LoopbackServer("proxy", [String(server.port)])
+        var backend = FFmpegBackend(threads: 1)
+        backend.limits.network = try NetworkAllowList(entries: ["http://127.0.0.1"])
+        let seen = Seen()
+        backend.onLiveChange = { _, reason in seen.changes.withLock { $0.append((Self.now(), reason)) } }
+        let owned = ReaderBox(try backend.openReader(URL(string: "\(proxy.url)/index.m3u8")!))
+        let cancel = owned.reader.canceller
+        let stop = Atomic(false)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            while !stop.load(ordering: .relaxed), (try? owned.reader.nextFrame()) != nil {
+                seen.frames.withLock { $0.append(Self.now()) }
+            }
+            done.signal()
+        }
+        func wait(within seconds: Double, _ test: () -> Bool) -> Bool {
+            let end = Self.now() + seconds
+            while Self.now() < end {
+                if test() { return true }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            return false
+        }
+        #expect(wait(within: 10) { !seen.frames.withLock { $0.isEmpty } }, "no first frame")
+        var noticed: [Double] = [], recoveries: [Double] = []
+        for _ in 0..<3 {
+            Thread.sleep(forTimeInterval: 2)
+            let downsBefore = seen.changes.withLock { $0.filter { $0.1 != nil }.count }
+            proxy.signal(SIGUSR1)  // hold
+            let held = Self.now()
+            #expect(wait(within: 10) { seen.changes.withLock { $0.filter { $0.1 != nil }.count } > downsBefore },
+                    "the stall was not noticed: proxy \(proxy.events.suffix(6)), frames after the hold \(seen.frames.withLock { $0.filter { $0 > held }.count })")
+            // From the hold: the frames FFmpeg had buffered come out at once (this reader is not
+            // paced by a display), then the read waits its 2 s stall limit.
+            let down = seen.changes.withLock { $0.last { $0.1 != nil }?.0 ?? held + 10 }
+            noticed.append(down - held)
+            Thread.sleep(forTimeInterval: 1)
+            let released = Self.now()
+            proxy.signal(SIGUSR1)  // flow
+            #expect(wait(within: 10) { seen.frames.withLock { $0.contains { $0 > released } } }, "no picture after the bytes flowed again")
+            recoveries.append((seen.frames.withLock { $0.first { $0 > released } } ?? released + 10) - released)
+        }
+        stop.store(true, ordering: .relaxed)
+        cancel?()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        print("proxy stall: reasons \(seen.changes.withLock { $0.compactMap(\.1) }); noticed \(noticed.map { ($0 * 100).rounded() / 100 }) s after the bytes stopped; back \(recoveries.map { ($0 * 100).rounded() / 100 }) s after bytes flowed")
+        // Within the 2 s stall limit (and not at once: the stream did play on its buffer first).
+        #expect(noticed.allSatisfy { $0 > 0.2 && $0 <= 2.5 }, "noticed after \(noticed) s")
+        #expect(recoveries.allSatisfy { $0 < 3 }, "back after \(recoveries) s")
+    }
 }
 
 /// Hands a reader to the one thread that reads it.

@@ -41,6 +41,11 @@ public final class LoopbackServer: @unchecked Sendable {
     }
 
     public var url: String { "http://\(address):\(port)" }
+    /// Sends `signal` to the server (the proxy holds or lets bytes flow on SIGUSR1).
+    public func signal(_ signal: Int32) {
+        Glibc.kill(process.processIdentifier, signal)
+    }
+
     /// Stops the server now (a restart test's outage).
     public func kill() {
         Glibc.kill(process.processIdentifier, SIGKILL)
