@@ -75,7 +75,7 @@ public struct NetworkURL: Sendable, Equatable, CustomStringConvertible {
             }
             port = p
         }
-        guard host.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "%" }) else {
+        guard host.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f && $0 != "%" }) else {
             throw ParseError(reason: "\"\(Self.clipped(uri))\": the host has characters a host name cannot have")
         }
         self.init(scheme: scheme, host: host.lowercased(), port: port)

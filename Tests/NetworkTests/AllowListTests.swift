@@ -155,6 +155,8 @@ struct FakeResolver: Error, CustomStringConvertible {
         #expect(throws: NetworkURL.ParseError.self) { try NetworkURL(parsing: "http://h:70000/") }
         #expect(throws: NetworkURL.ParseError.self) { try NetworkURL(parsing: "http://[::1/") }
         #expect(throws: NetworkURL.ParseError.self) { try NetworkURL(parsing: "http://h%2e:1/") }
+        #expect(throws: NetworkURL.ParseError.self) { try NetworkURL(parsing: "http://h\u{1b}[2J/") }
+        #expect(throws: NetworkURL.ParseError.self) { try NetworkURL(parsing: "http://hé.example/") }
         #expect(throws: NetworkURL.ParseError.self) { try NetworkURL(parsing: "/srv/a.mp4") }
     }
 
