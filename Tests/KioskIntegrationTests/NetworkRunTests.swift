@@ -56,22 +56,8 @@ import TestSupport
     /// moves again within 3 s of the server's return.
     @Test func aLiveItemAloneComesBackAndHealthSaysSo() throws {
         let folder = TestMedia.folder + "/live-run-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let encoder = Process()
-        encoder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        encoder.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25", "-t", "60",
-                             "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "25", "-pix_fmt", "yuv420p",
-                             "-f", "hls", "-hls_time", "1", "-hls_list_size", "4", "-hls_flags", "delete_segments",
-                             "-hls_segment_filename", folder + "/s%d.ts", folder + "/index.m3u8"]
-        encoder.standardError = FileHandle.nullDevice
-        encoder.standardInput = FileHandle.nullDevice
-        try encoder.run()
-        defer {
-            kill(encoder.processIdentifier, SIGKILL)
-            encoder.waitUntilExit()
-        }
-        let ready = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: folder + "/index.m3u8") && Date() < ready { Thread.sleep(forTimeInterval: 0.1) }
+        let encoder = try LiveHLS(folder: folder, seconds: 60)
+        defer { withExtendedLifetime(encoder) {} }  // writing until the test ends
         var server: LoopbackServer? = try LoopbackServer("serve", [folder])
         let port = server!.port
         let url = "http://127.0.0.1:\(port)/index.m3u8"

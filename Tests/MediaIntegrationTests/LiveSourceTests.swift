@@ -21,23 +21,8 @@ import TestSupport
 
     @Test func aLiveHLSSourceComesBackAfterEachServerRestart() throws {
         let folder = TestMedia.folder + "/live-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let encoder = Process()
-        encoder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        encoder.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25", "-t", "90",
-                             "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "25", "-pix_fmt", "yuv420p",
-                             "-f", "hls", "-hls_time", "1", "-hls_list_size", "4", "-hls_flags", "delete_segments",
-                             "-hls_segment_filename", folder + "/s%d.ts", folder + "/index.m3u8"]
-        encoder.standardError = FileHandle.nullDevice
-        encoder.standardInput = FileHandle.nullDevice
-        try encoder.run()
-        defer {
-            kill(encoder.processIdentifier, SIGKILL)
-            encoder.waitUntilExit()
-        }
-        // The playlist exists once the first segment is written (about 1 s); allow 10.
-        let ready = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: folder + "/index.m3u8") && Date() < ready { Thread.sleep(forTimeInterval: 0.1) }
+        let encoder = try LiveHLS(folder: folder, seconds: 90)
+        defer { withExtendedLifetime(encoder) {} }  // writing until the test ends
         #expect(FileManager.default.fileExists(atPath: folder + "/index.m3u8"))
 
         var server: LoopbackServer? = try LoopbackServer("serve", [folder])
@@ -103,32 +88,12 @@ import TestSupport
         #expect(zip(times, times.dropFirst()).allSatisfy { $1 > $0 }, "frame times went back across a reopen")
     }
 
-    /// ffmpeg writing a live HLS sliding window into `folder` in real time, for `seconds`.
-    static func liveEncoder(_ folder: String, seconds: Int) throws -> Process {
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let encoder = Process()
-        encoder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        encoder.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25", "-t", "\(seconds)",
-                             "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "25", "-pix_fmt", "yuv420p",
-                             "-f", "hls", "-hls_time", "1", "-hls_list_size", "4", "-hls_flags", "delete_segments",
-                             "-hls_segment_filename", folder + "/s%d.ts", folder + "/index.m3u8"]
-        encoder.standardError = FileHandle.nullDevice
-        encoder.standardInput = FileHandle.nullDevice
-        try encoder.run()
-        let ready = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: folder + "/index.m3u8") && Date() < ready { Thread.sleep(forTimeInterval: 0.1) }
-        return encoder
-    }
-
     /// A proxy between reader and server that holds the bytes (connections stay open): each stall
     /// is noticed by the 2 s stall limit after the bytes stop, and pictures come back once they flow again.
     @Test func aStalledConnectionIsNoticedWithinTwoSeconds() throws {
-        let encoder = try Self.liveEncoder(TestMedia.folder + "/live-proxy-\(UUID().uuidString)", seconds: 60)
-        defer {
-            kill(encoder.processIdentifier, SIGKILL)
-            encoder.waitUntilExit()
-        }
-        let folder = (encoder.arguments ?? []).last.map { ($0 as NSString).deletingLastPathComponent } ?? ""
+        let folder = TestMedia.folder + "/live-proxy-\(UUID().uuidString)"
+        let encoder = try LiveHLS(folder: folder, seconds: 60)
+        defer { withExtendedLifetime(encoder) {} }  // writing until the test ends
         let server = try LoopbackServer("serve", [folder])
         let proxy = try LoopbackServer("proxy", [String(server.port)])
         var backend = FFmpegBackend(threads: 1)

@@ -82,3 +82,29 @@ public struct TestFailure: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
+
+/// ffmpeg writing a live HLS stream (1 s segments, a sliding window of 4) into a folder in real
+/// time, for a test to serve; killed when the test lets it go.
+public final class LiveHLS: @unchecked Sendable {
+    let process = Process()
+
+    /// Starts it, and waits (up to 10 s) for its playlist to appear.
+    public init(folder: String, seconds: Int) throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25", "-t", "\(seconds)",
+                             "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "25", "-pix_fmt", "yuv420p",
+                             "-f", "hls", "-hls_time", "1", "-hls_list_size", "4", "-hls_flags", "delete_segments",
+                             "-hls_segment_filename", folder + "/s%d.ts", folder + "/index.m3u8"]
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let ready = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: folder + "/index.m3u8") && Date() < ready { Thread.sleep(forTimeInterval: 0.1) }
+    }
+
+    deinit {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
