@@ -218,6 +218,9 @@ final class FileInput {
         self.state = state
         let gate = network ? NetworkGate(allow: limits.network, limits: limits) : nil
         self.gate = gate
+        if let refusal = gate?.admit(path) {
+            throw MediaError(uri: path, call: "avformat_open_input", code: mq_averror(EPERM), reason: "refused by network.allow: \(refusal)")
+        }
         guard let context = avformat_alloc_context() else {
             throw MediaError(uri: path, call: "avformat_alloc_context", reason: "out of memory")
         }

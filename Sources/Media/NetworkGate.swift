@@ -55,6 +55,18 @@ final class NetworkGate: @unchecked Sendable {
         av_dict_set(&options, "timeout", micros, 0)  // RTSP's socket timeout
     }
 
+    /// Checks the input's own URL before anything opens. Needed beside `io_open`: formats that open
+    /// their own connections (RTSP, RTP) never call it for their URL.
+    func admit(_ url: String) -> String? {
+        switch allow.check(url, resolve: resolve) {
+        case .refused(let reason):
+            record.withLock { $0.refused.append(reason) }
+            return reason
+        case .allowed:
+            return nil
+        }
+    }
+
     /// Takes `context`'s `io_open`; `context.opaque` must point to this gate while the context lives.
     func install(on context: UnsafeMutablePointer<AVFormatContext>) {
         defaultOpen = context.pointee.io_open

@@ -109,6 +109,22 @@ import TestSupport
         #expect(requests.contains("GET /seg0.ts") && requests.contains("GET /seg2.ts"), "\(requests)")
     }
 
+    /// RTSP and RTP open their own connections (FFmpeg's `io_open` never sees their URL): the URL
+    /// is checked before the open all the same, and a refused one makes no connection.
+    @Test(arguments: ["rtsp", "rtp", "udp"]) func aStreamURLIsCheckedBeforeItsDemuxerConnects(scheme: String) throws {
+        let elsewhere = try LoopbackServer("count", [], address: "127.0.0.2")
+        for allow in [[], ["\(scheme)://127.0.0.1"]] {
+            do {
+                _ = try VideoDecoder(path: "\(scheme)://127.0.0.2:\(elsewhere.port)/cam", threads: 1, limits: limits(allow, open: 2, read: 1))
+                Issue.record("\(scheme) to 127.0.0.2 opened with network.allow \(allow)")
+            } catch let error as MediaError {
+                #expect(error.reason.hasPrefix("refused by network.allow: \(scheme)://127.0.0.2:\(elsewhere.port)"), "\(error)")
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(elsewhere.events.isEmpty, "connections to 127.0.0.2: \(elsewhere.events)")
+    }
+
     /// A server that accepts and never answers: the open fails at its limit, saying so.
     @Test func aServerThatNeverAnswersFailsTheOpenAtItsLimit() throws {
         let server = try LoopbackServer("hang", [])
