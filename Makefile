@@ -20,8 +20,11 @@ VM_PACKAGES := qemu-system-x86 busybox-static netpbm python3 systemd udev kmod
 # `make soak` runs tools/soak.py (Python's standard library only) and makes its media with ffmpeg.
 SOAK_PACKAGES := python3
 # `make test` also compares the control socket with mpv's (MPVClientTests: mpv itself, and
-# python-mpv-jsonipc from PyPI in a venv the test makes under .build).
-TEST_PACKAGES := mpv python3 python3-venv
+# python-mpv-jsonipc from PyPI in a venv the test makes under .build), and serves network sources on
+# loopback: HTTP/HLS from Python, RTSP from GStreamer's server through its introspection bindings
+# (tools/netfixture.py, tools/rtspfixture.py).
+TEST_PACKAGES := mpv python3 python3-venv python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-base \
+	gstreamer1.0-plugins-good
 # `make deb` builds the Debian package from debian/ into .build/deb: debhelper, and help2man for the
 # man pages (made from --help). `make deb-test` checks it with lintian and installs it into a fresh
 # Debian 12 chroot that mmdebstrap makes (tools/deb-test).

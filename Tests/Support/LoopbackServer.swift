@@ -12,10 +12,31 @@ public final class LoopbackServer: @unchecked Sendable {
     private let lines = LogLines()
 
     /// `port` 0: an ephemeral one (a restarted server passes the port it had).
-    public init(_ mode: String, _ arguments: [String], address: String = "127.0.0.1", port requested: Int = 0) throws {
+    public convenience init(_ mode: String, _ arguments: [String], address: String = "127.0.0.1", port requested: Int = 0) throws {
+        try self.init(command: ["/usr/bin/env", "python3", Command.repository + "/tools/netfixture.py", mode] + arguments + [address, String(requested)],
+                      address: address, name: "netfixture.py \(mode)")
+    }
+
+    /// GStreamer's RTSP server (tools/rtspfixture.py) serving a live picture at `/live`.
+    public static func rtsp(port requested: Int = 0) throws -> LoopbackServer {
+        try LoopbackServer(command: ["/usr/bin/python3", Command.repository + "/tools/rtspfixture.py", "127.0.0.1", String(requested)],
+                           address: "127.0.0.1", name: "rtspfixture.py")
+    }
+
+    /// Why the RTSP server cannot run here (Debian's python3-gi and gir1.2-gst-rtsp-server-1.0
+    /// missing), or nil.
+    public static var rtspMissing: String? {
+        let probe = "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer"
+        guard let result = try? Command.run("/usr/bin/python3", ["-c", probe], timeout: 20), result.status == 0 else {
+            return "GStreamer's RTSP server is not installed (python3-gi, gir1.2-gst-rtsp-server-1.0, gstreamer1.0-plugins-good)"
+        }
+        return nil
+    }
+
+    init(command: [String], address: String, name: String) throws {
         self.address = address
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Command.repository + "/tools/netfixture.py", mode] + arguments + [address, String(requested)]
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         let pipe = Pipe()
         process.standardOutput = pipe
         let lines = self.lines
@@ -35,7 +56,7 @@ public final class LoopbackServer: @unchecked Sendable {
         }
         guard let found else {
             process.terminate()
-            throw TestFailure("netfixture.py \(mode) on \(address) printed no port within 10 s")
+            throw TestFailure("\(name) on \(address) printed no port within 10 s")
         }
         port = found
     }
