@@ -3,11 +3,12 @@
 
 SWIFT ?= swift
 # Everything the project needs from Debian: the C libraries it links (DRM, GBM, EGL, GLES, FFmpeg, ALSA,
-# FreeType for text overlays, with DejaVu Sans as their default font),
+# FreeType for text overlays, with DejaVu Sans as their default font, libmicrohttpd with its GnuTLS for
+# the HTTP API),
 # Mesa's software renderer for the headless output, and the ffmpeg command for test media.
 DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri \
 	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libasound2-dev ffmpeg \
-	libfreetype-dev fonts-dejavu-core
+	libfreetype-dev fonts-dejavu-core libmicrohttpd-dev
 # `make bench` also needs the peers it compares with (mpv; Xvfb so that mpv renders through EGL on
 # llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv).
 BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv
@@ -19,8 +20,9 @@ VM_PACKAGES := qemu-system-x86 busybox-static netpbm python3 systemd udev kmod
 # `make soak` runs tools/soak.py (Python's standard library only) and makes its media with ffmpeg.
 SOAK_PACKAGES := python3
 # `make test` also compares the control socket with mpv's (MPVClientTests: mpv itself, and
-# python-mpv-jsonipc from PyPI in a venv the test makes under .build).
-TEST_PACKAGES := mpv python3 python3-venv
+# python-mpv-jsonipc from PyPI in a venv the test makes under .build); the HTTP API's tests parse
+# /metrics with Prometheus' Python client, make a TLS certificate with openssl and ask over TLS with curl.
+TEST_PACKAGES := mpv python3 python3-venv python3-prometheus-client openssl curl
 # `make deb` builds the Debian package from debian/ into .build/deb: debhelper, and help2man for the
 # man pages (made from --help). `make deb-test` checks it with lintian and installs it into a fresh
 # Debian 12 chroot that mmdebstrap makes (tools/deb-test).
@@ -65,7 +67,7 @@ vm: deps
 # rest, processes, media, the VM, the mpv comparison and real time, is in the integration targets
 # (*IntegrationTests, ExamplesTests), which only `make test` runs. So `make check` needs no VM guest,
 # mpv, PyPI venv or fuzzing. Package.swift lists the targets of each kind.
-UNIT_TEST_TARGETS := PlaybackTests SoundTests MediaTests RenderTests KioskTests SystemCallsTests DisplayTests AudioTests
+UNIT_TEST_TARGETS := PlaybackTests SoundTests MediaTests RenderTests KioskTests SystemCallsTests DisplayTests AudioTests RemoteTests
 empty :=
 space := $(empty) $(empty)
 check: deps

@@ -31,6 +31,7 @@ let package = Package(
         .systemLibrary(name: "CGBM", path: "Sources/CGBM", pkgConfig: "gbm", providers: [.apt(["libgbm-dev"])]),
         .systemLibrary(name: "CFreeType", path: "Sources/CFreeType", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev"])]),
         .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // The one C shim: what Swift cannot import (function-like and struct-valued macros).
         .target(name: "CShim", dependencies: ["CFFmpeg"], path: "Sources/CShim"),
 
@@ -54,8 +55,13 @@ let package = Package(
         .target(name: "Display", dependencies: ["Playback", "Render", "CDRM", "SystemCalls"]),
         // The control socket's protocol and client: JSON, the socket path, a blocking client (no C libraries).
         .target(name: "Control", dependencies: ["Playback", "SystemCalls"]),
-        .target(name: "Kiosk", dependencies: ["Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
-        .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
+        // An HTTP(S) server on libmicrohttpd (its GnuTLS), with SHA-256: no C names outside.
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "SystemCalls", "Diagnostics"]),
+        .target(name: "Kiosk", dependencies: ["HTTPServer", "Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
+        // The HTTP API over the kiosk (issue 30): tokens and roles, Host/Origin checks, REST mirroring the
+        // control socket, metrics, uploads, events.
+        .target(name: "Remote", dependencies: ["Kiosk", "HTTPServer", "Control", "Playback", "SystemCalls"]),
+        .executableTarget(name: "marquee", dependencies: ["Kiosk", "Remote", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Control", "Playback"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
         .executableTarget(name: "layerbench", dependencies: ["Display", "Render", "Media", "Playback"], path: "bench/layerbench"),
@@ -89,6 +95,7 @@ let package = Package(
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Media", "Playback", "Render", "TestSupport"]),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "Sound", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "RemoteTests", dependencies: ["Remote", "HTTPServer", "Kiosk", "Playback", "TestSupport"]),
 
         // Integration tests (`make test` runs them with the unit tests): processes, ffmpeg-made media,
         // the VM, peer comparisons (mpv), real time.
@@ -99,6 +106,7 @@ let package = Package(
         .testTarget(name: "SystemCallsIntegrationTests", dependencies: ["SystemCallsTests", "SystemCalls"]),
         .testTarget(name: "DisplayIntegrationTests", dependencies: ["DisplayTests", "Display", "Media", "Playback", "Render", "TestSupport"]),
         .testTarget(name: "AudioIntegrationTests", dependencies: ["AudioTests", "Audio", "Sound", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "RemoteIntegrationTests", dependencies: ["RemoteTests", "Remote", "HTTPServer", "Kiosk", "Playback", "TestSupport"]),
         .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
     ]
 )

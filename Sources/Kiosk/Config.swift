@@ -157,6 +157,8 @@ public struct KioskConfig: Sendable {
     public var virtualClockStart: WallTime?
     /// `audio`: the sound (AudioConfig.swift).
     public var audio = AudioSettings()
+    /// `http`: the HTTP API (HTTPConfig.swift); off by default.
+    public var http = HTTPSettings()
     /// `overlays`: pictures and text over the video (OverlayConfig.swift).
     public var overlays: [OverlayConfig] = []
     /// `transition`: how each item follows the one before it, the loop point included, unless the
@@ -311,7 +313,7 @@ struct ConfigReader {
     mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
         var config = KioskConfig()
         // `$schema`: the schema the file follows, as editors attach one; a string, otherwise unread.
-        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio", "overlays", "transition"])
+        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio", "overlays", "transition", "http"])
         else { return config }
         if json["playlist"] == nil && !Self.wallHasOwnPlaylists(json["wall"]) { problem("playlist", "missing: the list of items to play") }
         for (key, value) in top {
@@ -425,6 +427,8 @@ struct ConfigReader {
                 config.timeZone = readTimeZone(value)
             case "audio":
                 config.audio = readAudio(value)
+            case "http":
+                config.http = readHTTP(value, baseDirectory: baseDirectory)
             case "overlays":
                 config.overlays = readOverlays(value, baseDirectory: baseDirectory) ?? []
             case "log":

@@ -1,6 +1,7 @@
 import Display
 import Foundation
 import Kiosk
+import Remote
 import Media
 import Playback
 
@@ -220,12 +221,9 @@ let socketPath = arguments.socketPath ?? config.control.socket ?? defaultControl
 
 /// Opens the control socket for `session` (nil when turned off, or when it cannot be opened:
 /// playing matters more than the socket, and the log says why).
-func openControlServer(for session: KioskSession, mode: UInt32) -> ControlServer? {
+func openControlServer(for session: KioskSession, controller: KioskController, mode: UInt32) -> ControlServer? {
     guard socketPath != "none" else { return nil }
     do {
-        let controller = KioskController(status: session.status, audio: SessionAudioControls(session: session)) { command in
-            session.perform(command)
-        }
         let server = try ControlServer(path: socketPath, mode: mode_t(mode), handler: controller, logger: logger)
         logger.info("control socket ready", ["socket": socketPath])
         return server
@@ -242,6 +240,7 @@ startThread(named: "marquee-present") { [config, options, arguments] in
     var status: Int32 = 0
     var session: KioskSession?
     var controlServer: ControlServer?
+    var httpServer: RemoteServer?
     var supervisor: ServiceSupervisor?
     do {
         _ = try runKiosk(config: config, options: options, logger: logger, makeSession: { output in
@@ -253,10 +252,22 @@ startThread(named: "marquee-present") { [config, options, arguments] in
                 notifier.stopping()
                 made.stop()
             }
-            let server = openControlServer(for: made, mode: config.control.mode)
+            // One controller behind the control socket and the HTTP API.
+            let controller = KioskController(status: made.status, audio: SessionAudioControls(session: made)) { command in
+                made.perform(command)
+            }
+            let server = openControlServer(for: made, controller: controller, mode: config.control.mode)
             controlServer = server
-            made.onEvent = { [server] event in server?.broadcast(event) }
-            made.onPicture = { [server] in server?.propertiesMayHaveChanged() }
+            let http = openHTTPServer(controller: controller, session: made, settings: config.http, configPath: arguments.configPath)
+            httpServer = http
+            made.onEvent = { [server, http] event in
+                server?.broadcast(event)
+                http?.broadcast(event)
+            }
+            made.onPicture = { [server, http] in
+                server?.propertiesMayHaveChanged()
+                http?.pictureShown()
+            }
             // The service is up: config loaded, output open, control socket open. READY=1 now, not
             // at the first frame: a display that is off at boot must not hold the start up until
             // TimeoutStartSec. From here the supervisor says in STATUS= what the player does or
@@ -281,6 +292,7 @@ startThread(named: "marquee-present") { [config, options, arguments] in
     notifier.stopping()
     controlServer?.broadcast(["event": "shutdown"])
     controlServer?.stop()
+    httpServer?.stop()
     session?.player.removeAllItems()  // ends the decode threads (each within one queue timeout)
     let decoding = Player.waitForDecodeThreadsToEnd(timeout: 2)
     if decoding > 0 { logger.warning("decode threads still running at exit", ["threads": "\(decoding)"]) }
