@@ -273,6 +273,57 @@ import TestSupport
         #expect(Double(traced) == shown, "frames shown: metrics \(shown), trace \(traced)")
     }
 
+    // MARK: Config and uploads
+
+    /// A broken config put over HTTP is refused with its JSON paths; the file and what plays stay
+    /// as they were. A valid one replaces the file and is reloaded.
+    @Test func aBadConfigIsRefusedWithItsPathsAndTheOldKeepsPlaying() throws {
+        let player = try Player()
+        defer { _ = player.stop() }
+        #expect(player.waitForPlaying(), "log:\n\(player.log)")
+        let before = try String(contentsOfFile: player.configPath, encoding: .utf8)
+        let bad = Array(#"{"playlist": [{"uri": "a.mp4", "start": -1}], "display": {"rotation": 45}}"#.utf8)
+        let refused = try #require(player.ask("PUT", "/api/v1/config", body: bad))
+        #expect(refused.status == 422)
+        let problems = try JSONParser.parse(refused.text)["problems"]
+        let paths: [String] = { if case .array(let list)? = problems { return list.compactMap { $0["path"]?.stringValue } } else { return [] } }()
+        #expect(paths.contains("playlist[0].start") && paths.contains("display.rotation"), "\(refused.text)")
+        #expect(try String(contentsOfFile: player.configPath, encoding: .utf8) == before)
+        #expect(try player.json("/api/v1/config")["playlist"] == JSONParser.parse(before)["playlist"])
+        #expect(player.waitForPlaying(0.5), "still playing")
+        // A valid one: two entries now.
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let good = before.replacingOccurrences(of: #""playlist": [{"uri": "\#(clip)"}]"#, with: #""playlist": [{"uri": "\#(clip)"}, {"uri": "\#(clip)"}]"#)
+        #expect(good != before)
+        let accepted = try #require(player.ask("PUT", "/api/v1/config", body: Array(good.utf8)))
+        #expect(accepted.status == 200, "\(accepted.text)")
+        #expect(player.waitFor(5) { (try? player.json("/api/v1/properties/playlist-count")["data"]?.numberValue) == 2 })
+    }
+
+    /// An upload into a folder playlist plays once whole; its temporary file never shows in the
+    /// playlist.
+    @Test func anUploadedClipPlays() throws {
+        let player = try Player(http: "")
+        defer { _ = player.stop() }
+        #expect(player.waitForPlaying(), "log:\n\(player.log)")
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let folderConfig = #"{"playlist": {"directory": "uploads"}, "http": \#(try player.json("/api/v1/config")["http"]!.encoded)}"#
+        // The folder first holds one clip; the config switches to it.
+        try FileManager.default.copyItem(atPath: clip, toPath: player.uploads + "/a.mp4")
+        #expect(player.ask("PUT", "/api/v1/config", body: Array(folderConfig.utf8))?.status == 200)
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: clip)))
+        let stored = try #require(player.ask("PUT", "/api/v1/media/b.mp4", body: bytes))
+        #expect(stored.status == 201, "\(stored.text)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: player.uploads).sorted() == ["a.mp4", "b.mp4"])
+        // Read again at the next loop pass.
+        let playing = player.waitFor(10) {
+            guard let list = try? player.json("/api/v1/playlist")["data"], case .array(let entries) = list else { return false }
+            return entries.contains { $0["filename"]?.stringValue?.hasSuffix("b.mp4") == true && $0["status"]?.stringValue != "failed" }
+                && (try? player.json("/api/v1/properties/filename")["data"]?.stringValue) == "b.mp4"
+        }
+        #expect(playing, "log:\n\(player.log)")
+    }
+
     func folderFile(_ player: Player, _ name: String, _ bytes: [UInt8]) -> String {
         let path = player.folder + "/" + name
         FileManager.default.createFile(atPath: path, contents: Data(bytes))
