@@ -91,30 +91,29 @@ public enum HTTPListenAddress: Sendable, Equatable, CustomStringConvertible {
                 address.sin6_family = sa_family_t(AF_INET6)
                 address.sin6_port = port.bigEndian
                 inet_pton(AF_INET6, host, &address.sin6_addr)
-                try systemCall("bind(http \(self))") {
-                    withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
-                }
-                var bound = sockaddr_in6(), length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-                try systemCall("getsockname(http \(self))") {
-                    withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-                }
-                try systemCall("listen(http \(self))") { listen(fd, 64) }
-                return (socket.relinquish(), UInt16(bigEndian: bound.sin6_port))
+                return (socket.relinquish(), try bindAndListen(fd, &address))
             }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = port.bigEndian
             inet_pton(AF_INET, host, &address.sin_addr)
-            try systemCall("bind(http \(self))") {
-                withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            }
-            var bound = sockaddr_in(), length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            try systemCall("getsockname(http \(self))") {
-                withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-            }
-            try systemCall("listen(http \(self))") { listen(fd, 64) }
-            return (socket.relinquish(), UInt16(bigEndian: bound.sin_port))
+            return (socket.relinquish(), try bindAndListen(fd, &address))
         }
+    }
+
+    /// Binds `fd` to `address` (a sockaddr_in or sockaddr_in6), listens, and returns the port
+    /// bound (both keep it, big-endian, right after the 2-byte family).
+    private func bindAndListen<Address>(_ fd: Int32, _ address: inout Address) throws(SystemCallError) -> UInt16 {
+        let size = socklen_t(MemoryLayout<Address>.size)
+        try systemCall("bind(http \(self))") {
+            withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, size) } }
+        }
+        var length = size
+        try systemCall("getsockname(http \(self))") {
+            withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        }
+        try systemCall("listen(http \(self))") { listen(fd, 64) }
+        return withUnsafeBytes(of: &address) { UInt16(bigEndian: $0.loadUnaligned(fromByteOffset: 2, as: UInt16.self)) }
     }
 }
 

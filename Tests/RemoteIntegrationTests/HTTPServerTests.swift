@@ -36,6 +36,16 @@ import TestSupport
         #expect(RawHTTP.request(port: port, "GET", "/after")?.status == 200)
     }
 
+    /// An IPv6 loopback listener on its own port (IPv6 only: `[::]` never takes IPv4 too).
+    @Test func anIPv6LoopbackListenerAnswers() throws {
+        let s = try server(address: .inet(host: "::1", port: 0))
+        defer { s.stop() }
+        let port = try #require(s.port)
+        let curl = try Command.run("curl", ["-sS", "--max-time", "10", "-g", "http://[::1]:\(port)/six"], timeout: 20)
+        #expect(curl.status == 0 && curl.text == "GET /six ::1 0 -\n", "\(curl.text) \(curl.errorText)")
+        #expect(RawHTTP.request(port: port, "GET", "/four", timeout: 3) == nil, "nothing on 127.0.0.1 at that port")
+    }
+
     @Test func aUnixSocketListenerAnswers() throws {
         let path = TestMedia.folder + "/http-\(UUID().uuidString.prefix(8)).sock"
         let s = try server(address: .unix(path: path))
