@@ -273,6 +273,24 @@ import TestSupport
         #expect(Double(traced) == shown, "frames shown: metrics \(shown), trace \(traced)")
     }
 
+    /// The event stream carries the socket's events: the 1 s clip's loop gives an end-file and a
+    /// start-file each second, and a seek its seek event, each a JSON `data:` message.
+    @Test func theEventStreamCarriesTheSocketsEvents() throws {
+        let player = try Player()
+        defer { _ = player.stop() }
+        #expect(player.waitForPlaying(), "log:\n\(player.log)")
+        let stream = try #require(RawConnection(port: player.port))
+        stream.send("GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(Player.viewToken)\r\n\r\n")
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(player.ask("POST", "/api/v1/command", body: Array(#"{"command":["seek",0.2,"absolute"]}"#.utf8))?.status == 200)
+        let reply = try #require(RawReply(stream.readAll(timeout: 2.5)))
+        #expect(reply.status == 200 && reply.headers["content-type"] == "text/event-stream")
+        let events = reply.text.split(separator: "\n").filter { $0.hasPrefix("data: ") }.compactMap { try? JSONParser.parse(String($0.dropFirst(6))) }
+        let names = events.compactMap { $0["event"]?.stringValue }
+        #expect(names.contains("start-file") && names.contains("end-file") && names.contains("seek"), "\(names)")
+        #expect(events.count == reply.text.split(separator: "\n").filter { $0.hasPrefix("data: ") }.count, "every message is JSON")
+    }
+
     // MARK: Config and uploads
 
     /// A broken config put over HTTP is refused with its JSON paths; the file and what plays stay
