@@ -21,8 +21,9 @@ VM_PACKAGES := qemu-system-x86 busybox-static netpbm python3 systemd udev kmod
 SOAK_PACKAGES := python3
 # `make test` also compares the control socket with mpv's (MPVClientTests: mpv itself, and
 # python-mpv-jsonipc from PyPI in a venv the test makes under .build); the HTTP API's tests parse
-# /metrics with Prometheus' Python client, make a TLS certificate with openssl and ask over TLS with curl.
-TEST_PACKAGES := mpv python3 python3-venv python3-prometheus-client openssl curl
+# /metrics with Prometheus' Python client, make a TLS certificate with openssl, ask over TLS with curl,
+# and walk the web dashboard in headless Chromium driven by Selenium (tools/dashboard-browser-test.py).
+TEST_PACKAGES := mpv python3 python3-venv python3-prometheus-client openssl curl chromium chromium-driver python3-selenium
 # `make deb` builds the Debian package from debian/ into .build/deb: debhelper, and help2man for the
 # man pages (made from --help). `make deb-test` checks it with lintian and installs it into a fresh
 # Debian 12 chroot that mmdebstrap makes (tools/deb-test).

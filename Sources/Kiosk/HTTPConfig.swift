@@ -15,6 +15,9 @@ public struct HTTPSettings: Sendable, Equatable {
     /// `http.allowedHosts`: names the `Host` header may give besides the listen address and
     /// `localhost` (the names the box is reached by; anything else is a DNS rebinding).
     public var allowedHosts: [String] = []
+    /// `http.dashboard`: the folder of the web dashboard's files (the repository's `dashboard/`),
+    /// served at `/` without a token (they hold no data); nil: no dashboard.
+    public var dashboard: String?
     /// `http.healthz`: answer `GET /healthz` without a token (status only, for uptime monitors).
     public var healthz = false
     /// `http.maxConnections`, `http.maxConnectionsPerClient`, `http.idleTimeout`, `http.maxHeaderBytes`.
@@ -39,7 +42,7 @@ extension ConfigReader {
         var settings = HTTPSettings()
         guard let fields = members(value, at: "http", allowed: ["listen", "tokens", "tls", "allowedHosts", "healthz", "maxConnections",
                                                                 "maxConnectionsPerClient", "idleTimeout", "maxHeaderBytes", "maxBodyBytes",
-                                                                "requestsPerSecond", "uploads"]) else { return settings }
+                                                                "requestsPerSecond", "uploads", "dashboard"]) else { return settings }
         func file(_ v: JSONValue, _ path: String, _ reader: inout ConfigReader) -> String? {
             guard let s = reader.string(v, at: path) else { return nil }
             guard !s.isEmpty else {
@@ -90,6 +93,8 @@ extension ConfigReader {
                 }
             case "healthz":
                 if let b = bool(v, at: path) { settings.healthz = b }
+            case "dashboard":
+                settings.dashboard = file(v, path, &self)
             case "maxConnections":
                 if let n = integer(v, path, 1...1024, &self) { settings.limits.maxConnections = n }
             case "maxConnectionsPerClient":

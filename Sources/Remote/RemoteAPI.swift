@@ -71,6 +71,8 @@ public final class RemoteAPI: HTTPHandler, @unchecked Sendable {
     /// The routes: method, path pattern (`{name}` one segment), the role it needs (nil: none).
     static let routes: [(method: String, pattern: String, role: Role?)] = [
         ("GET", "/healthz", nil),
+        ("GET", "/", nil),
+        ("GET", "/ui/{name}", nil),
         ("GET", "/metrics", .view),
         ("GET", "/api/v1/status", .view),
         ("GET", "/api/v1/health", .view),
@@ -148,6 +150,10 @@ public final class RemoteAPI: HTTPHandler, @unchecked Sendable {
             role = entry.role
         }
         switch (route.method, route.pattern) {
+        case (_, "/"):
+            return .respond(dashboardFile("index.html"))
+        case (_, "/ui/{name}"):
+            return .respond(dashboardFile(name ?? ""))
         case (_, "/healthz"):
             let health = context.status.health().status
             return .respond(.text(Self.healthy(health) ? 200 : 503, health))
@@ -285,6 +291,24 @@ public final class RemoteAPI: HTTPHandler, @unchecked Sendable {
         if case .number(let d)? = try? context.controller.property("audio-delay") { delay = d }
         let text = counters.withLock { metricsText(snapshot, health: health, counters: &$0, audioDelay: delay) }
         return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", Array(text.utf8))
+    }
+
+    /// The dashboard's content types, by extension: nothing else is served.
+    static let dashboardTypes = ["html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8",
+                                 "css": "text/css; charset=utf-8", "svg": "image/svg+xml", "png": "image/png"]
+
+    /// A file of `http.dashboard`: plain names only, known types only; a page may load only this
+    /// server's scripts and styles, and may not be framed by another site.
+    private func dashboardFile(_ name: String) -> HTTPResponse {
+        guard let folder = context.settings.dashboard else { return error(404, "no dashboard (http.dashboard)") }
+        let type = Self.dashboardTypes[(name as NSString).pathExtension.lowercased()]
+        guard UploadPolicy.nameProblem(name) == nil, let type, let bytes = try? RegularFile.read(folder + "/" + name, limit: 4 << 20) else {
+            return error(404, "no dashboard file \(name.prefix(64))")
+        }
+        return HTTPResponse(status: 200, contentType: type, bytes, headers: [
+            ("Content-Security-Policy", "default-src 'self'; img-src 'self' blob:; frame-ancestors 'none'"),
+            ("X-Frame-Options", "DENY"), ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-cache"),
+        ])
     }
 
     private func readConfig() -> HTTPResponse {

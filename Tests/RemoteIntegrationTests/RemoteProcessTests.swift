@@ -27,7 +27,8 @@ import TestSupport
         static let viewToken = "view-\(UUID().uuidString)"
         static let controlToken = "control-\(UUID().uuidString)"
 
-        init(seconds: Double = 60, http extra: String = "") throws {
+        /// `folderPlaylist`: the playlist is the upload folder, which starts with the clip as a.mp4.
+        init(seconds: Double = 60, http extra: String = "", folderPlaylist: Bool = false) throws {
             let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("marquee")
             guard FileManager.default.isExecutableFile(atPath: binary.path) else { throw NotBuilt(description: "\(binary.path) is not built") }
             folder = TestMedia.folder + "/remote-\(UUID().uuidString.prefix(8))"
@@ -38,10 +39,15 @@ import TestSupport
             try (TokenStore.line(role: .view, token: Self.viewToken, name: "viewer") + "\n"
                  + TokenStore.line(role: .control, token: Self.controlToken, name: "ops") + "\n").write(toFile: folder + "/tokens", atomically: true, encoding: .utf8)
             configPath = folder + "/marquee.json"
+            var playlist = #"[{"uri": "\#(clip)"}]"#
+            if folderPlaylist {
+                try FileManager.default.copyItem(atPath: clip, toPath: uploads + "/a.mp4")
+                playlist = #"{"directory": "uploads"}"#
+            }
             try #"""
-                {"playlist": [{"uri": "\#(clip)"}], "loop": true,
+                {"playlist": \#(playlist), "loop": true,
                  "http": {"listen": "127.0.0.1:0", "tokens": "tokens", "healthz": true, "maxConnectionsPerClient": 8, "idleTimeout": 3,
-                          "requestsPerSecond": 1000, "uploads": {"directory": "uploads", "maxBytes": 1000000, "minFreeBytes": 0}\#(extra)}}
+                          "requestsPerSecond": 1000, "dashboard": "\#(Command.repository)/dashboard", "uploads": {"directory": "uploads", "maxBytes": 1000000, "minFreeBytes": 0}\#(extra)}}
                 """#.write(toFile: configPath, atomically: true, encoding: .utf8)
             process.executableURL = binary
             process.arguments = ["--config", configPath, "--output", "headless", "--mode", "320x180@60", "--clock", "real",
@@ -204,8 +210,8 @@ import TestSupport
                 if type == "text/event-stream" { #expect(reply.text.hasPrefix(": marquee events"), "\(label): \(reply.text.prefix(100))") }
                 // Without a token: 401, documented (the health check alone is open).
                 let anonymous = try #require(player.ask(method.uppercased(), concrete, token: nil, body: body), "\(label) without a token")
-                if path == "/healthz" {
-                    #expect(anonymous.status == 200)
+                if operation["x-role"] as? String == "none" {
+                    #expect(anonymous.status == 200, "\(label) without a token: \(anonymous.status)")
                 } else {
                     #expect(anonymous.status == 401 && responses["401"] != nil, "\(label) without a token: \(anonymous.status)")
                 }
