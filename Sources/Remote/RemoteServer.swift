@@ -15,25 +15,7 @@ public final class RemoteServer: Sendable {
     /// Starts the server; throws an error that names the file or call that failed.
     public init(controller: any ControlHandler, status: KioskStatus, configPath: String?, settings: HTTPSettings, logger: Logger) throws {
         guard let listen = settings.listen else { throw HTTPConfigurationError("http.listen is not set") }
-        guard let tokenPath = settings.tokens else { throw HTTPConfigurationError("http.tokens is not set: the API has no default secret") }
-        let tokens: TokenStore
-        do {
-            let text = String(decoding: try RegularFile.read(tokenPath, limit: 1 << 20), as: UTF8.self)
-            tokens = try TokenStore(parsing: text)
-        } catch let error as TokenStore.FileError {
-            throw HTTPConfigurationError("http.tokens \(tokenPath): \(error)")
-        } catch {
-            throw HTTPConfigurationError("http.tokens \(tokenPath): cannot read it: \(error)")
-        }
-        var tls: (certificate: String, key: String)?
-        if let certificate = settings.tlsCertificate, let key = settings.tlsKey {
-            do {
-                tls = (String(decoding: try RegularFile.read(certificate, limit: 1 << 20), as: UTF8.self),
-                       String(decoding: try RegularFile.read(key, limit: 1 << 20), as: UTF8.self))
-            } catch {
-                throw HTTPConfigurationError("http.tls: cannot read \(certificate) or \(key): \(error)")
-            }
-        }
+        let (tokens, tls) = try Self.readFiles(settings)
         let api = RemoteAPI(.init(controller: controller, status: status, configPath: configPath, settings: settings, tokens: tokens),
                             logger: logger.with(["http": listen.description]))
         self.api = api
@@ -47,6 +29,30 @@ public final class RemoteServer: Sendable {
             while running.wait(until: { !$0 }, timeout: 1) == false { api.sampleHealth() }
             watcherEnded.set(())
         }
+    }
+
+    /// The token file and TLS files `settings` name, read and checked; the error names the key
+    /// and the file (`marquee --check-config` reports it too).
+    public static func readFiles(_ settings: HTTPSettings) throws(HTTPConfigurationError) -> (TokenStore, (certificate: String, key: String)?) {
+        guard let tokenPath = settings.tokens else { throw HTTPConfigurationError("http.tokens is not set: the API has no default secret") }
+        let tokens: TokenStore
+        do {
+            tokens = try TokenStore(parsing: String(decoding: try RegularFile.read(tokenPath, limit: 1 << 20), as: UTF8.self))
+        } catch let error as TokenStore.FileError {
+            throw HTTPConfigurationError("http.tokens: \(tokenPath): \(error)")
+        } catch {
+            throw HTTPConfigurationError("http.tokens: \(tokenPath): cannot read it: \(error)")
+        }
+        guard let certificate = settings.tlsCertificate, let key = settings.tlsKey else { return (tokens, nil) }
+        var pem: [String] = []
+        for (name, path) in [("certificate", certificate), ("key", key)] {
+            do {
+                pem.append(String(decoding: try RegularFile.read(path, limit: 1 << 20), as: UTF8.self))
+            } catch {
+                throw HTTPConfigurationError("http.tls.\(name): \(path): cannot read it: \(error)")
+            }
+        }
+        return (tokens, (pem[0], pem[1]))
     }
 
     public func broadcast(_ event: JSONValue) { api.broadcast(event) }

@@ -12,3 +12,15 @@ func openHTTPServer(controller: KioskController, session: KioskSession, settings
         return nil
     }
 }
+
+/// What is wrong with the files `http` names (the token file, TLS files), for --check-config; nil
+/// when the API is off or they read well.
+func httpFilesProblem(_ settings: HTTPSettings) -> String? {
+    guard settings.listen != nil else { return nil }
+    do {
+        _ = try RemoteServer.readFiles(settings)
+        return nil
+    } catch {
+        return error.message
+    }
+}

@@ -192,6 +192,10 @@ if arguments.checkOnly {
         FileHandle.standardError.write(Data("\(errorPriority)\(arguments.configPath ?? "embedded default config"): nothing in the playlist can be played\n".utf8))
         exit(2)
     }
+    if let problem = httpFilesProblem(config.http) {
+        FileHandle.standardError.write(Data("\(errorPriority)\(arguments.configPath ?? "config"): \(escapingControlCharacters(problem))\n".utf8))
+        exit(2)
+    }
     print("\(arguments.configPath ?? "embedded default config"): valid (\(config.playlist.count) items"
           + (unplayable > 0 ? ", \(unplayable) of \(items.count) files cannot be played" : "")
           + (config.warnings.isEmpty ? "" : ", \(config.warnings.count) \(config.warnings.count == 1 ? "warning" : "warnings")") + ")")

@@ -297,6 +297,25 @@ import TestSupport
         #expect(events.count == reply.text.split(separator: "\n").filter { $0.hasPrefix("data: ") }.count, "every message is JSON")
     }
 
+    /// A token file holding a token instead of its hash is refused by --check-config with the key,
+    /// the file and the line; a player started with it plays on without the API and says why.
+    @Test func aBadTokenFileIsNamedAndPlaybackGoesOnWithoutTheAPI() throws {
+        let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("marquee").path
+        let folder = TestMedia.folder + "/badtokens-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try "# ops\ncontrol my-secret-token ops\n".write(toFile: folder + "/tokens", atomically: true, encoding: .utf8)
+        let clip = try TestMedia.clip(seconds: 1, fps: 30)
+        let config = folder + "/marquee.json"
+        try #"{"playlist": [{"uri": "\#(clip)"}], "http": {"listen": "127.0.0.1:0", "tokens": "tokens"}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let check = try Command.run(binary, ["--config", config, "--check-config"], timeout: 60)
+        #expect(check.status == 2)
+        #expect(check.errorText.contains("http.tokens: \(folder)/tokens: line 2: the token must be given as sha256:"), "\(check.errorText)")
+        let run = try Command.run(binary, ["--config", config, "--output", "headless", "--mode", "320x180@60", "--clock", "virtual",
+                                           "--exit-after", "2", "--socket", "none"], mergeErrors: true, timeout: 60)
+        #expect(run.status == 0)
+        #expect(run.text.contains("msg=\"no HTTP API\"") && run.text.contains("line 2"), "\(run.text.suffix(2000))")
+    }
+
     // MARK: Config and uploads
 
     /// A broken config put over HTTP is refused with its JSON paths; the file and what plays stay
