@@ -4,11 +4,11 @@
 SWIFT ?= swift
 # Everything the project needs from Debian: the C libraries it links (DRM, GBM, EGL, GLES, FFmpeg, ALSA,
 # FreeType for text overlays, with DejaVu Sans as their default font, libmicrohttpd with its GnuTLS for
-# the HTTP API),
+# the HTTP API, libmosquitto for fleet control over MQTT),
 # Mesa's software renderer for the headless output, and the ffmpeg command for test media.
 DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri \
 	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libasound2-dev ffmpeg \
-	libfreetype-dev fonts-dejavu-core libmicrohttpd-dev
+	libfreetype-dev fonts-dejavu-core libmicrohttpd-dev libmosquitto-dev
 # `make bench` also needs the peers it compares with (mpv; Xvfb so that mpv renders through EGL on
 # llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv).
 BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv
@@ -22,8 +22,10 @@ SOAK_PACKAGES := python3
 # `make test` also compares the control socket with mpv's (MPVClientTests: mpv itself, and
 # python-mpv-jsonipc from PyPI in a venv the test makes under .build); the HTTP API's tests parse
 # /metrics with Prometheus' Python client, make a TLS certificate with openssl, ask over TLS with curl,
-# and walk the web dashboard in headless Chromium driven by Selenium (tools/dashboard-browser-test.py).
-TEST_PACKAGES := mpv python3 python3-venv python3-prometheus-client openssl curl chromium chromium-driver python3-selenium
+# walk the web dashboard in headless Chromium driven by Selenium (tools/dashboard-browser-test.py), and
+# run ten players on a Mosquitto broker (mosquitto_sub and mosquitto_pub watch and command them).
+TEST_PACKAGES := mpv python3 python3-venv python3-prometheus-client openssl curl chromium chromium-driver python3-selenium \
+	mosquitto mosquitto-clients
 # `make deb` builds the Debian package from debian/ into .build/deb: debhelper, and help2man for the
 # man pages (made from --help). `make deb-test` checks it with lintian and installs it into a fresh
 # Debian 12 chroot that mmdebstrap makes (tools/deb-test).

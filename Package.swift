@@ -31,6 +31,7 @@ let package = Package(
         .systemLibrary(name: "CGBM", path: "Sources/CGBM", pkgConfig: "gbm", providers: [.apt(["libgbm-dev"])]),
         .systemLibrary(name: "CFreeType", path: "Sources/CFreeType", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev"])]),
         .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // The one C shim: what Swift cannot import (function-like and struct-valued macros).
         .target(name: "CShim", dependencies: ["CFFmpeg"], path: "Sources/CShim"),
@@ -61,7 +62,9 @@ let package = Package(
         // The HTTP API over the kiosk (issue 30): tokens and roles, Host/Origin checks, REST mirroring the
         // control socket, metrics, uploads, events.
         .target(name: "Remote", dependencies: ["Kiosk", "HTTPServer", "Control", "Playback", "SystemCalls"]),
-        .executableTarget(name: "marquee", dependencies: ["Kiosk", "Remote", "Playback", "Media", "Display"]),
+        // Fleet control over MQTT (libmosquitto): status and health published, commands taken by id, group or all.
+        .target(name: "Fleet", dependencies: ["Kiosk", "CMosquitto", "Control", "Playback"]),
+        .executableTarget(name: "marquee", dependencies: ["Kiosk", "Remote", "Fleet", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Control", "Playback"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
         .executableTarget(name: "layerbench", dependencies: ["Display", "Render", "Media", "Playback"], path: "bench/layerbench"),
@@ -107,6 +110,7 @@ let package = Package(
         .testTarget(name: "DisplayIntegrationTests", dependencies: ["DisplayTests", "Display", "Media", "Playback", "Render", "TestSupport"]),
         .testTarget(name: "AudioIntegrationTests", dependencies: ["AudioTests", "Audio", "Sound", "Media", "Playback", "TestSupport"]),
         .testTarget(name: "RemoteIntegrationTests", dependencies: ["RemoteTests", "Remote", "HTTPServer", "Kiosk", "Playback", "TestSupport"]),
+        .testTarget(name: "FleetIntegrationTests", dependencies: ["RemoteTests", "Fleet", "Kiosk", "Playback", "TestSupport"]),
         .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
     ]
 )

@@ -2,6 +2,7 @@ import Display
 import Foundation
 import Kiosk
 import Remote
+import Fleet
 import Media
 import Playback
 
@@ -245,6 +246,7 @@ startThread(named: "marquee-present") { [config, options, arguments] in
     var session: KioskSession?
     var controlServer: ControlServer?
     var httpServer: RemoteServer?
+    var fleetClient: FleetClient?
     var supervisor: ServiceSupervisor?
     do {
         _ = try runKiosk(config: config, options: options, logger: logger, makeSession: { output in
@@ -264,6 +266,7 @@ startThread(named: "marquee-present") { [config, options, arguments] in
             controlServer = server
             let http = openHTTPServer(controller: controller, session: made, settings: config.http, configPath: arguments.configPath)
             httpServer = http
+            fleetClient = openFleetClient(controller: controller, session: made, settings: config.mqtt)
             made.onEvent = { [server, http] event in
                 server?.broadcast(event)
                 http?.broadcast(event)
@@ -297,6 +300,7 @@ startThread(named: "marquee-present") { [config, options, arguments] in
     controlServer?.broadcast(["event": "shutdown"])
     controlServer?.stop()
     httpServer?.stop()
+    fleetClient?.stop()
     session?.player.removeAllItems()  // ends the decode threads (each within one queue timeout)
     let decoding = Player.waitForDecodeThreadsToEnd(timeout: 2)
     if decoding > 0 { logger.warning("decode threads still running at exit", ["threads": "\(decoding)"]) }

@@ -55,3 +55,30 @@ import Testing
         }
     }
 }
+
+@Suite struct MQTTConfigTests {
+    @Test func aBrokerIdAndGroups() throws {
+        let config = try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}], "mqtt": {"broker": "broker.lan:1883", "id": "lobby-1", "groups": ["lobby", "floor2"], "statusInterval": 5}}"#,
+                                           baseDirectory: "/")
+        #expect(config.mqtt.brokerHost == "broker.lan" && config.mqtt.brokerPort == 1883)
+        #expect(config.mqtt.id == "lobby-1" && config.mqtt.groups == ["lobby", "floor2"] && config.mqtt.statusInterval == 5)
+        #expect(try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}]}"#, baseDirectory: "/").mqtt.brokerHost == nil)
+    }
+
+    @Test func topicLevelsCannotHoldWildcardsOrSlashes() {
+        let cases: [(String, String)] = [
+            (#"{"broker": "broker.lan"}"#, "mqtt.broker: \"broker.lan\" is not host:port"),
+            (#"{"broker": "broker.lan:0"}"#, "mqtt.broker:"),
+            (#"{"id": "a/b"}"#, "mqtt.id:"),
+            (##"{"id": "#"}"##, "mqtt.id:"),
+            (#"{"groups": ["lobby", "+"]}"#, "mqtt.groups[1]:"),
+            (#"{"statusInterval": 0}"#, "mqtt.statusInterval:"),
+            (#"{"password": "x"}"#, "mqtt.password: unknown key"),
+        ]
+        for (mqtt, expected) in cases {
+            var found: [String] = []
+            do { _ = try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}], "mqtt": \#(mqtt)}"#, baseDirectory: "/") } catch { found = error.problems.map(\.description) }
+            #expect(found.contains { $0.hasPrefix(expected) }, "\(mqtt): \(found)")
+        }
+    }
+}
