@@ -3,12 +3,13 @@
 
 SWIFT ?= swift
 # Everything the project needs from Debian: the C libraries it links (DRM, GBM, EGL, GLES, FFmpeg, ALSA,
-# FreeType for text overlays, with DejaVu Sans as their default font, libmicrohttpd with its GnuTLS for
-# the HTTP API, libmosquitto for fleet control over MQTT),
+# FreeType for text overlays, with DejaVu Sans as their default font; liblo, libevdev and libgpiod for
+# trigger inputs: OSC, keys, GPIO lines; libmicrohttpd with its GnuTLS for the HTTP API, libmosquitto
+# for fleet control over MQTT),
 # Mesa's software renderer for the headless output, and the ffmpeg command for test media.
 DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri \
 	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libasound2-dev ffmpeg \
-	libfreetype-dev fonts-dejavu-core libmicrohttpd-dev libmosquitto-dev
+	libfreetype-dev fonts-dejavu-core liblo-dev libevdev-dev libgpiod-dev libmicrohttpd-dev libmosquitto-dev
 # `make bench` also needs the peers it compares with (mpv; Xvfb so that mpv renders through EGL on
 # llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv).
 BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv
@@ -70,7 +71,7 @@ vm: deps
 # rest, processes, media, the VM, the mpv comparison and real time, is in the integration targets
 # (*IntegrationTests, ExamplesTests), which only `make test` runs. So `make check` needs no VM guest,
 # mpv, PyPI venv or fuzzing. Package.swift lists the targets of each kind.
-UNIT_TEST_TARGETS := PlaybackTests SoundTests MediaTests RenderTests KioskTests SystemCallsTests DisplayTests AudioTests RemoteTests
+UNIT_TEST_TARGETS := PlaybackTests TriggersTests SoundTests MediaTests RenderTests KioskTests SystemCallsTests DisplayTests AudioTests RemoteTests
 empty :=
 space := $(empty) $(empty)
 check: deps

@@ -31,6 +31,9 @@ let package = Package(
         .systemLibrary(name: "CGBM", path: "Sources/CGBM", pkgConfig: "gbm", providers: [.apt(["libgbm-dev"])]),
         .systemLibrary(name: "CFreeType", path: "Sources/CFreeType", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev"])]),
         .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CLiblo", path: "Sources/CLiblo", pkgConfig: "liblo", providers: [.apt(["liblo-dev"])]),
+        .systemLibrary(name: "CEvdev", path: "Sources/CEvdev", pkgConfig: "libevdev", providers: [.apt(["libevdev-dev"])]),
+        .systemLibrary(name: "CGpiod", path: "Sources/CGpiod", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
         .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // The one C shim: what Swift cannot import (function-like and struct-valued macros).
@@ -56,6 +59,13 @@ let package = Package(
         .target(name: "Display", dependencies: ["Playback", "Render", "CDRM", "SystemCalls"]),
         // The control socket's protocol and client: JSON, the socket path, a blocking client (no C libraries).
         .target(name: "Control", dependencies: ["Playback", "SystemCalls"]),
+        // Triggers: debounced, rate-limited presses through a state machine, and the prerolled
+        // targets they cut into the player (no C).
+        .target(name: "Triggers", dependencies: ["Playback"]),
+        // Inputs for triggers: OSC over UDP (liblo), keys (libevdev), GPIO lines (libgpiod).
+        .target(name: "Inputs", dependencies: ["Playback", "SystemCalls", "CLiblo", "CEvdev", "CGpiod"]),
+        .target(name: "Kiosk", dependencies: ["Triggers", "Inputs", "Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
+        .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
         // An HTTP(S) server on libmicrohttpd (its GnuTLS), with SHA-256: no C names outside.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "SystemCalls", "Diagnostics"]),
         .target(name: "Kiosk", dependencies: ["HTTPServer", "Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
@@ -91,10 +101,11 @@ let package = Package(
         // expire, a wall-clock rate): they wait only for other threads' work, which ends as soon as it
         // is done. Fakes, virtual time and in-memory data instead.
         .testTarget(name: "PlaybackTests", dependencies: ["Playback", "PlaybackTestSupport", "TestSupport"]),
+        .testTarget(name: "TriggersTests", dependencies: ["Triggers", "Inputs", "Playback", "PlaybackTestSupport"]),
         .testTarget(name: "SoundTests", dependencies: ["Sound", "Playback"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "Sound", "Playback", "TestSupport"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Display", "Media", "Playback", "TestSupport"]),
-        .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Sound", "Display", "Media", "Playback", "TestSupport", "FuzzTargets"]),
+        .testTarget(name: "KioskTests", dependencies: ["Kiosk", "Sound", "Display", "Media", "Playback", "PlaybackTestSupport", "TestSupport", "FuzzTargets"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Media", "Playback", "Render", "TestSupport"]),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "Sound", "Media", "Playback", "TestSupport"]),
@@ -109,6 +120,7 @@ let package = Package(
         .testTarget(name: "SystemCallsIntegrationTests", dependencies: ["SystemCallsTests", "SystemCalls"]),
         .testTarget(name: "DisplayIntegrationTests", dependencies: ["DisplayTests", "Display", "Media", "Playback", "Render", "TestSupport"]),
         .testTarget(name: "AudioIntegrationTests", dependencies: ["AudioTests", "Audio", "Sound", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "TriggersIntegrationTests", dependencies: ["TriggersTests", "Triggers", "Inputs", "Playback", "PlaybackTestSupport"]),
         .testTarget(name: "RemoteIntegrationTests", dependencies: ["RemoteTests", "Remote", "HTTPServer", "Kiosk", "Playback", "TestSupport"]),
         .testTarget(name: "FleetIntegrationTests", dependencies: ["RemoteTests", "Fleet", "Kiosk", "Playback", "TestSupport"]),
         .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),

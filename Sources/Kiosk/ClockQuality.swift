@@ -97,3 +97,31 @@ public struct ClockQuality: Sendable, Equatable {
         return .success(output)
     }
 }
+
+/// Asks the clock service how good the system clock is (`probe`), now and every `interval`
+/// seconds until `stop` is raised, on a thread of its own; `status` gets each answer (health and
+/// `wall-sync` report it), and a change is logged.
+func watchClockQuality(into status: KioskStatus, logger: Logger, until stop: Latch<Bool>, every interval: Double = 30,
+                       probe: @escaping @Sendable () -> ClockQuality = { ClockQuality.probe() }) {
+    status.update { $0.wallSync = "clock" }
+    startThread(named: "marquee-clock-quality") {
+        var last: ClockQuality?
+        while !stop.isSet {
+            let quality = probe()
+            status.update { $0.clockQuality = quality }
+            if quality.source != last?.source || quality.synchronized != last?.synchronized {
+                let fields: KeyValuePairs = ["source": quality.source, "detail": quality.detail,
+                                             "offset_ms": quality.offset.map { ($0 * 1000).formatted(decimals: 3) } ?? "-"]
+                if quality.synchronized || quality.source == "none" {
+                    logger.info(quality.source == "none" ? "wall sync: no clock service to ask how good the clock is"
+                                                         : "wall sync: the system clock is synchronised", fields)
+                } else {
+                    logger.warning("wall sync: the system clock is not synchronised", fields)
+                }
+            }
+            last = quality
+            // The next probe, or the stop, whichever comes first.
+            _ = stop.wait(timeout: interval)
+        }
+    }
+}

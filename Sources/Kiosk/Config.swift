@@ -166,6 +166,10 @@ public struct KioskConfig: Sendable {
     /// `transition`: how each item follows the one before it, the loop point included, unless the
     /// item says otherwise (TransitionConfig.swift).
     public var transition = Transition.cut
+    /// `triggers`: inputs and what they do (TriggerConfig.swift).
+    public var triggers: [TriggerConfig] = []
+    /// `inputs`: where trigger inputs are read (OSC is off unless given).
+    public var inputs = InputSettings()
     /// What is wrong with the content the config names, not with the config as written: a playlist
     /// folder that is missing or empty, an M3U file that cannot be read. The player starts anyway
     /// (shows the background, says why in health, reads the folder again); `--check-config` lists them.
@@ -315,7 +319,7 @@ struct ConfigReader {
     mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
         var config = KioskConfig()
         // `$schema`: the schema the file follows, as editors attach one; a string, otherwise unread.
-        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio", "overlays", "transition", "http", "mqtt"])
+        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio", "overlays", "transition", "triggers", "inputs", "http", "mqtt"])
         else { return config }
         if json["playlist"] == nil && !Self.wallHasOwnPlaylists(json["wall"]) { problem("playlist", "missing: the list of items to play") }
         for (key, value) in top {
@@ -429,6 +433,10 @@ struct ConfigReader {
                 config.timeZone = readTimeZone(value)
             case "audio":
                 config.audio = readAudio(value)
+            case "triggers":
+                config.triggers = readTriggers(value, baseDirectory: baseDirectory)
+            case "inputs":
+                config.inputs = readInputs(value)
             case "http":
                 config.http = readHTTP(value, baseDirectory: baseDirectory)
             case "mqtt":

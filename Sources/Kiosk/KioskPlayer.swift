@@ -163,15 +163,15 @@ private func presentOnDisplay<Output: KioskDisplayOutput>(_ output: Output, make
     let session = try makeSession(capabilities)
     // No display yet, or it goes away: the output waits (the player is not asked for frames, so
     // decoding stays paused), the control socket answers, and health says why.
-    session.updateOutput { $0 = .init(name: output.name, mode: "-", connected: false) }
+    session.reporter.updateOutput { $0 = .init(name: output.name, mode: "-", connected: false) }
     // Each check while it waits is a sign of life for supervision (the watchdog is fed while
     // the player rightly waits for a display).
     output.shouldContinue = { [session] in
-        session.beat(idle: nil, waitingForDisplay: true)
+        session.reporter.beat(idle: nil, waitingForDisplay: true)
         return !session.isStopped && shouldContinue()
     }
     output.onStateChange = { [session, weak output] state in
-        session.updateOutput { o in
+        session.reporter.updateOutput { o in
             o.connected = state.isConnected
             if let mode = output?.mode { o.mode = "\(mode)" }
         }

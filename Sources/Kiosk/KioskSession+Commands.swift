@@ -4,225 +4,31 @@ import Render
 import Synchronization
 
 extension KioskSession {
-    /// PNG encoding for screenshots: one thread, at low priority, two more waiting at most (an
-    /// encode that outlives its request's 30 s keeps its thread, not a new one per request).
-    static let screenshotEncoder = ThreadPool(name: "marquee-screenshot", limit: 1, maxWaiting: 2)
-
     // MARK: Commands
 
     /// Carries out a control command; may be called from any thread.
     public func perform(_ command: KioskCommand) -> KioskCommandResult {
         switch command {
-        case .next:
-            events.stopping()
-            player.advanceToNextItem()
-        case .previous:
-            events.stopping()
-            skip(-1)
-        case .skip(let steps):
-            events.stopping()
-            skip(steps)
-        case .play(let index):
-            let config = state.withLock { s in s.config }
-            guard config.playlist.indices.contains(index) else { return .failed("no playlist entry \(index)") }
-            events.stopping()
-            startPlaylist(config, from: index, afterCurrentItem: true)
-            player.advanceToNextItem()
-        case .load(let uris, let append):
-            return load(uris, append: append)
-        case .loadList(let path, let append):
-            return loadList(path, append: append)
-        case .pause(let paused):
-            if paused { player.pause() } else { player.play() }
-            status.update { $0.paused = paused }
-        case .seek(let seconds, let relative):
-            let target = relative ? player.currentTime().seconds + seconds : seconds
-            events.send(["event": "seek"], onEvent)
-            player.seek(to: MediaTime(seconds: max(0, target), preferredTimescale: 90_000)) { [weak self] _ in
-                guard let self else { return }
-                events.send(["event": "playback-restart"], onEvent)
-            }
+        case .next: commands.skip(1)
+        case .previous: commands.skip(-1)
+        case .skip(let steps): commands.skip(steps)
+        case .play(let index): return commands.play(index)
+        case .load(let uris, let append): return commands.load(uris, append: append)
+        case .loadList(let path, let append): return commands.loadList(path, append: append)
+        case .pause(let paused): commands.pause(paused)
+        case .seek(let seconds, let relative): commands.seek(seconds, relative: relative)
         case .reload:
             return reload()
         case .screenshot(let output):
             if let output, let follower = state.withLock({ s in s.followers }).first(where: { f in f.state.withLock { $0.outputName } == output }) {
                 return follower.perform(command)
             }
-            return Self.screenshot(of: output, through: presentationTasks)
+            return presentationTasks.screenshot(of: output)
         case .displayPower(let on):
-            // On the presentation thread, which owns the output (also while in standby).
-            let done = presentationTasks.run(timeout: 4) { [self] _ -> Bool in
-                setDisplayPower(on, reason: on ? "on (by command)" : "off (by command)", power: scheduledPower)
-                return state.withLock { ($0.displayOff == nil) == on }
-            }
-            guard let done else { return .failed("the output did not answer within 4 s") }
-            return done ? .done : .failed("the display power could not be changed (see the log)")
+            return outputPower.set(on, through: presentationTasks)
         case .quit:
             stop()
         }
         return .done
     }
-
-    /// A screenshot of the output presenting through `tasks`: the presenting thread only copies the
-    /// pixels (a few milliseconds at 1080p); the PNG is encoded on a thread of its own at nice 10,
-    /// while the caller waits (at most 4 s for the copy and 30 s for the PNG).
-    static func screenshot(of output: String?, through tasks: PresentationTasks) -> KioskCommandResult {
-        let readBack = tasks.run(timeout: 4) { context -> Result<(RGBAImage, String), ScreenshotFailure> in
-            if let output, output != context.name { return .failure(.init("no output named \(output) (this one is \(context.name))")) }
-            guard let source = context.screenshots else { return .failure(.init("the \(context.name) output cannot take screenshots")) }
-            do {
-                return .success((try source.readBack(), context.name))
-            } catch {
-                return .failure(.init("screenshot of \(context.name) failed: \(error)"))
-            }
-        }
-        switch readBack {
-        case nil:
-            return .failed("the output did not answer within 4 s")
-        case .failure(let failure)?:
-            return .failed(failure.message)
-        case .success(let (image, name))?:
-            // At low priority: the presenting and decoding threads come first for the CPU.
-            let encoded = Latch<Result<Data, any Error>>()
-            guard Self.screenshotEncoder.tryRun({
-                lowerThisThreadsPriority()
-                encoded.set(Result { try image.pngData() })
-            }) else {
-                return .failed("screenshot of \(name): earlier screenshots are still being encoded; try again later")
-            }
-            guard let result = encoded.wait(timeout: 30) else {
-                return .failed("screenshot of \(name): the PNG was not encoded within 30 s")
-            }
-            switch result {
-            case .success(let png): return .screenshot(png: png, width: image.width, height: image.height, output: name)
-            case .failure(let error): return .failed("screenshot of \(name) failed: \(error)")
-            }
-        }
-    }
-
-    /// `loadlist`: reads the M3U file at `path` and loads its entries on a **marquee-load** thread,
-    /// one list at a time (another while one loads is refused: a burst of them cannot pile up
-    /// lists in memory). Answers at once; the log and the `playlist` property tell the outcome.
-    func loadList(_ path: String, append: Bool) -> KioskCommandResult {
-        guard loadingList.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
-            return .failed("a playlist is being loaded; try again once it is (see playlist-count)")
-        }
-        startThread(named: "marquee-load") { [self] in
-            defer { loadingList.store(false, ordering: .releasing) }
-            let started = ContinuousClock.now
-            // A long list's first entries load first (a million lines take seconds to read); the
-            // rest, read after, joins them. Only the paths are kept: the parsed entries go as soon
-            // as they are mapped.
-            var skipped: [SkippedEntry] = []
-            var loaded = 0
-            let paths: [String]
-            do {
-                let head = try expandPlaylist(.m3u(path), skipped: &skipped, first: Self.playlistHead).map(\.path)
-                guard !isStopped else { return }
-                if head.count < Self.playlistHead {
-                    paths = head  // the whole list
-                } else {
-                    _ = load(head, append: append)
-                    loaded = head.count
-                    paths = try expandPlaylist(.m3u(path)).map(\.path)
-                }
-            } catch {
-                logger.error("loadlist: the list cannot be loaded", ["file": path, "error": "\(error)"])
-                return
-            }
-            guard !isStopped else { return }
-            // A file rewritten between the two reads: its head as first read, the rest as then read.
-            if loaded == 0 {
-                _ = load(paths, append: append)
-            } else if paths.count > loaded {
-                _ = load(Array(paths[loaded...]), append: true)
-            }
-            logger.info("loadlist: loaded", ["file": path, "entries": "\(max(paths.count, loaded))",
-                                             "seconds": (ContinuousClock.now - started).seconds.formatted(decimals: 2)])
-        }
-        return .done
-    }
-
-    /// `loadfile`/`loadlist`: `uris` (relative ones from the working folder, as mpv takes them)
-    /// become the playlist, from now, or join its end. The playlist is then a list (a folder or
-    /// M3U playlist is no longer read again). The new lists are built before any lock is taken:
-    /// the presenting thread takes the same locks every vsync, and a million entries take a while.
-    func load(_ uris: [String], append: Bool) -> KioskCommandResult {
-        let folder = FileManager.default.currentDirectoryPath
-        // Entry ids reserved under the lock, given outside it.
-        var firstID = 0
-        status.update { s in
-            firstID = s.nextEntryID
-            s.nextEntryID += uris.count
-        }
-        // The new config and status entries in one pass, each list made once (a million entries:
-        // no copies of them between).
-        var changed = state.withLock { s in s.config }
-        if !append { changed.playlist = [] }
-        changed.playlist.reserveCapacity(changed.playlist.count + uris.count)
-        var entries: [KioskStatus.Item] = []
-        entries.reserveCapacity(uris.count)
-        for (offset, uri) in uris.enumerated() {
-            let item = KioskConfig.Item(uri: uri, path: uri.hasPrefix("/") ? uri : (folder as NSString).appendingPathComponent(uri))
-            changed.playlist.append(item)
-            var entry = KioskStatus.Item(uri: item.uri, path: item.path)
-            entry.id = firstID + offset
-            entries.append(entry)
-        }
-        changed.playlistOrigin = .list
-        changed.playlistUnread = false
-        let replaced = changed
-        state.withLock { s in
-            // Only the playlist: a reload or a schedule change meanwhile keeps its other settings.
-            s.config.playlist = replaced.playlist
-            s.config.playlistOrigin = .list
-            s.config.playlistUnread = false
-        }
-        status.update { [entries] s in
-            s.playlistProblem = nil
-            if append { s.items.append(contentsOf: entries) } else { s.items = entries }
-        }
-        let count = changed.playlist.count
-        if append, changed.loop, !changed.shuffle, let looper = state.withLock({ s in s.looper }) {
-            // The looped list grows at its end; what is queued stays (no decoder, no probe per
-            // append: a burst of 300 appends costs 300 templates, not 300 queues).
-            looper.append(templates: templates(changed, range: (count - uris.count)..<count))
-        } else if append {
-            // The item playing goes on; the list, now longer, follows it.
-            let current = player.currentItem?.playlistIndex ?? -1
-            startPlaylist(changed, from: (current + 1) % count, afterCurrentItem: true)
-        } else {
-            events.stopping()
-            startPlaylist(changed, from: 0, afterCurrentItem: true)
-            player.advanceToNextItem()
-        }
-        logger.info(append ? "files appended to the playlist" : "playlist replaced", ["files": "\(uris.count)", "items": "\(count)"])
-        return .loaded(entryID: firstID)
-    }
-
-    /// `steps` items on (back when negative): one step on keeps the next item's preroll; any other
-    /// step queues the playlist from the target item, so the skipped items open no decoder.
-    func skip(_ steps: Int) {
-        guard steps != 0 else { return }
-        if steps == 1 { return player.advanceToNextItem() }
-        let config = state.withLock { s in s.config }
-        let count = config.playlist.count
-        guard count > 0 else { return }
-        let current = player.currentItem?.playlistIndex ?? 0
-        let target = ((current + steps % count) % count + count) % count
-        startPlaylist(config, from: target, afterCurrentItem: true)
-        player.advanceToNextItem()
-    }
-}
-
-/// Why a screenshot could not be read back.
-struct ScreenshotFailure: Error {
-    let message: String
-    init(_ message: String) { self.message = message }
-}
-
-/// Gives the calling thread a nice value of 10. (On Linux the nice value is each thread's own, and
-/// `who` 0 is the calling thread.)
-func lowerThisThreadsPriority() {
-    _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
 }

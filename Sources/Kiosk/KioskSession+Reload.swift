@@ -24,7 +24,7 @@ extension KioskSession {
         let old = state.withLock { s in s.config }
         // Every output of the node restarts on the same moment of the new timeline.
         let newConfig = adopt(loaded, restartAt: ClockSync.gridPoint(after: WallTime.now() + 600_000_000))
-        reapplyAudio(old: old.audio, new: newConfig.audio)
+        audio.reapply(old: old.audio, new: newConfig.audio, player: player, logger: logger) { startAudio(clock: $0) }
         if old.display.mode != newConfig.display.mode || old.display.output != newConfig.display.output {
             logger.warning("display settings change at the next start; the playlist changes now", ["config": configPath])
         }
@@ -39,31 +39,31 @@ extension KioskSession {
     @discardableResult
     func adopt(_ loaded: KioskConfig, restartAt: WallTime) -> KioskConfig {
         let entry = Self.scheduledEntry(loaded, at: loaded.virtualClockStart == nil ? WallTime.now() : scheduleWallTimeNow())
-        let newConfig = loaded.playing(entry: entry).forWallOutput(outputSlot, node: node, regionRank: regionRank)
+        let newConfig = role.config(loaded, entry: entry, node: node)
         state.withLock { s in
             s.config = newConfig
             s.unselectedConfig = loaded
             s.scheduleEntry = entry
             s.scheduleReloaded = true
         }
-        status.update { $0.schedule = Self.scheduleStatus(loaded.schedule, entry: entry) }
+        status.update { $0.schedule = ScheduleStep.status(loaded.schedule, entry: entry) }
         status.update {
             $0.reloadError = nil
-            $0.replaceItems(Self.statusItems(newConfig))
-            $0.playlistProblem = Self.emptyPlaylistProblem(newConfig)
+            $0.replaceItems(PlaybackReporter.statusItems(newConfig))
+            $0.playlistProblem = PlaybackReporter.emptyPlaylistProblem(newConfig)
         }
-        state.withLock { s in s.loggedErrors.removeAll() }
+        reporter.forgetFailures()
         for follower in state.withLock({ s in s.followers }) { follower.adopt(loaded, restartAt: restartAt) }
         if let sync = newConfig.wall?.sync, sync.mode == .clock {
             // A mosaic's further regions are restarted by the session of their output.
-            guard regionRank == 0 else { return newConfig }
+            guard role.reportsOutput else { return newConfig }
             // A new playlist is a new timeline: every node restarts at the clock's position on it
             // (on the presentation thread, which owns the wall sync).
             let restarted = presentationTasks.run(timeout: 4) { [self] context -> KioskCommandResult in
                 do {
                     try startClockSync(newConfig, epoch: sync.epoch, clock: context.clock, at: restartAt)
                     // This output's further regions (a mosaic).
-                    for region in state.withLock({ s in s.followers }) where region.regionRank > 0 {
+                    for region in state.withLock({ s in s.followers }) where !region.role.reportsOutput {
                         try region.startClockSync(region.state.withLock { $0.config }, epoch: sync.epoch, clock: context.clock,
                                                   at: restartAt)
                     }
@@ -77,7 +77,7 @@ extension KioskSession {
                 logger.warning("wall sync: the output did not restart on the reloaded playlist within 4 s", ["output": state.withLock { $0.outputName } ?? "-"])
             }
         } else {
-            startPlaylist(newConfig, afterCurrentItem: true)
+            driver.start(newConfig, afterCurrentItem: true)
         }
         return newConfig
     }

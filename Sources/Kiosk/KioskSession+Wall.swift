@@ -19,8 +19,9 @@ extension KioskSession {
     /// one output draw through one layer, so they share its capabilities).
     func makeFollower(slot: Int, regionRank: Int, output: OutputCapabilities, logger: Logger) -> KioskSession {
         let follower = KioskSession(config: state.withLock { s in s.unselectedConfig }, configPath: nil, logger: logger, node: node,
-                                    overrides: overrides, output: output, outputStatus: status, outputSlot: slot,
-                                    regionRank: regionRank)
+                                    overrides: overrides, output: output,
+                                    role: regionRank > 0 ? .region(slot: slot, rank: regionRank, reportsTo: status)
+                                                         : .follower(slot: slot, reportsTo: status))
         state.withLock { s in s.followers.append(follower) }
         if isStopped { follower.stop() }
         return follower
@@ -35,35 +36,11 @@ extension KioskSession {
         followClock(plan, clock: clock, at: shared)
     }
 
-    /// What playing `config` on the clock needs: its timeline (every item probed for its length;
-    /// an item whose first frame does not decode is left out), the playlist of the items kept and
-    /// where each starts in its file. nil (logged) when no item can be played. Blocks while it
-    /// probes: any thread (`beating`: the presentation thread, which tells supervision it is alive
-    /// between the probes).
+    /// What playing `config` on the clock needs (`ClockPlan.make`); `beating`: on the
+    /// presentation thread, which tells supervision it is alive between the probes.
     func clockPlan(_ config: KioskConfig, epoch: WallTime, beating: Bool = true) throws -> ClockPlan? {
-        var playable = config
-        playable.playlist = []
-        var indices: [Int] = [], durations: [MediaTime] = [], starts: [MediaTime] = []
-        for (index, item) in config.playlist.enumerated() {
-            // Probing a long playlist takes a while: the presentation thread is alive meanwhile.
-            if index > 0 && beating { beat(idle: "probing the playlist for the wall's timeline") }
-            let url = URL(fileURLWithPath: item.path)
-            guard let length = try? backend.probe(url).duration, length.isNumeric, (try? backend.checkFirstFrame(url)) != nil else { continue }
-            let start = MediaTime(seconds: item.start ?? 0, preferredTimescale: 90_000)
-            let end = item.end.map { MediaTime(seconds: $0, preferredTimescale: 90_000) } ?? length
-            guard end > start else { continue }
-            playable.playlist.append(item)
-            indices.append(index)
-            durations.append(end - start)
-            starts.append(start)
-        }
-        guard !durations.isEmpty else {
-            logger.error("wall sync: no item of the playlist can be played")
-            return nil
-        }
-        let sync = ClockSync(timeline: try WallTimeline(epoch: epoch, durations: durations), playlistIndices: indices,
-                             fileStarts: starts, logger: logger)
-        return ClockPlan(sync: sync, playable: playable, starts: starts)
+        try ClockPlan.make(config, epoch: epoch, backend: backend, logger: logger,
+                           beat: beating ? { [reporter] in reporter.beat(idle: "probing the playlist for the wall's timeline") } : nil)
     }
 
     /// Plays `plan` on the clock: from the clock's position at a moment a little ahead (`shared`
@@ -71,56 +48,12 @@ extension KioskSession {
     /// plan's playlist queued at the clock's position (a schedule's change); then keeps it there
     /// frame by frame. Presentation thread.
     func followClock(_ plan: ClockPlan, clock: any VsyncClock, at shared: WallTime? = nil, takingOverAt: Int64? = nil) {
-        let (sync, playable, starts) = (plan.sync, plan.playable, plan.starts)
-        let refresh = clock.refresh
-        // The vsync playback starts moving on; until then the frame of that moment is held, and
-        // is not checked against the clock.
-        final class StartVsync: @unchecked Sendable { var value: Int64 = 0 }  // presentation thread only
-        let moving = StartVsync()
-        let start = { [self] (earliest: Int64, shared: WallTime?) in
-            // A wall time shared by every output: while they wait for it they all hold the frame
-            // of that moment.
-            let (vsync, wall) = ClockSync.startPoint(earliest: earliest, at: shared, interval: refresh.interval.seconds,
-                                                     wallTime: clock.wallTime(ofVsync:))
-            moving.value = vsync
-            let position = sync.timeline.position(at: wall)
-            startPlaylist(playable, from: position.index, afterCurrentItem: false)
-            player.automaticallyWaitsToMinimizeStalling = false
-            try? player.setRate(1, time: starts[position.index] + position.itemTime, atHostTime: clock.time(ofVsync: vsync))
-            logger.info("wall sync: starting on the clock's position", ["position": "\(position)", "vsync": "\(vsync)",
-                                                                        "loop_s": sync.timeline.length.seconds.formatted(decimals: 3)])
-        }
+        let follower = ClockFollower(plan: plan, clock: clock, driver: driver, reporter: reporter, logger: logger)
         if let takingOverAt {
-            moving.value = takingOverAt
+            follower.takeOver(at: takingOverAt)
         } else {
-            start(clock.earliestVsync(after: -1), shared)
+            follower.start(earliest: clock.earliestVsync(after: -1), shared: shared)
         }
-        clockSyncCheck = { [player, weak self] shown, picture in
-            // The timeline against the clock where the picture was asked for: one the output
-            // showed late (a busy machine) says nothing about the timeline.
-            let asked = picture.askedVsync ?? shown
-            guard asked >= moving.value, let item = picture.item, let index = item.playlistIndex, index < starts.count,
-                  let wall = clock.wallTime(ofVsync: asked) else { return }
-            let action = sync.check(vsync: asked, wall: wall, index: index, itemTime: picture.itemTime - starts[index], refresh: refresh)
-            switch action {
-            case .none: break
-            case .shift(let vsyncs): player.shiftTimeline(byVsyncs: vsyncs)
-            case .restart: start(shown, nil)
-            }
-            self?.updateOutput { o in
-                o.syncErrorMs = sync.lastError.map { $0 * 1000 }
-                o.syncRepeated = sync.repeated
-                o.syncSkipped = sync.skipped
-                o.syncRestarts = sync.resyncs
-            }
-        }
+        clockSyncCheck = follower.check
     }
-}
-
-/// A playlist on the clock's timeline: what `KioskSession.followClock` plays.
-struct ClockPlan: @unchecked Sendable {
-    // @unchecked: made on one thread and handed over whole (through a Latch) to the presentation thread.
-    let sync: ClockSync
-    let playable: KioskConfig
-    let starts: [MediaTime]
 }

@@ -5,57 +5,11 @@ import Playback
 import Render
 import Synchronization
 
-/// An output whose picture can be read back (for the control socket's `screenshot`).
-public protocol ScreenshotSource {
-    /// The picture now on the output, as cheaply as it can be copied (called on the presenting
-    /// thread; the PNG is encoded on another).
-    func readBack() throws -> RGBAImage
-}
-
-extension HeadlessOutput: ScreenshotSource {
-    public func readBack() throws -> RGBAImage { try screenshotAsStored() }
-}
-
-/// An output the kiosk can present on: it draws `VideoFrame`s, placed by its picture layer, into
-/// `bounds`.
-public protocol KioskOutput: PresentationOutput where Frame == VideoFrame {
-    /// What places the pictures: the player layer (GL), or the planes presentation's scan-out layer.
-    var pictureLayer: any PictureLayer { get }
-    var bounds: PixelRect { get }
-    /// The scan-out a KMS output uses and why (`display.scanout`); nil for other outputs.
-    var scanout: ScanoutChoice? { get }
-    /// What the output can do besides drawing, as it reports it; each facet below is nil where
-    /// it lacks that feature (callers ask, never cast the output).
-    var features: OutputFeatures { get }
-    /// Reads back the picture on screen (`.screenshot`).
-    var screenshots: (any ScreenshotSource)? { get }
-    /// Standby and waking (`.displayPower`).
-    var displayPower: (any DisplayPowerControl)? { get }
-    /// The page-flip clock of the display shown on now (`.pageFlipClock`; nil while none is).
-    var pageFlips: PageFlipClock? { get }
-}
-
-extension KioskOutput {
-    public var scanout: ScanoutChoice? { nil }
-}
-
-extension KioskOutput where Self: ScreenshotSource {
-    public var screenshots: (any ScreenshotSource)? { features.contains(.screenshot) ? self : nil }
-}
-
-extension HeadlessOutput: KioskOutput {
-    public var pictureLayer: any PictureLayer { layer }
-}
-extension KMSOutput: KioskOutput {
-    public var pictureLayer: any PictureLayer { layer }
-}
-extension KMSOutput: ScreenshotSource {}
-
-/// One running kiosk: the playlist as a `QueuePlayer` (looped by a `PlayerLooper`), the status the
+/// One running kiosk: the playlist as a `QueuePlayer` (queued by a `PlaylistDriver`), the status the
 /// control socket reports, and the commands it sends. `run` presents on the calling thread;
 /// `perform` may be called from any thread.
 public final class KioskSession: @unchecked Sendable {
-    // @unchecked: what changes after init is in `state` (a Mutex), or set before `run` (`onEvent`,
+    // @unchecked: what changes after init is in `state` (a lock), or set before `run` (`onEvent`,
     // `onPicture`, `backend`, `clockSyncCheck`); the player, the status and the task queue are
     // thread-safe themselves. Never call into the player with `state` locked: the presentation
     // thread holds the player's lock while it waits for a decode
@@ -63,13 +17,15 @@ public final class KioskSession: @unchecked Sendable {
     public let status: KioskStatus
     public let player: QueuePlayer
     /// Sends control-socket events (`start-file`, `end-file`); set before `run`.
-    public var onEvent: (@Sendable (JSONValue) -> Void)?
+    public var onEvent: (@Sendable (JSONValue) -> Void)? {
+        get { reporter.onEvent }
+        set { reporter.onEvent = newValue }
+    }
     /// Called on the presentation thread for each new picture of this session's output (time-pos
     /// moved): the control server reads observed properties again. Set before `run`.
     public var onPicture: (@Sendable () -> Void)?
-    /// The events sent, in mpv's order; guarded by its own lock (also held while `onEvent` runs,
-    /// so that events of the player's two streams leave in order).
-    let events = EventOrder()
+    /// What the player and decoders do, into the status, the log and the socket's events.
+    let reporter: PlaybackReporter
     /// Wall sync's check of each new frame (presentation thread).
     var clockSyncCheck: ((Int64, Player.Picture) -> Void)?
 
@@ -78,66 +34,26 @@ public final class KioskSession: @unchecked Sendable {
     /// Command-line overrides, applied again to every reloaded config.
     let overrides: @Sendable (inout KioskConfig) -> Void
     /// What this session changes as it plays (commands, reloads, the player's reports), behind one lock.
-    struct State {
-        var config: KioskConfig
-        /// `config` before the choice of this output's region (what followers start from).
-        var unselectedConfig: KioskConfig
-        var looper: PlayerLooper?
-        var loggedOpens = Set<String>()
-        /// The failure last logged for each file: a file is reported once per reason, not every loop.
-        var loggedErrors = [String: String]()
-        /// The entries of a playlist folder last logged as skipped (not regular files).
-        var loggedSkipped = Set<SkippedEntry>()
-        /// Why the folder or M3U playlist could not be read, as last logged (logged once per reason).
-        var loggedPlaylistProblem: String?
-        var lastLoop = 0
-        /// The name of the output presenting now (nil before `present`).
-        var outputName: String?
-        /// The sessions presenting this node's other wall outputs, and the further regions of a
-        /// mosaic output.
-        var followers: [KioskSession] = []
-        /// The schedule entry whose playlist plays (or is queued to), nil: the top-level playlist.
-        var scheduleEntry: Int?
-        /// Set by a reload: the presentation thread's schedule runner takes the new schedule.
-        var scheduleReloaded = false
-        /// Why the output is in standby (`off (scheduled)`, `off (by command)`); nil: on.
-        var displayOff: String?
-    }
-    let state: Mutex<State>
-    /// A folder or M3U playlist is being read again (by the status thread or at a loop pass): the
-    /// other reader leaves it, so two never start the same playlist.
-    let rescanning = Atomic(false)
-    /// A `loadlist` is being read and loaded (one at a time).
-    let loadingList = Atomic(false)
+    let state: SessionState
     private let stopped = Atomic(false)
     /// Set by `stop`: what the clock-quality thread waits on between its probes.
     let stopRequested = Latch<Bool>()
     let presentationTasks = PresentationTasks()
-    /// The output's power control, for the schedule (set on the presentation thread in `present`).
-    nonisolated(unsafe) var scheduledPower: DisplayPowerControl?
-    /// The trace and the vsync being presented, for the schedule's lines (presentation thread).
-    nonisolated(unsafe) var presentationTrace: TraceWriter?
-    nonisolated(unsafe) var scheduleVsync: Int64?
-    /// The system-clock time of the vsync last presented, as the schedule reads it (nil before).
-    let scheduleClock = Mutex<WallTime?>(nil)
-    /// Raised once a reader of this session has its first frames (`prerollFrames`), or reached its
-    /// end, or a file failed: presentation starts then (`present`).
-    let firstFrames = Latch<Bool>()
-    /// How many frames the first reader hands out before presentation starts: the first picture
-    /// and the ones after it are ready when their vsyncs come.
-    static let prerollFrames = 3
-    /// How long presentation waits for them (seconds); then it starts anyway (the background
-    /// shows until a picture comes).
-    static let prerollLimit = 2.0
+    /// Whether the output is on or in standby, and why.
+    let outputPower: OutputPower
+    /// Raised once this session has its first frames: presentation starts then (`present`).
+    let preroll = Preroll()
     var backend: ReportingBackend!
-    /// Where this session's output reports its state: `status.outputs[outputSlot]` (a follower
-    /// writes into its leader's status; its own playlist state stays private).
-    let outputStatus: KioskStatus
-    let outputSlot: Int
-    /// Which of the regions its output shows this session plays (0 but on a mosaic output).
-    let regionRank: Int
+    /// Queues the playlist on `player` (looped or once).
+    private(set) var driver: PlaylistDriver!
+    /// Watches the player, and has the playlist read again when due.
+    private(set) var watch: PlayerWatch!
+    /// The control commands on the player and its playlist.
+    private(set) var commands: PlaybackCommands!
+    /// Which part of the wall this session plays, and so where its output reports.
+    let role: WallRole
     let node: String
-    /// The session's sound (KioskSession+Audio.swift).
+    /// The session's sound.
     public let audio = SessionAudio()
     /// A probe, open or read of a file that takes longer than this (seconds) degrades health as
     /// slow storage.
@@ -161,75 +77,51 @@ public final class KioskSession: @unchecked Sendable {
                             slowStorageLimit: Double = KioskSession.slowStorageLimit,
                             mediaLayer: ((any MediaBackend) -> any MediaBackend)? = nil) {
         self.init(config: config, configPath: configPath, logger: logger, node: node ?? defaultWallNodeName(),
-                  overrides: overrides, output: output, outputStatus: nil, outputSlot: 0,
+                  overrides: overrides, output: output, role: .leader,
                   slowStorageLimit: slowStorageLimit, mediaLayer: mediaLayer)
     }
 
     init(config: KioskConfig, configPath: String?, logger: Logger, node: String,
                  overrides: @escaping @Sendable (inout KioskConfig) -> Void, output: OutputCapabilities,
-                 outputStatus: KioskStatus?, outputSlot: Int, regionRank: Int = 0,
+                 role: WallRole,
                  slowStorageLimit: Double = KioskSession.slowStorageLimit,
                  mediaLayer: ((any MediaBackend) -> any MediaBackend)? = nil) {
         self.output = output
         let status = KioskStatus()
         self.status = status
-        self.outputStatus = outputStatus ?? status
-        self.outputSlot = outputSlot
-        self.regionRank = regionRank
+        self.role = role
+        let reporter = PlaybackReporter(status: status, role: role, logger: logger)
+        self.reporter = reporter
         self.node = node
         let unselectedConfig = config
         // With a schedule, the playlist of the entry playing now (a follower: its leader's).
         let entry = Self.scheduledEntry(config, at: config.virtualClockStart ?? WallTime.now())
-        let config = config.playing(entry: entry).forWallOutput(outputSlot, node: node, regionRank: regionRank)
-        state = Mutex(State(config: config, unselectedConfig: unselectedConfig, scheduleEntry: entry))
+        let config = role.config(config, entry: entry, node: node)
+        state = SessionState(.init(config: config, unselectedConfig: unselectedConfig, scheduleEntry: entry))
         self.configPath = configPath
         self.overrides = overrides
         self.logger = logger
         player = QueuePlayer(logger: logger)
-        // The output has opened: every decoder knows from its first frame what to give it.
-        var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding, output: output,
-                                   interop: DMABufInterop(support: output.dmabuf)) { [weak self] uri, info, path in
-            self?.decoderOpened(uri: uri, info: info, path: path)
-        }
-        ffmpeg.onDownscale = { [weak self] uri, from, to in
-            guard let self, state.withLock({ s in s.loggedOpens.insert("downscale|\(uri)").inserted }) else { return }
-            logger.warning("picture larger than the output's largest texture; scaled down with swscale",
-                           ["uri": uri, "from": from, "to": to])
-        }
-        ffmpeg.stillDuration = { [weak self] path in
-            guard let self else { return nil }
-            // Searched outside the lock (the presenting thread takes it every vsync): a copy of
-            // the list is a reference, and a million entries take a while to search.
-            let playlist = state.withLock { s in s.config.playlist }
-            return playlist.first { $0.path == path }?.duration ?? defaultStillDuration
-        }
-        ffmpeg.onConversion = { [weak self] uri, from, to in
-            guard let self, state.withLock({ s in s.loggedOpens.insert("convert|\(uri)").inserted }) else { return }
-            // Drawn correctly, at the cost of a CPU conversion per frame.
-            logger.info("pixel format converted with swscale once per frame", ["uri": uri, "from": from, "to": to])
-            status.update { $0.conversions[uri] = "\(from) -> \(to)" }
-        }
-        let firstFrames = firstFrames
-        backend = ReportingBackend(inner: mediaLayer?(ffmpeg) ?? ffmpeg, slowLimit: slowStorageLimit, onFailure: { [weak self] url, error in
-            firstFrames.set(true)
-            self?.logFailure(uri: url.path, reason: "\(error)")
-        }, onSlow: { [weak self] url, operation, seconds in
-            self?.slowStorage(uri: url.path, operation: operation, seconds: seconds, limit: slowStorageLimit)
-        }, onFramesReady: {
-            firstFrames.set(true)
-        })
+        outputPower = OutputPower(status: status, logger: logger) { [player] on in if on { player.play() } else { player.pause() } }
+        reporter.playlist = { [weak self] in self?.state.withLock { s in s.config.playlist } ?? [] }
+        backend = .session(config: config, output: output, reporter: reporter, preroll: preroll,
+                           slowLimit: slowStorageLimit, mediaLayer: mediaLayer)
+        driver = PlaylistDriver(player: player, backend: backend)
+        watch = PlayerWatch(state: state, driver: driver, reporter: reporter,
+                            reader: PlaylistReader(state: state, driver: driver, reporter: reporter, logger: logger))
+        commands = PlaybackCommands(state: state, driver: driver, reporter: reporter, logger: logger) { [weak self] in self?.isStopped ?? true }
         status.update {
-            $0.schedule = Self.scheduleStatus(config.schedule, entry: entry)
-            $0.replaceItems(Self.statusItems(config))
+            $0.schedule = ScheduleStep.status(config.schedule, entry: entry)
+            $0.replaceItems(PlaybackReporter.statusItems(config))
             $0.hwdecRequested = config.hardwareDecoding.rawValue
-            $0.playlistProblem = Self.emptyPlaylistProblem(config)
+            $0.playlistProblem = PlaybackReporter.emptyPlaylistProblem(config)
         }
         // The folder's skipped entries are logged, and an empty playlist read again, by the status
-        // thread (`watchPlayer`): a folder of any size is never read on the presenting thread.
-        watchPlayer()
+        // thread (`PlayerWatch`): a folder of any size is never read on the presenting thread.
+        watch.start()
         // With wall sync by the clock, playback starts when the output's vsyncs are known.
         if config.wall?.sync.mode != .clock {
-            startPlaylist(config, afterCurrentItem: false)
+            driver.start(config, afterCurrentItem: false)
             player.play()
         }
     }
@@ -243,69 +135,21 @@ public final class KioskSession: @unchecked Sendable {
         for follower in state.withLock({ s in s.followers }) { follower.stop() }
     }
 
-    // MARK: Playlist
-
-    /// The player item of `config`'s playlist entry `index`.
-    static func makeItem(_ config: KioskConfig, _ index: Int, backend: any MediaBackend) -> PlayerItem {
-        let entry = config.playlist[index]
-        let item = PlayerItem(asset: Asset(url: URL(fileURLWithPath: entry.path), backend: backend))
-        item.playlistIndex = index
-        item.transition = config.transition(into: entry)
-        if let end = entry.end { item.forwardPlaybackEndTime = MediaTime(seconds: end, preferredTimescale: 90_000) }
-        if let start = entry.start, start > 0 {
-            item.seek(to: MediaTime(seconds: start, preferredTimescale: 90_000)) { _ in }
-        }
-        return item
+    /// Presents on `output` until stopped, `exitAfter` passes, `shouldContinue` says no, or a
+    /// playlist without loop has played out. Runs on the output's thread.
+    /// `trace` gets a line per picture change (shared by the outputs of a node).
+    public func present<Output: KioskOutput>(on output: Output, options: RunOptions, trace: TraceWriter?,
+                                             shouldContinue: @escaping () -> Bool,
+                                             onVsync: ((Int64) -> Void)? = nil) throws -> PresentationStats {
+        try SessionPresentation(session: self).run(on: output, options: options, trace: trace,
+                                                   shouldContinue: shouldContinue, onVsync: onVsync)
     }
 
-    /// The playlist from entry `first` round to the one before it (shuffled when it says), or the
-    /// entries in `range`, as template items made when due: a million-entry list costs the looper
-    /// no item and no asset per entry. In order, positions are counted rather than listed.
-    func templates(_ config: KioskConfig, from first: Int = 0, range: Range<Int>? = nil) -> PlayerLooper.TemplateSource {
-        let backend: any MediaBackend = backend
-        if let range {
-            return PlayerLooper.TemplateSource(count: range.count) { Self.makeItem(config, range.lowerBound + $0, backend: backend) }
-        }
-        if config.shuffle {
-            let order = Self.playOrder(config, from: first)
-            return PlayerLooper.TemplateSource(count: order.count) { Self.makeItem(config, order[$0], backend: backend) }
-        }
-        let count = config.playlist.count
-        return PlayerLooper.TemplateSource(count: count) { Self.makeItem(config, (first + $0) % count, backend: backend) }
-    }
-
-    /// The playlist's positions from `first` round to the one before it, shuffled when it says.
-    static func playOrder(_ config: KioskConfig, from first: Int) -> [Int] {
-        let count = config.playlist.count
-        var order = Array(first..<count) + Array(0..<min(first, count))
-        if config.shuffle { order.shuffle() }
-        return order
-    }
-
-    /// Queues `config`'s playlist from item `first`: looped, or once. With `afterCurrentItem` the
-    /// item playing now finishes first (a reload takes over at the next item boundary).
-    /// `replacingQueued`: items queued without a looper (a playlist without loop) behind the
-    /// current one leave the queue first (a schedule's change of playlist).
-    func startPlaylist(_ config: KioskConfig, from first: Int = 0, afterCurrentItem: Bool, replacingQueued: Bool = false) {
-        let old = state.withLock { s -> PlayerLooper? in
-            defer { s.looper = nil }
-            return s.looper
-        }
-        old?.disableLooping()
-        if config.loop {
-            let newLooper = PlayerLooper(player: player, templates: templates(config, from: first), afterCurrentItem: afterCurrentItem)
-            state.withLock { s in s.looper = newLooper }
-        } else {
-            var after = afterCurrentItem ? player.currentItem : nil
-            if !afterCurrentItem { player.removeAllItems() }
-            if replacingQueued, afterCurrentItem {
-                for item in player.items().dropFirst() { player.remove(item) }
-            }
-            for item in Self.playOrder(config, from: first).map({ Self.makeItem(config, $0, backend: backend) }) {
-                try? player.insert(item, after: after)
-                after = item
-            }
-        }
+    /// Starts the sound of this session's wall output where the config says it plays here
+    /// (`SessionAudio.start`).
+    func startAudio(clock: any VsyncClock) {
+        let (config, outputName) = state.withLock { ($0.config, $0.outputName) }
+        audio.start(config: config, role: role, node: node, outputName: outputName, player: player, clock: clock,
+                    logger: logger, playlist: reporter.playlist)
     }
 }
-

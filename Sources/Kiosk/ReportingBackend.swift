@@ -9,7 +9,7 @@ struct ReportingBackend: MediaBackend {
     let slowLimit: Double
     let onFailure: @Sendable (URL, any Error) -> Void
     let onSlow: @Sendable (URL, String, Double) -> Void
-    /// Told when a reader has handed out its first `KioskSession.prerollFrames` frames, or its end.
+    /// Told when a reader has handed out its first `Preroll.frames` frames, or its end.
     var onFramesReady: @Sendable () -> Void = {}
 
     func probe(_ url: URL) throws -> AssetDescription { try reporting(url, "probe") { try inner.probe(url) } }
@@ -43,7 +43,7 @@ struct ReportingBackend: MediaBackend {
 }
 
 /// A reader that reports a read or seek taking longer than `slowLimit` seconds, and when it has
-/// handed out its first `KioskSession.prerollFrames` frames (or its end, or an error).
+/// handed out its first `Preroll.frames` frames (or its end, or an error).
 final class TimedReader: FrameReader {
     let inner: any FrameReader
     let url: URL
@@ -67,7 +67,7 @@ final class TimedReader: FrameReader {
         do {
             let frame = try inner.nextFrame()
             handedOut += 1
-            if frame == nil || handedOut >= KioskSession.prerollFrames { framesReady() }
+            if frame == nil || handedOut >= Preroll.frames { framesReady() }
             return frame
         } catch {
             framesReady()

@@ -248,6 +248,7 @@ startThread(named: "marquee-present") { [config, options, arguments] in
     var httpServer: RemoteServer?
     var fleetClient: FleetClient?
     var supervisor: ServiceSupervisor?
+    var triggers: KioskTriggers?
     do {
         _ = try runKiosk(config: config, options: options, logger: logger, makeSession: { output in
             let made = KioskSession(config: config, configPath: arguments.configPath, logger: logger, node: arguments.run.node,
@@ -275,6 +276,8 @@ startThread(named: "marquee-present") { [config, options, arguments] in
                 server?.propertiesMayHaveChanged()
                 http?.pictureShown()
             }
+            let commands = KioskController(status: made.status, audio: SessionAudioControls(session: made)) { made.perform($0) }
+            triggers = KioskTriggers.start(session: made, config: config, controller: commands, logger: logger)
             // The service is up: config loaded, output open, control socket open. READY=1 now, not
             // at the first frame: a display that is off at boot must not hold the start up until
             // TimeoutStartSec. From here the supervisor says in STATUS= what the player does or
@@ -296,6 +299,7 @@ startThread(named: "marquee-present") { [config, options, arguments] in
         status = 1
     }
     supervisor?.stop()
+    triggers?.stop()
     notifier.stopping()
     controlServer?.broadcast(["event": "shutdown"])
     controlServer?.stop()

@@ -53,7 +53,7 @@ private struct PictureSource: ScreenshotSource {
         var encoding = 0.0
         for _ in 0..<4 {
             let started = ContinuousClock.now
-            let result = KioskSession.screenshot(of: nil, through: tasks)
+            let result = tasks.screenshot(of: nil)
             encoding = max(encoding, (ContinuousClock.now - started).seconds)
             guard case .screenshot(let png, let w, let h, let output) = result else {
                 Issue.record("no screenshot: \(result)")
@@ -69,14 +69,14 @@ private struct PictureSource: ScreenshotSource {
         #expect(held < 0.2 && held * 5 < encoding, "the presenting thread was held \(held * 1000) ms by a screenshot (one took \(encoding * 1000) ms in all)")
         // The rows come out top first: the PNG's first row is the picture's top row (the last
         // row GL stores).
-        guard case .screenshot(let png, _, _, _) = KioskSession.screenshot(of: nil, through: tasks) else {
+        guard case .screenshot(let png, _, _, _) = tasks.screenshot(of: nil) else {
             Issue.record("no second screenshot")
             return
         }
         let decoded = try decodePNG(png)
         let top = Array(pixels[(height - 1) * width * 4..<(height - 1) * width * 4 + 4])
         #expect(Array(decoded.prefix(4)) == top)
-        #expect(KioskSession.screenshot(of: "hdmi-9", through: tasks).failure == "no output named hdmi-9 (this one is headless-0)")
+        #expect(tasks.screenshot(of: "hdmi-9").failure == "no output named hdmi-9 (this one is headless-0)")
     }
 
     /// Bursts of 200 seeks and of 200 `playlist-next`s on a playing kiosk open a couple of
@@ -140,10 +140,6 @@ private struct PictureSource: ScreenshotSource {
         let positionAfter = client.request(["get_property", "playlist-pos"], id: 301)?["data"]?.numberValue
         #expect(positionBefore != nil && positionAfter == positionBefore, "playlist-pos \(String(describing: positionBefore)) before, \(String(describing: positionAfter)) after")
     }
-}
-
-extension KioskCommandResult {
-    var failure: String? { if case .failed(let why) = self { why } else { nil } }
 }
 
 /// A PNG's size from its IHDR chunk.

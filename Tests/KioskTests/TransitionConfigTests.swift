@@ -63,7 +63,7 @@ import Testing
              "transition": {"type": "crossfade", "duration": 0.5}}
             """#, baseDirectory: "/")
         let status = KioskStatus()
-        status.update { $0.replaceItems(KioskSession.statusItems(config)) }
+        status.update { $0.replaceItems(PlaybackReporter.statusItems(config)) }
         let controller = KioskController(status: status) { _ in .done }
         let entries = try controller.property("playlist").arrayValue ?? []
         #expect(entries.count == 2)
@@ -73,7 +73,7 @@ import Testing
         #expect(entries.last?["transition"]?["duration"]?.numberValue == 2)
         // A cut is the default and is not listed.
         let plain = try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}]}"#, baseDirectory: "/")
-        status.update { $0.replaceItems(KioskSession.statusItems(plain)) }
+        status.update { $0.replaceItems(PlaybackReporter.statusItems(plain)) }
         #expect(try controller.property("playlist").arrayValue?.first?["transition"] == nil)
     }
 }

@@ -1,0 +1,43 @@
+import Foundation
+import Media
+import Playback
+import Render
+
+extension ReportingBackend {
+    /// The backend of a session whose output has opened (`output`: what it can do): FFmpeg (under
+    /// `mediaLayer` where given), whose decoders know from their first frame what to give it, and
+    /// whose openings, conversions, failures and slow reads `reporter` reports. `preroll` is
+    /// raised when a reader has its first frames, reached its end, or a file failed.
+    static func session(config: KioskConfig, output: OutputCapabilities, reporter: PlaybackReporter, preroll: Preroll,
+                        slowLimit: Double, mediaLayer: ((any MediaBackend) -> any MediaBackend)?) -> ReportingBackend {
+        let (logger, status) = (reporter.logger, reporter.status)
+        var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding, output: output,
+                                   interop: DMABufInterop(support: output.dmabuf)) { uri, info, path in
+            reporter.decoderOpened(uri: uri, info: info, path: path)
+        }
+        ffmpeg.onDownscale = { uri, from, to in
+            guard reporter.firstTime("downscale|\(uri)") else { return }
+            logger.warning("picture larger than the output's largest texture; scaled down with swscale",
+                           ["uri": uri, "from": from, "to": to])
+        }
+        ffmpeg.stillDuration = { path in
+            // Searched outside the lock (the presenting thread takes it every vsync): a copy of
+            // the list is a reference, and a million entries take a while to search.
+            reporter.playlist().first { $0.path == path }?.duration ?? defaultStillDuration
+        }
+        ffmpeg.onConversion = { uri, from, to in
+            guard reporter.firstTime("convert|\(uri)") else { return }
+            // Drawn correctly, at the cost of a CPU conversion per frame.
+            logger.info("pixel format converted with swscale once per frame", ["uri": uri, "from": from, "to": to])
+            status.update { $0.conversions[uri] = "\(from) -> \(to)" }
+        }
+        return ReportingBackend(inner: mediaLayer?(ffmpeg) ?? ffmpeg, slowLimit: slowLimit, onFailure: { url, error in
+            preroll.raise()
+            reporter.logFailure(uri: url.path, reason: "\(error)")
+        }, onSlow: { url, operation, seconds in
+            reporter.slowStorage(uri: url.path, operation: operation, seconds: seconds, limit: slowLimit)
+        }, onFramesReady: {
+            preroll.raise()
+        })
+    }
+}
