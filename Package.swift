@@ -64,11 +64,9 @@ let package = Package(
         .target(name: "Triggers", dependencies: ["Playback"]),
         // Inputs for triggers: OSC over UDP (liblo), keys (libevdev), GPIO lines (libgpiod).
         .target(name: "Inputs", dependencies: ["Playback", "SystemCalls", "CLiblo", "CEvdev", "CGpiod"]),
-        .target(name: "Kiosk", dependencies: ["Triggers", "Inputs", "Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
-        .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
         // An HTTP(S) server on libmicrohttpd (its GnuTLS), with SHA-256: no C names outside.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "SystemCalls", "Diagnostics"]),
-        .target(name: "Kiosk", dependencies: ["HTTPServer", "Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
+        .target(name: "Kiosk", dependencies: ["HTTPServer", "Triggers", "Inputs", "Control", "Playback", "Media", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
         // The HTTP API over the kiosk (issue 30): tokens and roles, Host/Origin checks, REST mirroring the
         // control socket, metrics, uploads, events.
         .target(name: "Remote", dependencies: ["Kiosk", "HTTPServer", "Control", "Playback", "SystemCalls"]),
