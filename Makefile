@@ -4,11 +4,12 @@
 SWIFT ?= swift
 # Everything the project needs from Debian: the C libraries it links (DRM, GBM, EGL, GLES, FFmpeg, ALSA,
 # FreeType for text overlays, with DejaVu Sans as their default font; liblo, libevdev and libgpiod for
-# trigger inputs: OSC, keys, GPIO lines),
+# trigger inputs: OSC, keys, GPIO lines; libmicrohttpd with its GnuTLS for the HTTP API, libmosquitto
+# for fleet control over MQTT),
 # Mesa's software renderer for the headless output, and the ffmpeg command for test media.
 DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri \
 	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libasound2-dev ffmpeg \
-	libfreetype-dev fonts-dejavu-core liblo-dev libevdev-dev libgpiod-dev
+	libfreetype-dev fonts-dejavu-core liblo-dev libevdev-dev libgpiod-dev libmicrohttpd-dev libmosquitto-dev
 # `make bench` also needs the peers it compares with (mpv; Xvfb so that mpv renders through EGL on
 # llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv).
 BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv
@@ -20,11 +21,15 @@ VM_PACKAGES := qemu-system-x86 busybox-static netpbm python3 systemd udev kmod
 # `make soak` runs tools/soak.py (Python's standard library only) and makes its media with ffmpeg.
 SOAK_PACKAGES := python3
 # `make test` also compares the control socket with mpv's (MPVClientTests: mpv itself, and
-# python-mpv-jsonipc from PyPI in a venv the test makes under .build), and serves network sources on
+# python-mpv-jsonipc from PyPI in a venv the test makes under .build); it serves network sources on
 # loopback: HTTP/HLS from Python, RTSP from GStreamer's server through its introspection bindings
-# (tools/netfixture.py, tools/rtspfixture.py).
+# (tools/netfixture.py, tools/rtspfixture.py); the HTTP API's tests parse /metrics with Prometheus'
+# Python client, make a TLS certificate with openssl, ask over TLS with curl, walk the web dashboard in
+# headless Chromium driven by Selenium (tools/dashboard-browser-test.py), and run ten players on a
+# Mosquitto broker (mosquitto_sub and mosquitto_pub watch and command them).
 TEST_PACKAGES := mpv python3 python3-venv python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-base \
-	gstreamer1.0-plugins-good
+	gstreamer1.0-plugins-good python3-prometheus-client openssl curl chromium chromium-driver python3-selenium \
+	mosquitto mosquitto-clients
 # `make deb` builds the Debian package from debian/ into .build/deb: debhelper, and help2man for the
 # man pages (made from --help). `make deb-test` checks it with lintian and installs it into a fresh
 # Debian 12 chroot that mmdebstrap makes (tools/deb-test).
@@ -69,7 +74,7 @@ vm: deps
 # rest, processes, media, the VM, the mpv comparison and real time, is in the integration targets
 # (*IntegrationTests, ExamplesTests), which only `make test` runs. So `make check` needs no VM guest,
 # mpv, PyPI venv or fuzzing. Package.swift lists the targets of each kind.
-UNIT_TEST_TARGETS := PlaybackTests TriggersTests SoundTests MediaTests RenderTests KioskTests SystemCallsTests DisplayTests AudioTests NetworkTests
+UNIT_TEST_TARGETS := PlaybackTests TriggersTests SoundTests MediaTests RenderTests KioskTests SystemCallsTests DisplayTests AudioTests NetworkTests RemoteTests
 empty :=
 space := $(empty) $(empty)
 check: deps

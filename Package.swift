@@ -34,6 +34,8 @@ let package = Package(
         .systemLibrary(name: "CLiblo", path: "Sources/CLiblo", pkgConfig: "liblo", providers: [.apt(["liblo-dev"])]),
         .systemLibrary(name: "CEvdev", path: "Sources/CEvdev", pkgConfig: "libevdev", providers: [.apt(["libevdev-dev"])]),
         .systemLibrary(name: "CGpiod", path: "Sources/CGpiod", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
+        .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // The one C shim: what Swift cannot import (function-like and struct-valued macros).
         .target(name: "CShim", dependencies: ["CFFmpeg"], path: "Sources/CShim"),
 
@@ -65,8 +67,15 @@ let package = Package(
         .target(name: "Triggers", dependencies: ["Playback"]),
         // Inputs for triggers: OSC over UDP (liblo), keys (libevdev), GPIO lines (libgpiod).
         .target(name: "Inputs", dependencies: ["Playback", "SystemCalls", "CLiblo", "CEvdev", "CGpiod"]),
-        .target(name: "Kiosk", dependencies: ["Triggers", "Inputs", "Control", "Playback", "Media", "Network", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
-        .executableTarget(name: "marquee", dependencies: ["Kiosk", "Playback", "Media", "Display"]),
+        // An HTTP(S) server on libmicrohttpd (its GnuTLS), with SHA-256: no C names outside.
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "SystemCalls", "Diagnostics"]),
+        .target(name: "Kiosk", dependencies: ["HTTPServer", "Triggers", "Inputs", "Control", "Playback", "Media", "Network", "Render", "Display", "SystemCalls", "Sound", "Audio"]),
+        // The HTTP API over the kiosk (issue 30): tokens and roles, Host/Origin checks, REST mirroring the
+        // control socket, metrics, uploads, events.
+        .target(name: "Remote", dependencies: ["Kiosk", "HTTPServer", "Control", "Playback", "SystemCalls"]),
+        // Fleet control over MQTT (libmosquitto): status and health published, commands taken by id, group or all.
+        .target(name: "Fleet", dependencies: ["Kiosk", "CMosquitto", "Control", "Playback"]),
+        .executableTarget(name: "marquee", dependencies: ["Kiosk", "Remote", "Fleet", "Playback", "Media", "Display"]),
         .executableTarget(name: "marqueectl", dependencies: ["Control", "Playback"]),
         // Upload + draw time per 1080p frame for each pixel format (run by `make bench`).
         .executableTarget(name: "layerbench", dependencies: ["Display", "Render", "Media", "Playback"], path: "bench/layerbench"),
@@ -102,6 +111,7 @@ let package = Package(
         .testTarget(name: "NetworkTests", dependencies: ["Network"]),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Media", "Playback", "Render", "TestSupport"]),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "Sound", "Media", "Playback", "TestSupport"]),
+        .testTarget(name: "RemoteTests", dependencies: ["Remote", "HTTPServer", "Kiosk", "Playback", "TestSupport"]),
 
         // Integration tests (`make test` runs them with the unit tests): processes, ffmpeg-made media,
         // the VM, peer comparisons (mpv), real time.
@@ -113,6 +123,8 @@ let package = Package(
         .testTarget(name: "DisplayIntegrationTests", dependencies: ["DisplayTests", "Display", "Media", "Playback", "Render", "TestSupport"]),
         .testTarget(name: "AudioIntegrationTests", dependencies: ["AudioTests", "Audio", "Sound", "Media", "Playback", "TestSupport"]),
         .testTarget(name: "TriggersIntegrationTests", dependencies: ["TriggersTests", "Triggers", "Inputs", "Playback", "PlaybackTestSupport"]),
+        .testTarget(name: "RemoteIntegrationTests", dependencies: ["RemoteTests", "Remote", "HTTPServer", "Kiosk", "Playback", "TestSupport"]),
+        .testTarget(name: "FleetIntegrationTests", dependencies: ["RemoteTests", "Fleet", "Kiosk", "Playback", "TestSupport"]),
         .testTarget(name: "ExamplesTests", dependencies: ["TestSupport"]),
     ]
 )

@@ -159,6 +159,10 @@ public struct KioskConfig: Sendable {
     public var audio = AudioSettings()
     /// `network`: the network sources allowed, and their time limits (NetworkConfig.swift).
     public var network = NetworkSettings()
+    /// `http`: the HTTP API (HTTPConfig.swift); off by default.
+    public var http = HTTPSettings()
+    /// `mqtt`: fleet control over MQTT (MQTTConfig.swift); off by default.
+    public var mqtt = MQTTSettings()
     /// `overlays`: pictures and text over the video (OverlayConfig.swift).
     public var overlays: [OverlayConfig] = []
     /// `transition`: how each item follows the one before it, the loop point included, unless the
@@ -317,7 +321,7 @@ struct ConfigReader {
     mutating func read(_ json: JSONValue, baseDirectory: String) -> KioskConfig {
         var config = KioskConfig()
         // `$schema`: the schema the file follows, as editors attach one; a string, otherwise unread.
-        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio", "overlays", "transition", "triggers", "inputs", "network"])
+        guard let top = members(json, at: "", allowed: ["$schema", "playlist", "loop", "shuffle", "display", "decode", "control", "log", "wall", "schedule", "timezone", "audio", "overlays", "transition", "triggers", "inputs", "network", "http", "mqtt"])
         else { return config }
         if json["playlist"] == nil && !Self.wallHasOwnPlaylists(json["wall"]) { problem("playlist", "missing: the list of items to play") }
         for (key, value) in top {
@@ -437,6 +441,10 @@ struct ConfigReader {
                 config.inputs = readInputs(value)
             case "network":
                 config.network = readNetwork(value)
+            case "http":
+                config.http = readHTTP(value, baseDirectory: baseDirectory)
+            case "mqtt":
+                config.mqtt = readMQTT(value)
             case "overlays":
                 config.overlays = readOverlays(value, baseDirectory: baseDirectory) ?? []
             case "log":

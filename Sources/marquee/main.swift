@@ -1,6 +1,8 @@
 import Display
 import Foundation
 import Kiosk
+import Remote
+import Fleet
 import Media
 import Playback
 
@@ -192,6 +194,10 @@ if arguments.checkOnly {
         FileHandle.standardError.write(Data("\(errorPriority)\(arguments.configPath ?? "embedded default config"): nothing in the playlist can be played\n".utf8))
         exit(2)
     }
+    if let problem = httpFilesProblem(config.http) {
+        FileHandle.standardError.write(Data("\(errorPriority)\(arguments.configPath ?? "config"): \(escapingControlCharacters(problem))\n".utf8))
+        exit(2)
+    }
     print("\(arguments.configPath ?? "embedded default config"): valid (\(config.playlist.count) items"
           + (unplayable > 0 ? ", \(unplayable) of \(items.count) files cannot be played" : "")
           + (config.warnings.isEmpty ? "" : ", \(config.warnings.count) \(config.warnings.count == 1 ? "warning" : "warnings")") + ")")
@@ -221,12 +227,9 @@ let socketPath = arguments.socketPath ?? config.control.socket ?? defaultControl
 
 /// Opens the control socket for `session` (nil when turned off, or when it cannot be opened:
 /// playing matters more than the socket, and the log says why).
-func openControlServer(for session: KioskSession, mode: UInt32) -> ControlServer? {
+func openControlServer(for session: KioskSession, controller: KioskController, mode: UInt32) -> ControlServer? {
     guard socketPath != "none" else { return nil }
     do {
-        let controller = KioskController(status: session.status, audio: SessionAudioControls(session: session)) { command in
-            session.perform(command)
-        }
         let server = try ControlServer(path: socketPath, mode: mode_t(mode), handler: controller, logger: logger)
         logger.info("control socket ready", ["socket": socketPath])
         return server
@@ -243,6 +246,8 @@ startThread(named: "marquee-present") { [config, options, arguments] in
     var status: Int32 = 0
     var session: KioskSession?
     var controlServer: ControlServer?
+    var httpServer: RemoteServer?
+    var fleetClient: FleetClient?
     var supervisor: ServiceSupervisor?
     var triggers: KioskTriggers?
     do {
@@ -255,10 +260,23 @@ startThread(named: "marquee-present") { [config, options, arguments] in
                 notifier.stopping()
                 made.stop()
             }
-            let server = openControlServer(for: made, mode: config.control.mode)
+            // One controller behind the control socket and the HTTP API.
+            let controller = KioskController(status: made.status, audio: SessionAudioControls(session: made)) { command in
+                made.perform(command)
+            }
+            let server = openControlServer(for: made, controller: controller, mode: config.control.mode)
             controlServer = server
-            made.onEvent = { [server] event in server?.broadcast(event) }
-            made.onPicture = { [server] in server?.propertiesMayHaveChanged() }
+            let http = openHTTPServer(controller: controller, session: made, settings: config.http, configPath: arguments.configPath)
+            httpServer = http
+            fleetClient = openFleetClient(controller: controller, session: made, settings: config.mqtt)
+            made.onEvent = { [server, http] event in
+                server?.broadcast(event)
+                http?.broadcast(event)
+            }
+            made.onPicture = { [server, http] in
+                server?.propertiesMayHaveChanged()
+                http?.pictureShown()
+            }
             let commands = KioskController(status: made.status, audio: SessionAudioControls(session: made)) { made.perform($0) }
             triggers = KioskTriggers.start(session: made, config: config, controller: commands, logger: logger)
             // The service is up: config loaded, output open, control socket open. READY=1 now, not
@@ -286,6 +304,8 @@ startThread(named: "marquee-present") { [config, options, arguments] in
     notifier.stopping()
     controlServer?.broadcast(["event": "shutdown"])
     controlServer?.stop()
+    httpServer?.stop()
+    fleetClient?.stop()
     session?.player.removeAllItems()  // ends the decode threads (each within one queue timeout)
     let decoding = Player.waitForDecodeThreadsToEnd(timeout: 2)
     if decoding > 0 { logger.warning("decode threads still running at exit", ["threads": "\(decoding)"]) }

@@ -1,0 +1,3 @@
+// libmosquitto (MQTT client), for the Fleet module only.
+#include <stdbool.h>
+#include <mosquitto.h>
