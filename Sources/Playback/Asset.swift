@@ -83,6 +83,21 @@ public final class Asset: Sendable {
 
     private let state = Mutex(State())
 
+    /// The opened file the asset's readers share (`MediaSource`): `live` while any user holds it;
+    /// `kept` from the probe until the first user takes it (or `KeptSources` lets it go).
+    private struct Opened: @unchecked Sendable {
+        // @unchecked: references read and written under the monitor's lock.
+        weak var live: (any MediaSource)?
+        var kept: (any MediaSource)?
+        var opening = false
+    }
+
+    private let opened = Monitor(Opened())
+
+    /// How long a user waits for another thread's open of the file (the backend's own limits end
+    /// an open sooner).
+    static let openWait = 60.0
+
     public init(url: URL, backend: any MediaBackend) {
         self.url = url
         self.backend = backend
@@ -227,7 +242,12 @@ public final class Asset: Sendable {
             // a burst of assets (300 appended files) queues instead of starting a thread each.
             ThreadPool.probes.run { [self] in
                 let started = ContinuousClock.now
-                let result = Result { try backend.probe(url) }
+                let result = Result { () throws -> AssetDescription in
+                    let source = try self.source()
+                    let description = try source.describe()
+                    self.keep(source)
+                    return description
+                }
                 let took = ContinuousClock.now - started
                 let ready: [Waiter] = state.withLock { state in
                     state.probeResult = result
@@ -244,5 +264,53 @@ public final class Asset: Sendable {
                 for waiter in ready { ThreadPool.assetReady.run { waiter.resume(result) } }
             }
         }
+    }
+}
+
+extension Asset {
+    /// The asset's opened file, shared by every reader of its items: the one in use, the probe's,
+    /// or else opened now. The caller holds it for as long as it reads (a parked preroll too), so
+    /// the file stays open between its item's decoders.
+    package func source() throws -> any MediaSource {
+        let found = try opened.wait(until: { !$0.opening }, timeout: Self.openWait) { opened, timedOut throws -> (any MediaSource)? in
+            guard !timedOut else { throw WaitTimeout(waitingFor: "another thread opening \(url.path)", seconds: Self.openWait) }
+            if let kept = opened.kept {
+                opened.kept = nil
+                if kept.isUsable {
+                    opened.live = kept
+                    return kept
+                }
+            }
+            if let live = opened.live, live.isUsable { return live }
+            opened.opening = true
+            return nil
+        }
+        if let found { return found }
+        do {
+            let source = try backend.openSource(url)
+            opened.update {
+                $0.live = source
+                $0.opening = false
+            }
+            return source
+        } catch {
+            opened.update { $0.opening = false }
+            throw error
+        }
+    }
+
+    /// Keeps the probe's source for the asset's first reader.
+    private func keep(_ source: any MediaSource) {
+        opened.withLock { $0.kept = source }
+        KeptSources.shared.keep(self)
+    }
+
+    /// Lets the probe's source go (too many assets keep one); the first reader opens the file again.
+    func dropKeptSource() {
+        let dropped = opened.withLock { opened -> (any MediaSource)? in
+            defer { opened.kept = nil }
+            return opened.kept
+        }
+        _ = dropped  // released here, outside the lock
     }
 }
