@@ -9,9 +9,9 @@ import Synchronization
 ///
 /// One thread reads or seeks at a time. Each packet read goes to every cursor of its stream that
 /// is in step, into that cursor's own queue; the cursor that asked takes it at once, the others
-/// when they next ask. A queue is bounded (`maxQueuedBytes`, `maxQueuedPackets`): a cursor whose
+/// when they next ask. A queue is bounded: a cursor whose
 /// consumer lags (sound that is not asked for, a parked picture decoder) leaves step instead of
-/// growing, so no consumer waits for another and memory stays bounded. A cursor out of step (it
+/// growing, so no consumer waits for another and memory stays bounded (`QueueLimit`). A cursor out of step (it
 /// overflowed, or another cursor sought) comes back when it next reads: a refresh seek to its
 /// last packet, passing over the packets it already had (as mpv's refresh seeks). An input that
 /// cannot seek (a pipe) keeps every cursor in step and drops a lagging queue's oldest packets
@@ -26,8 +26,11 @@ final class Demuxer: @unchecked Sendable {
 
     /// The most one cursor's queue holds before it leaves step: far above what one stream runs
     /// ahead of another (half a second of sound ahead of the pictures, a few MB).
-    static let maxQueuedBytes = 16 << 20
-    static let maxQueuedPackets = 4096
+    struct QueueLimit: Sendable {
+        var bytes = 16 << 20
+        var packets = 4096
+    }
+    let limit: QueueLimit
 
     /// What one cursor asks of the file.
     enum Read {
@@ -100,24 +103,28 @@ final class Demuxer: @unchecked Sendable {
         var packetsRead = 0
         var refreshSeeks = 0
         var droppedPackets = 0
+        var peakQueued = 0
     }
 
     private let state = Monitor(State())
 
-    init(input: FileInput) {
+    init(input: FileInput, limit: QueueLimit = QueueLimit()) {
         self.input = input
+        self.limit = limit
         seekable = input.state.regular
     }
 
-    /// Opens `path` (`FileInput`: time limits, the file protocol only).
-    convenience init(path: String, limits: MediaIOLimits = .standard, interrupt: (@Sendable () -> Bool)? = nil) throws {
-        self.init(input: try FileInput(path: path, limits: limits, interrupt: interrupt))
+    /// Opens `path` (`FileInput`: time limits, the file protocol only; `interrupt` stops the open
+    /// and every read when it says true).
+    convenience init(path: String, limits: MediaIOLimits = .standard, interrupt: (@Sendable () -> Bool)? = nil,
+                     limit: QueueLimit = QueueLimit()) throws {
+        self.init(input: try FileInput(path: path, limits: limits, interrupt: interrupt), limit: limit)
     }
 
-    /// How often a cursor came back by a refresh seek, and how many packets a non-seekable
-    /// input dropped from lagging queues.
-    package var stats: (refreshSeeks: Int, droppedPackets: Int) {
-        state.withLock { ($0.refreshSeeks, $0.droppedPackets) }
+    /// How often a cursor came back by a refresh seek, how many packets a non-seekable input
+    /// dropped from lagging queues, and the most packets one queue held.
+    package var stats: (refreshSeeks: Int, droppedPackets: Int, peakQueued: Int) {
+        state.withLock { ($0.refreshSeeks, $0.droppedPackets, $0.peakQueued) }
     }
 
     /// How long a reader waits for another reader's read or seek: one read's limit, twice, and a second.
@@ -171,11 +178,15 @@ final class Demuxer: @unchecked Sendable {
         }
     }
 
-    /// Ends `id`'s waits: its next read throws; a read of its under way stops.
+    /// Ends `id`'s waits: its next read throws; a read of its under way stops, unless the input
+    /// cannot seek and another cursor still wants what it reads (it could not come back).
     fileprivate func cancel(_ id: Int) {
         state.update { state in
             state.cursors[id]?.cancelled = true
-            if state.reading == id { input.state.interruptRead.store(true, ordering: .relaxed) }
+            guard state.reading == id else { return }
+            if seekable || !state.cursors.values.contains(where: { !$0.cancelled }) {
+                input.state.interruptRead.store(true, ordering: .relaxed)
+            }
         }
     }
 
@@ -287,7 +298,7 @@ final class Demuxer: @unchecked Sendable {
                     if skip.covers(packet) { continue }
                     cursor.skipThrough = nil
                 }
-                if key != id, cursor.queued >= Self.maxQueuedPackets || cursor.bytes + Int(packet.pointee.size) > Self.maxQueuedBytes {
+                if key != id, cursor.queued >= limit.packets || cursor.bytes + Int(packet.pointee.size) > limit.bytes {
                     if seekable {
                         cursor.inStep = false  // it comes back by a refresh seek when it reads again
                         continue
@@ -299,6 +310,7 @@ final class Demuxer: @unchecked Sendable {
                 cursor.queue.append(copy)
                 cursor.bytes += Int(copy.pointee.size)
                 cursor.last = Position(dts: copy.pointee.dts, pos: copy.pointee.pos)
+                state.peakQueued = max(state.peakQueued, cursor.queued)
             }
         }
         return nil

@@ -31,7 +31,9 @@ import TestSupport
     /// read ahead, open again from the start (a preroll's hand-over) and seek back (a loop's
     /// primed start): the same samples, to the bit; and the file was opened once.
     @Test func soundIsTheSameWhateverThePicturesDo() throws {
-        let path = try Self.clip()
+        // A copy of its own: the open count is this test's alone.
+        let path = TestMedia.folder + "/demuxer-shared-\(UUID().uuidString).mp4"
+        try FileManager.default.copyItem(atPath: try Self.clip(), toPath: path)
         let alone = try Self.samples(AudioDecoder(path: path))
         let opensBefore = FileOpens.of(path)
         let demuxer = try Demuxer(path: path)
@@ -76,5 +78,42 @@ import TestSupport
             #expect(got.count == alone.count, "\(name): \(got.count) samples of \(alone.count)")
             #expect(differing == nil, "\(name): first difference at \(differing?.offset ?? -1); \(demuxer.stats)")
         }
+    }
+
+    /// Sound nobody asks for while the pictures are decoded to the end: its queue stops at its
+    /// bound (8 packets here), and once asked for it still gets every packet in order (its
+    /// cursor comes back by a refresh seek): the samples are the file's.
+    @Test func aLaggingStreamStaysWithinItsBoundAndLosesNothing() throws {
+        let path = try Self.clip()
+        let alone = try Self.samples(AudioDecoder(path: path))
+        let demuxer = try Demuxer(path: path, limit: .init(bytes: 1 << 20, packets: 8))
+        let sound = try AudioDecoder(demuxer: demuxer)
+        let pictures = try VideoDecoder(demuxer: demuxer, threads: 1, sessions: FFmpegCodecSessions())
+        var frames = 0
+        while try pictures.nextFrame() != nil { frames += 1 }
+        let lagging = try Self.samples(sound)
+        let stats = demuxer.stats
+        print("a lagging stream: \(frames) frames, then \(lagging.count) samples; \(stats)")
+        #expect(frames == 60)
+        #expect(stats.peakQueued <= 8)
+        #expect(stats.refreshSeeks >= 1)
+        #expect(lagging == alone, "\(lagging.count) samples of \(alone.count)")
+    }
+
+    /// Cancelling one decoder (its item run was stopped) ends its reads only: the sound of the
+    /// same demuxer reads on to its end, the file's own samples.
+    @Test func aCancelledCursorStopsAloneTheOthersReadOn() throws {
+        let path = try Self.clip()
+        let alone = try Self.samples(AudioDecoder(path: path))
+        let demuxer = try Demuxer(path: path)
+        let sound = try AudioDecoder(demuxer: demuxer)
+        let pictures = try VideoDecoder(demuxer: demuxer, threads: 1, sessions: FFmpegCodecSessions())
+        var samples = try Self.samples(sound, buffers: 10)
+        _ = try pictures.nextFrame()
+        pictures.canceller()
+        let error = try #require(throws: MediaError.self) { try pictures.nextFrame() }
+        #expect(error.reason == "cancelled")
+        samples += try Self.samples(sound)
+        #expect(samples == alone, "\(samples.count) samples of \(alone.count)")
     }
 }
