@@ -75,6 +75,7 @@ final class ReportingSource: MediaSource {
     func openAudioReader() throws -> (any AudioReader)? { try inner.openAudioReader() }
 
     var isUsable: Bool { inner.isUsable }
+    var holdsFile: Bool { inner.holdsFile }
 }
 
 /// A reader that reports a read or seek taking longer than `slowLimit` seconds, and when it has

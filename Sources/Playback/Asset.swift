@@ -90,6 +90,12 @@ public final class Asset: Sendable {
         weak var live: (any MediaSource)?
         var kept: (any MediaSource)?
         var opening = false
+        /// The items of this asset that were put in a player: they hold the file the probe opens.
+        var holders: [Holder] = []
+    }
+
+    private struct Holder {
+        weak var item: PlayerItem?
     }
 
     private let opened = Monitor(Opened())
@@ -299,10 +305,40 @@ extension Asset {
         }
     }
 
-    /// Keeps the probe's source for the asset's first reader.
+    /// `item`, put in a player, holds the asset's opened file from now on (`PlayerItem.hold`):
+    /// the one open now, or the probe's when it comes. Nothing is opened here.
+    func addHolder(_ item: PlayerItem) {
+        let open = opened.withLock { opened -> (any MediaSource)? in
+            opened.holders.removeAll { $0.item == nil }
+            opened.holders.append(Holder(item: item))
+            if let kept = opened.kept {
+                opened.kept = nil
+                opened.live = kept
+            }
+            return opened.live.flatMap { $0.isUsable ? $0 : nil }
+        }
+        if let open { item.hold(open) }
+    }
+
+    /// The probe's source: held by the asset's items in a player, else kept for the first reader
+    /// (`KeptSources` bounds how many assets keep one).
     private func keep(_ source: any MediaSource) {
-        opened.withLock { $0.kept = source }
-        KeptSources.shared.keep(self)
+        let items = opened.withLock { opened -> [PlayerItem] in
+            opened.kept = source
+            return opened.holders.compactMap(\.item)
+        }
+        var held = false
+        for item in items where item.hold(source) { held = true }
+        if held {
+            opened.withLock { opened in
+                if opened.kept === source {
+                    opened.kept = nil
+                    opened.live = source
+                }
+            }
+        } else if source.holdsFile {
+            KeptSources.shared.keep(self)
+        }
     }
 
     /// Lets the probe's source go (too many assets keep one); the first reader opens the file again.

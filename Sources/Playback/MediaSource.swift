@@ -16,6 +16,12 @@ public protocol MediaSource: AnyObject, Sendable {
     func openAudioReader() throws -> (any AudioReader)?
     /// False once the file can no longer be read (a wait timed out): the next user opens it again.
     var isUsable: Bool { get }
+    /// Whether holding it holds an open file (what `KeptSources` bounds); by default true.
+    var holdsFile: Bool { get }
+}
+
+extension MediaSource {
+    public var holdsFile: Bool { true }
 }
 
 /// A backend's per-call methods as a source, for backends that open nothing to share (a test's
@@ -34,13 +40,14 @@ package final class BackendCalls: MediaSource {
     package func openPrerollReader() throws -> any FrameReader { try backend.openPrerollReader(url) }
     package func openAudioReader() throws -> (any AudioReader)? { try backend.openAudioReader(url) }
     package var isUsable: Bool { true }
+    package var holdsFile: Bool { false }
 }
 
 /// The assets that keep their probe's opened file for their first reader, most recent last: at
 /// most `limit`, so that a long queue of probed assets that do not play yet holds few files open.
 final class KeptSources: Sendable {
     static let shared = KeptSources()
-    static let limit = 8
+    static let limit = 16
 
     private struct Entry: @unchecked Sendable {
         // @unchecked: a weak reference, read under the lock.

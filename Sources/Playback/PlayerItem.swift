@@ -69,6 +69,16 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
     /// The item's opened file (`Asset.source()`): its runs, its prerolls, its sound and the passes
     /// of a loop read it, and it stays open while the item is in a player (between a run's end
     /// and a loop's next pass, nothing else may hold it), so the item opens its file once.
+    /// Holds `source` (its asset's opened file) while the item is in a player; false when it is in none.
+    @discardableResult
+    func hold(_ source: any MediaSource) -> Bool {
+        state.withLock { state in
+            guard state.owner != nil else { return false }
+            if state.source == nil { state.source = source }
+            return true
+        }
+    }
+
     package func source() throws -> any MediaSource {
         let source = try asset.source()
         state.withLock { if $0.owner != nil { $0.source = source } }
@@ -191,6 +201,7 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
             return !state.loadingStarted
         }
         owner = player
+        asset.addHolder(self)
         // A subscriber that falls behind is ended (Broadcast); the player's log says so.
         let logger = player.logger, item = description
         let report: @Sendable (BroadcastOverflow) -> Void = { overflow in
