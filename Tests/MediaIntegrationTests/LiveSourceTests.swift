@@ -91,7 +91,7 @@ import TestSupport
         let cancel = reader.canceller
         let owned = ReaderBox(reader)
         Thread.detachNewThread {
-            _ = pthread_setname_np(pthread_self(), Self.readerThreadName)
+            nameThisThread(Self.readerThreadName)
             // The reader is used by this thread alone from here on (its canceller is Sendable).
             while !stop.load(ordering: .relaxed), let frame = try? owned.reader.nextFrame() {
                 seen.frames.withLock { $0.append(Self.now()) }

@@ -190,7 +190,7 @@ import TestSupport
         }
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            _ = pthread_setname_np(pthread_self(), name)
+            nameThisThread(name)
             do { run.counts = try run.body() } catch { run.failure = error }
             done.signal()
         }

@@ -88,22 +88,18 @@ import TestSupport
         _ = player.stop()
         let (status, report) = try Command.checkTrace(player.trace, ["--refresh", "60"])
         let figures = try #require(report["headless-0"])
-        for name in ["gaps", "drops", "repeats"] {
-            #expect(figures[name] as? Int == 0, "\(name): \(figures["problems"] ?? "")")
-        }
-        // A frame one vsync late (a cadence error) is what a busy 2-core machine shows with no
-        // HTTP at all: 1 or 2 in 120 frames measured beside 4 other builds (load 9). A blocked
-        // presentation thread would show as a gap, a drop or a repeat; late frames beyond 2% would
-        // mean the API took the CPU from playback.
-        // On a machine busier than its cores (the suite's other tests), late frames say nothing
-        // of the API: they are printed, and held to the bound only when the machine kept up.
+        // A presentation thread the API blocked would lose a run of frames (a slow-loris holding it
+        // a second: 60). On a machine that keeps up nothing is lost or late; on one busier than its
+        // cores (the suite's other tests meanwhile), single frames are lost or late with no HTTP
+        // at all (1 or 2 in 120 measured at load 9), so there 2% of each is allowed.
         let frames = figures["frames"] as? Int ?? 0, late = figures["cadence_errors"] as? Int ?? -1
+        let lost = ["gaps", "drops", "repeats"].map { figures[$0] as? Int ?? -1 }
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)).flatMap { Double($0.split(separator: " ")[0]) } ?? 0
-        print("HTTP attacks during playback: \(late) late frames of \(frames), load average \(load)")
-        #expect(late >= 0)
-        if load < Double(ProcessInfo.processInfo.activeProcessorCount) {
-            #expect(late * 50 <= frames, "\(late) late frames of \(frames): \(figures["problems"] ?? "")")
-        }
+        let keptUp = load < Double(ProcessInfo.processInfo.activeProcessorCount)
+        print("HTTP attacks during playback: gaps, drops, repeats \(lost), \(late) late, of \(frames) frames; load average \(load)")
+        #expect(late >= 0 && lost.allSatisfy { $0 >= 0 })
+        #expect(lost.reduce(0, +) * (keptUp ? 1 : 50) <= (keptUp ? 0 : frames), "\(figures["problems"] ?? "")")
+        #expect(late * 50 <= (keptUp ? frames : frames * 2), "\(late) late frames of \(frames): \(figures["problems"] ?? "")")
         #expect(status == 0 || late > 0)
         #expect(frames > 60, "\(figures)")
     }
