@@ -36,9 +36,14 @@ TEST_PACKAGES := mpv python3 python3-venv python3-gi gir1.2-gst-rtsp-server-1.0 
 DEB_PACKAGES := debhelper help2man dpkg-dev
 DEB_TEST_PACKAGES := lintian mmdebstrap
 DEB_DIR := .build/deb
+# `make image` builds a bootable x86-64 disk image from Debian packages and the .deb
+# (deploy/image/build-image: mmdebstrap, mkfs.ext4 -d, mkfs.vfat + mtools, sfdisk); `make image-test`
+# boots it under QEMU and checks the playlist is on screen, `make power-cut-test` cuts its power.
+IMAGE_PACKAGES := mmdebstrap e2fsprogs dosfstools mtools fdisk
+IMAGE_DIR := .build/image
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build release run check test hw-test vm-test bench soak vm clean deb deb-test fuzz-build fuzz fuzz-short sanitize
+.PHONY: all deps build release run check test hw-test vm-test bench soak vm clean deb deb-test image image-test power-cut-test fuzz-build fuzz fuzz-short sanitize
 
 all: build
 
@@ -166,6 +171,25 @@ deb: deps
 deb-test: DEBIAN_PACKAGES += $(DEB_TEST_PACKAGES)
 deb-test: deb
 	$(SUDO) tools/deb-test $(DEB_DIR) || [ $$? -eq 77 ]
+
+# A few minutes (packages from the mirror, cached in $(IMAGE_DIR)/apt-cache); needs root.
+image: DEBIAN_PACKAGES += $(DEB_PACKAGES) $(IMAGE_PACKAGES)
+image: deb
+	@start=$$(date +%s); \
+	$(SUDO) env IMAGE_DIR=$(CURDIR)/$(IMAGE_DIR) deploy/image/build-image $$(ls -t $(DEB_DIR)/marquee_*.deb | head -n 1) && \
+	echo "make image: $(IMAGE_DIR)/marquee.img, $$(du -m --apparent-size $(IMAGE_DIR)/marquee.img | cut -f1) MiB" \
+		"($$(du -m $(IMAGE_DIR)/marquee.img | cut -f1) MiB allocated), image built in $$(( $$(date +%s) - start )) s"
+
+# Boots the image built by `make image` (not rebuilt here) under QEMU TCG: about 2 minutes.
+image-test: DEBIAN_PACKAGES += $(VM_PACKAGES) $(IMAGE_PACKAGES)
+image-test: deps
+	$(SUDO) deploy/image/image-test $(IMAGE_DIR)
+
+# 20 power cuts (POWER_CUTS=N for another count) of the image while it plays and imports media.
+POWER_CUTS ?= 20
+power-cut-test: DEBIAN_PACKAGES += $(VM_PACKAGES) $(IMAGE_PACKAGES)
+power-cut-test: deps
+	$(SUDO) deploy/image/power-cut-test $(IMAGE_DIR) $(POWER_CUTS)
 
 clean:
 	rm -rf .build
