@@ -109,11 +109,14 @@ extension VideoDecoder {
         session = newSession
         av_frame_free(&pending)
         consecutiveErrors = 0
+        draining = false
         if let last = lastDelivered {
-            try loop.seek(to: last)
+            let r = av_seek_frame(format, streamIndex, last, AVSEEK_FLAG_BACKWARD)
+            guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
             skipThrough = last
         } else {
-            try loop.seekToStart()
+            let r = av_seek_frame(format, streamIndex, startTime, AVSEEK_FLAG_BACKWARD)
+            guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
         }
     }
 }
