@@ -51,28 +51,22 @@ static inline size_t marquee_mhd_unescape(void *cls, struct MHD_Connection *conn
 }
 
 static inline struct MHD_Daemon *marquee_mhd_start(const struct marquee_mhd_settings *s) {
-    if (s->tls_certificate != NULL && s->tls_key != NULL) {
-        return MHD_start_daemon(s->flags | MHD_USE_TLS, 0, NULL, NULL, s->handler, s->handler_context,
-                                MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->listen_fd,
-                                MHD_OPTION_CONNECTION_LIMIT, s->connection_limit,
-                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->per_ip_connection_limit,
-                                MHD_OPTION_CONNECTION_TIMEOUT, s->connection_timeout,
-                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->connection_memory_limit,
-                                MHD_OPTION_NOTIFY_COMPLETED, s->completed, s->completed_context,
-                                MHD_OPTION_UNESCAPE_CALLBACK, marquee_mhd_unescape, NULL,
-                                MHD_OPTION_HTTPS_MEM_CERT, s->tls_certificate,
-                                MHD_OPTION_HTTPS_MEM_KEY, s->tls_key,
-                                MHD_OPTION_END);
-    }
-    return MHD_start_daemon(s->flags, 0, NULL, NULL, s->handler, s->handler_context,
-                            MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->listen_fd,
-                            MHD_OPTION_CONNECTION_LIMIT, s->connection_limit,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->per_ip_connection_limit,
-                            MHD_OPTION_CONNECTION_TIMEOUT, s->connection_timeout,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->connection_memory_limit,
-                            MHD_OPTION_NOTIFY_COMPLETED, s->completed, s->completed_context,
-                            MHD_OPTION_UNESCAPE_CALLBACK, marquee_mhd_unescape, NULL,
-                            MHD_OPTION_END);
+    /* One option list; the TLS pair only with both PEM texts (MHD_OPTION_END ends the list early). */
+    int tls = s->tls_certificate != NULL && s->tls_key != NULL;
+    struct MHD_OptionItem options[] = {
+        {MHD_OPTION_LISTEN_SOCKET, (intptr_t)s->listen_fd, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->connection_limit, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)s->per_ip_connection_limit, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)s->connection_timeout, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)s->connection_memory_limit, NULL},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)s->completed, s->completed_context},
+        {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)marquee_mhd_unescape, NULL},
+        {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)s->tls_certificate},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)s->tls_key},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    return MHD_start_daemon(s->flags | (tls ? MHD_USE_TLS : 0), 0, NULL, NULL, s->handler, s->handler_context,
+                            MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
 /* The client's address (NULL when MHD has none). */
