@@ -14,7 +14,9 @@ import TestSupport
         }
         let probe = try Command.run("/usr/bin/python3", ["-c", "import selenium"])
         try #require(probe.status == 0, "python3-selenium is missing (make test installs it)")
-        let player = try RemoteProcessTests.Player(seconds: 180, folderPlaylist: true)
+        // A loop of 1.3 s: the dashboard's screenshots, every 2 s, would all catch the same frame
+        // of a 1 s loop (its period divides theirs).
+        let player = try RemoteProcessTests.Player(seconds: 180, folderPlaylist: true, clipSeconds: 1.3)
         defer { _ = player.stop() }
         #expect(player.waitForPlaying(), "log:\n\(player.log)")
         // The upload has a name of its own: a copy of the test clip.

@@ -28,14 +28,15 @@ import TestSupport
         static let controlToken = "control-\(UUID().uuidString)"
 
         /// `folderPlaylist`: the playlist is the upload folder, which starts with the clip as a.mp4.
-        init(seconds: Double = 60, http extra: String = "", folderPlaylist: Bool = false) throws {
+        /// `clipSeconds`: the clip's length (it loops).
+        init(seconds: Double = 60, http extra: String = "", folderPlaylist: Bool = false, clipSeconds: Double = 1) throws {
             let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("marquee")
             guard FileManager.default.isExecutableFile(atPath: binary.path) else { throw NotBuilt(description: "\(binary.path) is not built") }
             folder = TestMedia.folder + "/remote-\(UUID().uuidString.prefix(8))"
             uploads = folder + "/uploads"
             try FileManager.default.createDirectory(atPath: uploads, withIntermediateDirectories: true)
             trace = folder + "/trace.jsonl"
-            let clip = try TestMedia.clip(seconds: 1, fps: 30)
+            let clip = try TestMedia.clip(seconds: clipSeconds, fps: 30)
             try (TokenStore.line(role: .view, token: Self.viewToken, name: "viewer") + "\n"
                  + TokenStore.line(role: .control, token: Self.controlToken, name: "ops") + "\n").write(toFile: folder + "/tokens", atomically: true, encoding: .utf8)
             configPath = folder + "/marquee.json"

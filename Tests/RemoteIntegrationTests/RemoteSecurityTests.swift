@@ -86,21 +86,23 @@ import TestSupport
         #expect(player.ask("GET", "/api/v1/health", token: view)?.status == 200)
         #expect(player.waitForPlaying(0.5))
         _ = player.stop()
-        let (status, report) = try Command.checkTrace(player.trace, ["--refresh", "60"])
+        let (_, report) = try Command.checkTrace(player.trace, ["--refresh", "60"])
         let figures = try #require(report["headless-0"])
-        // A presentation thread the API blocked would lose a run of frames (a slow-loris holding it
-        // a second: 60). On a machine that keeps up nothing is lost or late; on one busier than its
-        // cores (the suite's other tests meanwhile), single frames are lost or late with no HTTP
-        // at all (1 or 2 in 120 measured at load 9), so there 2% of each is allowed.
+        // A presentation thread the API blocked would hold a picture for a run of vsyncs (a
+        // slow-loris holding it a second: 60). What a busy machine does to one frame with no HTTP at
+        // all (a drop, one vsync late, an item's start slipping a vsync and the frames after it
+        // with it) is not that: the figures are printed, and the longest hold is what is bounded.
         let frames = figures["frames"] as? Int ?? 0, late = figures["cadence_errors"] as? Int ?? -1
         let lost = ["gaps", "drops", "repeats"].map { figures[$0] as? Int ?? -1 }
-        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)).flatMap { Double($0.split(separator: " ")[0]) } ?? 0
-        let keptUp = load < Double(ProcessInfo.processInfo.activeProcessorCount)
-        print("HTTP attacks during playback: gaps, drops, repeats \(lost), \(late) late, of \(frames) frames; load average \(load)")
+        let vsyncs = try String(contentsOfFile: player.trace, encoding: .utf8).split(separator: "\n").compactMap { line -> Int? in
+            guard let json = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  json["type"] as? String == "frame" else { return nil }
+            return json["vsync"] as? Int
+        }
+        let longestHold = zip(vsyncs, vsyncs.dropFirst()).map { $1 - $0 }.max() ?? 0
+        print("HTTP attacks during playback: gaps, drops, repeats \(lost), \(late) late, of \(frames) frames; longest hold \(longestHold) vsyncs (2 for each 30 fps frame at 60 Hz)")
         #expect(late >= 0 && lost.allSatisfy { $0 >= 0 })
-        #expect(lost.reduce(0, +) * (keptUp ? 1 : 50) <= (keptUp ? 0 : frames), "\(figures["problems"] ?? "")")
-        #expect(late * 50 <= (keptUp ? frames : frames * 2), "\(late) late frames of \(frames): \(figures["problems"] ?? "")")
-        #expect(status == 0 || late > 0)
+        #expect(longestHold <= 4, "a picture held \(longestHold) vsyncs: \(figures["problems"] ?? "")")
         #expect(frames > 60, "\(figures)")
     }
 }
