@@ -6,15 +6,6 @@ import Testing
 
 /// `audio` in the config, an item's `volume`, and the sound's properties on the control socket.
 @Suite struct AudioConfigTests {
-    func problems(_ text: String) -> [ConfigError.Problem] {
-        do {
-            _ = try KioskConfig.parse(text, baseDirectory: "/")
-            return []
-        } catch {
-            return error.problems
-        }
-    }
-
     @Test func audioSettingsAreRead() throws {
         let config = try KioskConfig.parse(#"""
             {"playlist": [{"uri": "a.mp4", "volume": 40}, {"uri": "b.mp4"}],
@@ -44,10 +35,10 @@ import Testing
         ]
         for (audio, path) in cases {
             let text = "{\"playlist\": [{\"uri\": \"a.mp4\"}], " + audio.dropFirst()
-            let found = problems(text)
+            let found = configProblems(text)
             #expect(found.map(\.path) == [path], "\(text): \(found)")
         }
-        let item = problems(#"{"playlist": [{"uri": "a.mp4"}, {"uri": "b.mp4", "volume": -3}]}"#)
+        let item = configProblems(#"{"playlist": [{"uri": "a.mp4"}, {"uri": "b.mp4", "volume": -3}]}"#)
         #expect(item.map(\.path) == ["playlist[1].volume"], "\(item)")
     }
 

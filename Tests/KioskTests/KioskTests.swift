@@ -6,6 +6,16 @@ import Playback
 import Testing
 import TestSupport
 
+/// What `KioskConfig.parse` refuses in `text` (relative paths against `/`), as problems.
+func configProblems(_ text: String) -> [ConfigError.Problem] {
+    do {
+        _ = try KioskConfig.parse(text, baseDirectory: "/")
+        return []
+    } catch {
+        return error.problems
+    }
+}
+
 /// The problems a config's text has, as `--check-config` prints them (none for a good config);
 /// relative paths in it are taken from `base`.
 func problems(_ text: String, base: String = "/media") -> [String] {

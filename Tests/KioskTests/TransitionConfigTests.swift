@@ -5,15 +5,6 @@ import Testing
 
 /// `transition` at the top level and per item: read, defaulted, and refused with JSON paths.
 @Suite struct TransitionConfigTests {
-    func problems(_ text: String) -> [ConfigError.Problem] {
-        do {
-            _ = try KioskConfig.parse(text, baseDirectory: "/")
-            return []
-        } catch {
-            return error.problems
-        }
-    }
-
     @Test func transitionsAreReadWithTheTopLevelOneAsDefault() throws {
         let config = try KioskConfig.parse(#"""
             {"playlist": [{"uri": "a.mp4"}, {"uri": "b.mp4", "transition": {"type": "fade", "duration": 2}},
@@ -48,11 +39,11 @@ import Testing
         ]
         for (field, path) in cases {
             let text = "{\"playlist\": [{\"uri\": \"a.mp4\"}], \(field)}"
-            let found = problems(text)
+            let found = configProblems(text)
             #expect(found.map(\.path) == [path], "\(text): \(found)")
             #expect(found.allSatisfy { !$0.message.isEmpty })
         }
-        let item = problems(#"{"playlist": [{"uri": "a.mp4"}, {"uri": "b.mp4", "transition": {"type": "crossfade", "duration": -0.5}}]}"#)
+        let item = configProblems(#"{"playlist": [{"uri": "a.mp4"}, {"uri": "b.mp4", "transition": {"type": "crossfade", "duration": -0.5}}]}"#)
         #expect(item.map(\.path) == ["playlist[1].transition.duration"], "\(item)")
         #expect(item.first?.message.contains("-0.5") == true)
     }

@@ -7,15 +7,6 @@ import Triggers
 
 /// `triggers` and `inputs`: read into rules, and refused with JSON paths.
 @Suite struct TriggerConfigTests {
-    func problems(_ text: String) -> [ConfigError.Problem] {
-        do {
-            _ = try KioskConfig.parse(text, baseDirectory: "/")
-            return []
-        } catch {
-            return error.problems
-        }
-    }
-
     @Test func triggersAreReadIntoRules() throws {
         let config = try KioskConfig.parse(#"""
             {"playlist": [{"uri": "attract.mp4"}],
@@ -94,7 +85,7 @@ import Triggers
         ]
         for (field, paths) in cases {
             let text = "{\"playlist\": [{\"uri\": \"a.mp4\"}], \(field)}"
-            let found = problems(text)
+            let found = configProblems(text)
             #expect(found.map(\.path) == paths, "\(text): \(found)")
             #expect(found.allSatisfy { !$0.message.isEmpty })
         }
