@@ -23,6 +23,10 @@ final class Demuxer: @unchecked Sendable {
     var format: UnsafeMutablePointer<AVFormatContext> { input.format }
     /// Whether a cursor out of step can come back by seeking (a regular file).
     let seekable: Bool
+    /// Whether the file is found again by byte position (MPEG-TS and other formats whose
+    /// timestamps may jump, as ffplay seeks them): there a timestamp seek back to a stream's start
+    /// can land past its first packets.
+    let seeksByBytes: Bool
 
     /// The most one cursor's queue holds before it leaves step: far above what one stream runs
     /// ahead of another (half a second of sound ahead of the pictures, a few MB).
@@ -69,6 +73,8 @@ final class Demuxer: @unchecked Sendable {
         var last: Position?
         /// Where it goes when out of step and given nothing yet (a seek's target, its stream's start).
         var target: Int64
+        /// Its stream's first packet (its time base).
+        let start: Int64
         /// After a refresh seek: packets it already had are passed over.
         var skipThrough: Position?
 
@@ -112,6 +118,8 @@ final class Demuxer: @unchecked Sendable {
         self.input = input
         self.limit = limit
         seekable = input.state.regular
+        let flags = input.format.pointee.iformat.map { $0.pointee.flags } ?? 0
+        seeksByBytes = flags & AVFMT_TS_DISCONT != 0 && flags & AVFMT_NO_BYTE_SEEK == 0
     }
 
     /// Opens `path` (`FileInput`: time limits, the file protocol only; `interrupt` stops the open
@@ -166,7 +174,7 @@ final class Demuxer: @unchecked Sendable {
         state.withLock { state in
             let id = state.nextID
             state.nextID += 1
-            state.cursors[id] = Cursor(stream: stream, inStep: state.packetsRead == 0 || !seekable, target: start)
+            state.cursors[id] = Cursor(stream: stream, inStep: state.packetsRead == 0 || !seekable, target: start, start: start)
             return id
         }
     }
@@ -203,9 +211,8 @@ final class Demuxer: @unchecked Sendable {
     fileprivate func seek(_ id: Int, to ticks: Int64) throws {
         try acquire(id)
         defer { release() }
-        guard let stream = state.withLock({ $0.cursors[id]?.stream }) else { return }
-        let r = av_seek_frame(format, stream, ticks, AVSEEK_FLAG_BACKWARD)
-        guard r >= 0 else { throw MediaError(uri: path, call: "av_seek_frame", averror: r) }
+        guard let cursor = state.withLock({ $0.cursors[id] }) else { return }
+        try move(stream: cursor.stream, ticks: ticks, byte: ticks == cursor.start ? 0 : nil)
         state.withLock { state in
             Self.detachOthers(&state, but: id)
             state.cursors[id]?.flush()
@@ -222,7 +229,7 @@ final class Demuxer: @unchecked Sendable {
         try acquire(id)
         defer { release() }
         while true {
-            enum Next { case taken(UnsafeMutablePointer<AVPacket>), ended, refresh(Int32, Int64), read }
+            enum Next { case taken(UnsafeMutablePointer<AVPacket>), ended, refresh(Int32, Int64, byte: Int64?), read }
             let next: Next = try state.withLock { state in
                 guard var cursor = state.cursors[id], !cursor.cancelled else {
                     throw MediaError(uri: path, call: "av_read_frame", reason: "cancelled")
@@ -231,7 +238,8 @@ final class Demuxer: @unchecked Sendable {
                 if let taken = cursor.take() { return .taken(taken) }
                 if cursor.inStep { return cursor.ended ? .ended : .read }
                 let resume = cursor.last.flatMap { $0.dts == noPTS ? nil : $0.dts } ?? cursor.target
-                return .refresh(cursor.stream, resume)
+                let byte = cursor.last.map { $0.pos >= 0 ? $0.pos : nil } ?? (cursor.target == cursor.start ? 0 : nil)
+                return .refresh(cursor.stream, resume, byte: byte)
             }
             switch next {
             case .taken(let taken):
@@ -240,9 +248,8 @@ final class Demuxer: @unchecked Sendable {
                 return .packet
             case .ended:
                 return .ended
-            case .refresh(let stream, let resume):
-                let r = av_seek_frame(format, stream, resume, AVSEEK_FLAG_BACKWARD)
-                guard r >= 0 else { throw MediaError(uri: path, call: "av_seek_frame", averror: r) }
+            case .refresh(let stream, let resume, let byte):
+                try move(stream: stream, ticks: resume, byte: byte)
                 state.withLock { state in
                     state.refreshSeeks += 1
                     Self.detachOthers(&state, but: id)
@@ -255,6 +262,18 @@ final class Demuxer: @unchecked Sendable {
                 if let outcome = try readOne(id, into: packet) { return outcome }
             }
         }
+    }
+
+    /// Moves the file (the caller holds `busy`) to the last keyframe at or before `ticks` of
+    /// `stream`, or where the file seeks by bytes and `byte` is known, to that byte.
+    private func move(stream: Int32, ticks: Int64, byte: Int64?) throws {
+        if seeksByBytes, let byte {
+            let r = av_seek_frame(format, -1, byte, AVSEEK_FLAG_BYTE)
+            guard r >= 0 else { throw MediaError(uri: path, call: "av_seek_frame", averror: r) }
+            return
+        }
+        let r = av_seek_frame(format, stream, ticks, AVSEEK_FLAG_BACKWARD)
+        guard r >= 0 else { throw MediaError(uri: path, call: "av_seek_frame", averror: r) }
     }
 
     /// Reads one packet from the file and gives it to the cursors in step on its stream; a result

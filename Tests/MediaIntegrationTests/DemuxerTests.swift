@@ -116,4 +116,31 @@ import TestSupport
         samples += try Self.samples(sound)
         #expect(samples == alone, "\(samples.count) samples of \(alone.count)")
     }
+
+    /// MPEG-TS with B-frames (timestamps start at 1.4 s, decode times before them): a second
+    /// reader that comes after the first has read, and the first sent back to the start, each
+    /// decode every picture from the first (a timestamp seek to the start landed past it: the
+    /// second reader found no picture at all).
+    @Test func aTransportStreamComesBackToItsFirstPicture() throws {
+        let path = try TestMedia.make("demuxer-bframes-50.ts", [
+            "-f", "lavfi", "-i", "testsrc=size=64x64:rate=50", "-frames:v", "15",
+            "-c:v", "libx264", "-preset", "ultrafast", "-bf", "2", "-g", "50", "-pix_fmt", "yuv420p", "-f", "mpegts",
+        ])
+        func times(_ decoder: VideoDecoder, _ limit: Int = .max) throws -> [Double] {
+            var all: [Double] = []
+            while all.count < limit, let frame = try decoder.nextFrame() {
+                all.append(frame.pts.seconds)
+            }
+            return all
+        }
+        let alone = try times(VideoDecoder(path: path, threads: 1))
+        #expect(alone.count == 15)
+        let demuxer = try Demuxer(path: path)
+        let first = try VideoDecoder(demuxer: demuxer, threads: 1, sessions: FFmpegCodecSessions())
+        let head = try times(first, 5)
+        let second = try VideoDecoder(demuxer: demuxer, threads: 1, sessions: FFmpegCodecSessions())
+        #expect(try times(second) == alone, "\(demuxer.stats)")
+        try first.seek(to: .zero)
+        #expect(head + (try times(first)) == Array(alone.prefix(5)) + alone, "\(demuxer.stats)")
+    }
 }
