@@ -141,8 +141,10 @@ vm-test: vm
 # Benchmarks against ffmpeg and mpv (bench/bench.py): writes bench/results.json, bench/RESULTS.md and
 # bench/frame-intervals.png. Takes a few minutes; media is generated once into bench/cache/.
 bench: DEBIAN_PACKAGES += $(BENCH_PACKAGES)
+# BEFORE=REV also measures REV's release build beside this one, alternated (bench/build-before.sh).
 bench: release
-	bench/run.sh "$$($(SWIFT) build -c release --show-bin-path)/marquee"
+	bench/run.sh "$$($(SWIFT) build -c release --show-bin-path)/marquee" \
+		$(if $(BEFORE),--before "$$(bench/build-before.sh $(BEFORE))" --before-label "$(BEFORE)")
 
 # Reliability (tools/soak.py, a few minutes): 10,000 item transitions of a mixed good/bad playlist
 # with memory, fds and threads sampled, then hostile media, each between good clips; media is made

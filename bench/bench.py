@@ -165,6 +165,7 @@ def ratio(a, b):
 class Marquee:
     def __init__(self, binary):
         self.binary = str(binary)
+        self.label = None
 
     def config(self, clip, loop=True, mode="1920x1080@60"):
         path = RUNS / f"config-{Path(clip).stem}-{'loop' if loop else 'once'}-{mode.replace('@', '_')}.json"
@@ -703,6 +704,82 @@ def bench_layer(marquee_binary, results):
                         "status": done.returncode}
 
 
+def bench_before_after(marquee, before, reps, results):
+    """The same measures for an earlier build (`--before`) and this one, alternated in one run (A B,
+    then B A): so a change is judged against the machine's load of the same minutes. Throughput of
+    1080p H.264 on the virtual clock, CPU per frame and peak memory playing it 10 s at real time,
+    start to exit after the first frame, and a 1 s clip looped 60 times on the virtual clock."""
+    clip = make_media("h264-1080p30")
+    loop_clip = make_media("loop-180p30-1s")
+    loop_info = CLIPS["loop-180p30-1s"]
+    loop_seconds = 60 * loop_info["frames"] / loop_info["fps"]
+    players = {"before": before, "after": marquee}
+    keys = ("fps", "cpu_ms_per_frame", "rt_cpu_ms_per_frame", "rt_peak_rss_mb", "rt_dropped", "first_frame_s",
+            "loop_cpu_s", "loop_peak_rss_mb")
+    runs = {name: {k: [] for k in keys} for name in players}
+    for rep in range(reps):
+        order = list(players.items()) if rep % 2 == 0 else list(reversed(players.items()))
+        for name, player in order:
+            log(f"  before/after: {name}, run {rep + 1}/{reps}")
+            r = runs[name]
+            trace = RUNS / f"ba-tp-{name}-{rep}.jsonl"
+            m = run_measured(player.command(clip, "virtual", 120 / 30, trace), f"ba-tp-{name}-{rep}").check(name)
+            shown = len(frame_lines(read_trace(trace)))
+            r["fps"].append(shown / m.wall)
+            r["cpu_ms_per_frame"].append(1000 * m.cpu / max(shown, 1))
+            trace = RUNS / f"ba-rt-{name}-{rep}.jsonl"
+            m = run_measured(player.command(clip, "real", 10, trace), f"ba-rt-{name}-{rep}").check(name)
+            shown = len(frame_lines(read_trace(trace)))
+            counts = stopped_counts(m)
+            r["rt_cpu_ms_per_frame"].append(1000 * m.cpu / max(shown, 1))
+            r["rt_peak_rss_mb"].append(m.max_rss_kb / 1024)
+            r["rt_dropped"].append(sum(counts.get(k, 0) for k in ("dropped", "cadence-dropped", "decoder-dropped")))
+            trace = RUNS / f"ba-ff-{name}-{rep}.jsonl"
+            m = run_measured(player.command(clip, "real", None, trace, frames=1), f"ba-ff-{name}-{rep}").check(name)
+            r["first_frame_s"].append(m.wall)
+            trace = RUNS / f"ba-loop-{name}-{rep}.jsonl"
+            m = run_measured(player.command(loop_clip, "virtual", loop_seconds, trace, mode="640x360@60"),
+                             f"ba-loop-{name}-{rep}").check(name)
+            r["loop_cpu_s"].append(m.cpu)
+            r["loop_peak_rss_mb"].append(m.max_rss_kb / 1024)
+    medians = {name: {k: median(v) for k, v in r.items()} for name, r in runs.items()}
+    results["before_after"] = {
+        "before": str(before.label), "after": marquee_label(results), "reps": reps, "runs": runs, "median": medians,
+        "ratio_after_over_before": {k: ratio(medians["after"][k], medians["before"][k]) for k in keys if k != "rt_dropped"},
+    }
+
+
+def marquee_label(results):
+    return results.get("versions", {}).get("marquee", {}).get("commit", "this build")
+
+
+# Before/after rows: key, label, digits, whether higher is better.
+BEFORE_AFTER_ROWS = [
+    ("fps", "throughput 1080p H.264, virtual clock (fps)", 1, True),
+    ("cpu_ms_per_frame", "CPU per frame, virtual clock (ms)", 2, False),
+    ("rt_cpu_ms_per_frame", "CPU per frame, 10 s at real time (ms)", 2, False),
+    ("rt_peak_rss_mb", "peak resident size, real time (MB)", 1, False),
+    ("rt_dropped", "frames dropped, real time", 0, False),
+    ("first_frame_s", "start to exit after the first frame (s)", 3, False),
+    ("loop_cpu_s", "CPU, a 1 s clip looped 60 times (s)", 2, False),
+    ("loop_peak_rss_mb", "peak resident size, 60 loops (MB)", 1, False),
+]
+
+
+def before_after_markdown(ba):
+    if not ba:
+        return []
+    lines = ["", "## 10. Before and after", "",
+             f"`{ba['before']}` (before) and `{ba['after']}` (after), each run {ba['reps']} times, alternated in one "
+             "run (before, after, then after, before); medians. A ratio within a few percent of 1 is the machine's noise.", "",
+             "| measure | before | after | after / before |", "|---|---|---|---|"]
+    for key, label, digits, _ in BEFORE_AFTER_ROWS:
+        b, a = ba["median"]["before"].get(key), ba["median"]["after"].get(key)
+        r = ba["ratio_after_over_before"].get(key)
+        lines.append(f"| {label} | {fmt(b, digits)} | {fmt(a, digits)} | {fmt(r, 3) + 'x' if r is not None else ''} |")
+    return lines
+
+
 def machine():
     cpuinfo = Path("/proc/cpuinfo").read_text()
     model = re.search(r"^model name\s*:\s*(.*)$", cpuinfo, re.M)
@@ -932,6 +1009,7 @@ def write_markdown(results, path):
                   f"{fmt(tr.get('virtual_ratio_cpu_crossfade_over_cut'), 2)}x on the virtual clock (the same vsyncs drawn)."]
     lines += ["", "![frame intervals](frame-intervals.png)", ""]
     lines += audio_markdown(results.get("audio"))
+    lines += before_after_markdown(results.get("before_after"))
     path.write_text("\n".join(lines))
 
 
@@ -1277,16 +1355,22 @@ def vm_offsets_line(off, title):
 
 
 # The sections in the order they run, and the keys of results.json each one writes.
-SECTIONS = ["throughput", "realtime", "first_frame", "loop_memory", "pacing", "layer", "overlay", "transition", "audio"]
+SECTIONS = ["throughput", "realtime", "first_frame", "loop_memory", "pacing", "layer", "overlay", "transition", "audio",
+            "before_after"]
 SECTION_KEYS = {"throughput": ["throughput", "renderer_ceiling"], "realtime": ["realtime"],
                 "first_frame": ["first_frame"], "loop_memory": ["loop_memory"],
                 "pacing": ["pacing", "pacing_total_errors"], "layer": ["layer"],
-                "overlay": ["overlay"], "transition": ["transition"], "audio": ["audio"]}
+                "overlay": ["overlay"], "transition": ["transition"], "audio": ["audio"],
+                "before_after": ["before_after"]}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--marquee", help="the marquee binary (release build)")
+    parser.add_argument("--before", metavar="BINARY",
+                        help="an earlier marquee release binary, measured beside this one (section before_after; "
+                             "`make bench BEFORE=REV` builds one)")
+    parser.add_argument("--before-label", metavar="NAME", help="what --before is (a commit); by default its path")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of the throughput and first-frame runs")
     parser.add_argument("--report-only", action="store_true",
                         help="rewrite RESULTS.md and the plot from results.json and the cached traces")
@@ -1354,6 +1438,13 @@ def main():
                 bench_transition(marquee, results)
             elif section == "audio":
                 bench_audio(marquee, results)
+            elif section == "before_after":
+                if args.before:
+                    earlier = Marquee(Path(args.before).resolve())
+                    earlier.label = args.before_label or args.before
+                    bench_before_after(marquee, earlier, args.reps, results)
+                else:
+                    log("bench: before_after skipped: no --before binary (make bench BEFORE=REV)")
         # Which run each section's figures come from.
         results["section_runs"] = {section: (this_run if section in only else kept.get("section_runs", {}).get(
             section, {"date": kept.get("date"), "marquee": kept.get("versions", {}).get("marquee", {}).get("commit")}))

@@ -29,7 +29,12 @@ struct ReportingBackend: MediaBackend {
     /// Sound that cannot be decoded is not the item's failure (it plays in silence): not reported.
     func openAudioReader(_ url: URL) throws -> (any AudioReader)? { try inner.openAudioReader(url) }
 
-    private func reporting<T>(_ url: URL, _ operation: String, _ body: () throws -> T) throws -> T {
+    /// The file opened once for its asset (`MediaSource`), its probe and readers reported as above.
+    func openSource(_ url: URL) throws -> any MediaSource {
+        ReportingSource(inner: try reporting(url, "open") { try inner.openSource(url) }, url: url, backend: self)
+    }
+
+    fileprivate func reporting<T>(_ url: URL, _ operation: String, _ body: () throws -> T) throws -> T {
         let start = ContinuousClock.now
         defer {
             let took = (ContinuousClock.now - start).seconds
@@ -40,6 +45,37 @@ struct ReportingBackend: MediaBackend {
             throw error
         }
     }
+}
+
+/// `ReportingBackend`'s view of an opened file.
+final class ReportingSource: MediaSource {
+    let inner: any MediaSource
+    let url: URL
+    let backend: ReportingBackend
+
+    init(inner: any MediaSource, url: URL, backend: ReportingBackend) {
+        self.inner = inner
+        self.url = url
+        self.backend = backend
+    }
+
+    func describe() throws -> AssetDescription { try backend.reporting(url, "probe") { try inner.describe() } }
+
+    func openReader() throws -> any FrameReader {
+        TimedReader(inner: try backend.reporting(url, "open") { try inner.openReader() }, url: url, slowLimit: backend.slowLimit,
+                    onSlow: backend.onSlow, onFramesReady: backend.onFramesReady)
+    }
+
+    func openPrerollReader() throws -> any FrameReader {
+        TimedReader(inner: try backend.reporting(url, "open") { try inner.openPrerollReader() }, url: url, slowLimit: backend.slowLimit,
+                    onSlow: backend.onSlow, onFramesReady: backend.onFramesReady)
+    }
+
+    /// Sound that cannot be decoded is not the item's failure (it plays in silence): not reported.
+    func openAudioReader() throws -> (any AudioReader)? { try inner.openAudioReader() }
+
+    var isUsable: Bool { inner.isUsable }
+    var holdsFile: Bool { inner.holdsFile }
 }
 
 /// A reader that reports a read or seek taking longer than `slowLimit` seconds, and when it has

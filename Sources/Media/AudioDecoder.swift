@@ -15,8 +15,8 @@ public struct AudioStreamInfo: Sendable {
 
 /// Demuxes and decodes the best audio stream of one file (libavcodec) into interleaved float32
 /// `PCMBuffer`s at the stream's own rate and layout (`AudioResampler` converts them for the
-/// device). Opens the file as `VideoDecoder` does (`FileInput`: time limits, file protocol only)
-/// and checks the stream's numbers before using them.
+/// device). Reads its packets from the item's `Demuxer` (shared with the pictures' decoder) and
+/// checks the stream's numbers before using them.
 ///
 /// Encoder delay and padding are FFmpeg's to honour: the demuxer turns MP4 edit lists and MP3's
 /// LAME/Xing header into skip-samples side data (start and end), and libavcodec drops those
@@ -39,9 +39,9 @@ public final class AudioDecoder {
     /// the sound after it stays with its pictures).
     public static let gapTolerance = MediaTime(value: 1, timescale: 200)
 
-    private let input: FileInput
+    /// Reads this stream's packets from the item's demuxer and runs the decoder on them.
+    private let loop: DecodeLoop
     private var codec: UnsafeMutablePointer<AVCodecContext>?
-    private var packet: UnsafeMutablePointer<AVPacket>?
     private var frame: UnsafeMutablePointer<AVFrame>?
     private let streamIndex: Int32
     private let timeBase: AVRational
@@ -55,7 +55,6 @@ public final class AudioDecoder {
     private var packerFormat: (format: Int32, rate: Int32, layout: PCMFormat)?
     /// The time of the next sample on the item's timeline, once a frame has been seen.
     private var next: MediaTime?
-    private var draining = false
     private var finished = false
     private var consecutiveErrors = 0
     private var delivered = 0
@@ -68,11 +67,56 @@ public final class AudioDecoder {
     /// Opens `path`'s best audio stream and its decoder. Throws a `MediaError` naming the file
     /// and the reason: no audio stream, no decoder for its codec (FFmpeg's reason), numbers out
     /// of range, a decoder that does not open.
-    public init(path: String, limits: MediaIOLimits = .standard) throws {
+    public convenience init(path: String, limits: MediaIOLimits = .standard) throws {
+        try self.init(demuxer: Demuxer(path: path, limits: limits))
+    }
+
+    /// Decodes the best audio stream of `demuxer`'s file, read through a cursor of its own.
+    init(demuxer: Demuxer) throws {
+        let path = demuxer.path
         uri = path
-        let opened = try FileInput(path: path, limits: limits)
-        input = opened
-        let fmt = opened.format
+        let opened = try demuxer.withFormat { fmt in try Self.findAudioStream(fmt, path: path) }
+        streamIndex = opened.index
+        timeBase = opened.timeBase
+        origin = opened.origin
+        end = opened.end
+        let stream = opened.stream
+        loop = try DecodeLoop(cursor: PacketCursor(demuxer: demuxer, stream: opened.index), uri: path)
+        let decoder = opened.decoder
+
+        guard let context = avcodec_alloc_context3(decoder) else {
+            throw MediaError(uri: path, call: "avcodec_alloc_context3", reason: "out of memory")
+        }
+        codec = context
+        var r = avcodec_parameters_to_context(context, stream.pointee.codecpar)
+        guard r >= 0 else { throw MediaError(uri: path, call: "avcodec_parameters_to_context", averror: r) }
+        context.pointee.pkt_timebase = timeBase  // so that skipped samples move the frame's pts
+        r = avcodec_open2(context, decoder, nil)
+        guard r >= 0 else {
+            throw MediaError(uri: path, call: "avcodec_open2", code: r,
+                             reason: "cannot open the \(String(cString: decoder.pointee.name)) decoder: \(ffmpegErrorString(r))")
+        }
+        guard let frame = av_frame_alloc() else {
+            throw MediaError(uri: path, call: "av_frame_alloc", reason: "out of memory")
+        }
+        self.frame = frame
+        info = AudioStreamInfo(codec: String(cString: decoder.pointee.name), format: opened.format, duration: opened.duration)
+    }
+
+    /// What opening the audio stream finds in the container.
+    private struct Found {
+        let index: Int32
+        let decoder: UnsafePointer<AVCodec>
+        let stream: UnsafeMutablePointer<AVStream>
+        let timeBase: AVRational
+        let origin: Int64
+        let end: MediaTime?
+        let format: PCMFormat
+        let duration: MediaTime
+    }
+
+    /// The best audio stream of `fmt` (`path`'s), its decoder and its numbers, checked.
+    private static func findAudioStream(_ fmt: UnsafeMutablePointer<AVFormatContext>, path: String) throws -> Found {
         var decoder: UnsafePointer<AVCodec>?
         let index = av_find_best_stream(fmt, AVMEDIA_TYPE_AUDIO, -1, -1, &decoder, 0)
         guard index >= 0 else {
@@ -88,8 +132,7 @@ public final class AudioDecoder {
             throw MediaError(uri: path, call: "av_find_best_stream", code: index,
                              reason: "no decoder for the audio stream's codec (\(Self.codecName(fmt, index)))")
         }
-        streamIndex = index
-        timeBase = stream.pointee.time_base
+        let timeBase = stream.pointee.time_base
         guard ContainerValue.isUsable(timeBase) else {
             throw MediaError(uri: path, call: "stream \(index)", reason: "time base \(timeBase.num)/\(timeBase.den) is not positive")
         }
@@ -109,43 +152,23 @@ public final class AudioDecoder {
            ContainerValue.isUsable(video.pointee.time_base), video.pointee.start_time != noPTS {
             origin = av_rescale_q(video.pointee.start_time, video.pointee.time_base, timeBase)
         }
-        self.origin = origin
-
-        guard let context = avcodec_alloc_context3(decoder) else {
-            throw MediaError(uri: path, call: "avcodec_alloc_context3", reason: "out of memory")
-        }
-        codec = context
-        var r = avcodec_parameters_to_context(context, stream.pointee.codecpar)
-        guard r >= 0 else { throw MediaError(uri: path, call: "avcodec_parameters_to_context", averror: r) }
-        context.pointee.pkt_timebase = timeBase  // so that skipped samples move the frame's pts
-        r = avcodec_open2(context, decoder, nil)
-        guard r >= 0 else {
-            throw MediaError(uri: path, call: "avcodec_open2", code: r,
-                             reason: "cannot open the \(String(cString: decoder.pointee.name)) decoder: \(ffmpegErrorString(r))")
-        }
-        guard let packet = av_packet_alloc(), let frame = av_frame_alloc() else {
-            throw MediaError(uri: path, call: "av_packet_alloc", reason: "out of memory")
-        }
-        self.packet = packet
-        self.frame = frame
         let duration = ContainerValue.duration(of: stream, in: fmt)
-        info = AudioStreamInfo(codec: String(cString: decoder.pointee.name), format: format, duration: duration)
         // FFmpeg's MP4 demuxer applies the edit list's start (the priming samples are skipped) but
         // leaves the last frame's padding: the edit list's length, the stream's duration, ends it.
         let demuxer = String(cString: fmt.pointee.iformat.pointee.name)
         let start = stream.pointee.start_time == noPTS ? 0 : stream.pointee.start_time
+        var end: MediaTime?
         if demuxer.hasPrefix("mov,"), stream.pointee.duration > 0,
            let last = ContainerValue.sum(start, stream.pointee.duration).flatMap({ ContainerValue.difference($0, origin) }) {
             end = ContainerValue.time(ticks: last, timeBase: timeBase)
-        } else {
-            end = nil
         }
+        return Found(index: index, decoder: decoder, stream: stream, timeBase: timeBase, origin: origin,
+                     end: end, format: format, duration: duration)
     }
 
     deinit {
         swr_free(&packer)
         av_frame_free(&frame)
-        av_packet_free(&packet)
         avcodec_free_context(&codec)
     }
 
@@ -159,10 +182,7 @@ public final class AudioDecoder {
     }
 
     /// Ends the decoder's waits for data from any thread (as `VideoDecoder.canceller`).
-    public var canceller: @Sendable () -> Void {
-        let state = input.state
-        return { state.cancelled.store(true, ordering: .relaxed) }
-    }
+    public var canceller: @Sendable () -> Void { loop.cursor.canceller }
 
     /// Positions the decoder so that the next buffer starts at `time` (relative to the item's
     /// start, as `pts`), to the sample: it seeks to the packet at or before it and drops the
@@ -173,11 +193,10 @@ public final class AudioDecoder {
         }
         let target = max(time, .zero)
         let ticks = ContainerValue.ticks(seconds: target.seconds, timeBase: timeBase).flatMap { ContainerValue.sum($0, origin) } ?? .max
-        let r = av_seek_frame(input.format, streamIndex, ticks, AVSEEK_FLAG_BACKWARD)
-        guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
+        // The start is the stream's first packet: its priming samples decode as when it opened.
+        if target == .zero { try loop.seekToStart() } else { try loop.seek(to: ticks) }
         avcodec_flush_buffers(codec)
         next = nil
-        draining = false
         finished = false
         consecutiveErrors = 0
         sought = true
@@ -198,39 +217,21 @@ public final class AudioDecoder {
 
     /// The next decoded frame (owned by the decoder: unref'd by the caller), or nil at the end.
     private func decodeFrame() throws -> UnsafeMutablePointer<AVFrame>? {
-        guard let codec, let packet, let frame, !finished else { return nil }
-        while true {
-            let r = avcodec_receive_frame(codec, frame)
-            if r == 0 {
-                consecutiveErrors = 0
-                delivered += 1
-                return frame
+        guard let codec, let frame, !finished else { return nil }
+        let step = try loop.next(codec: { codec }, receive: { avcodec_receive_frame(codec, frame) }, accept: {
+            consecutiveErrors = 0
+            delivered += 1
+            return true
+        }, fail: { call, code in try countError(call: call, code: code) })
+        switch step {
+        case .frame:
+            return frame
+        case .end:
+            finished = true
+            guard delivered > 0 || sought else {
+                throw lastFailure ?? MediaError(uri: uri, call: "avcodec_receive_frame", reason: "the audio stream has no decodable frame")
             }
-            if r == averrorEOF {
-                finished = true
-                guard delivered > 0 || sought else {
-                    throw lastFailure ?? MediaError(uri: uri, call: "avcodec_receive_frame", reason: "the audio stream has no decodable frame")
-                }
-                return nil
-            }
-            if r != averrorEAGAIN {
-                try countError(call: "avcodec_receive_frame", code: r)
-                continue
-            }
-            if draining {  // EAGAIN while draining: the decoder has nothing more
-                finished = true
-                return nil
-            }
-            switch try input.feed(codec, streamIndex: streamIndex, packet: packet) {
-            case .ended:
-                draining = true
-            case .readFailed(let code):
-                try countError(call: "av_read_frame", code: code)
-            case .sent(let sent, _):
-                if sent < 0 && sent != averrorEAGAIN {
-                    try countError(call: "avcodec_send_packet", code: sent)
-                }
-            }
+            return nil
         }
     }
 

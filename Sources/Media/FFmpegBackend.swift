@@ -1,3 +1,4 @@
+import CFFmpeg
 import Foundation
 import Network
 import Playback
@@ -50,9 +51,28 @@ public struct FFmpegBackend: MediaBackend {
     /// so an item's decode thread reaches its first frame sooner. A stream that cannot be decoded
     /// fails when its item's decoder reads it, and the item is skipped then.
     public func probe(_ url: URL) throws -> AssetDescription {
-        let (info, rotation, matrix) = try VideoDecoder.describe(path: url.mediaLocation, limits: limits)
+        guard url.isFileURL else {
+            // A network source: described from an open of its own (its reader opens it again:
+            // `LiveReader` reopens it when it fails).
+            let input = try FileInput(path: url.mediaLocation, limits: limits)
+            return try withExtendedLifetime(input) { try describe(input.format, path: url.mediaLocation, sound: false) }
+        }
+        return try FFmpegSource(url: url, backend: self).describe()
+    }
+
+    /// Opens a file once (`Demuxer`): the asset's probe and every decoder of its items read it.
+    /// A network source keeps the per-call readers (`LiveReader` reopens what fails).
+    public func openSource(_ url: URL) throws -> any MediaSource {
+        guard url.isFileURL else { return BackendCalls(backend: self, url: url) }
+        return try FFmpegSource(url: url, backend: self)
+    }
+
+    /// The description of the open file `fmt` (`path`'s), its sound's track with it unless not
+    /// `sound`; the caller keeps other readers away.
+    func describe(_ fmt: UnsafeMutablePointer<AVFormatContext>, path: String, sound: Bool = true) throws -> AssetDescription {
+        let (info, rotation, matrix) = try VideoDecoder.describe(fmt, path: path)
         let rate = info.frameRate
-        let duration = info.isStillImage ? still(url.path) : info.duration
+        let duration = info.isStillImage ? still(path) : info.duration
         let track = AssetTrack(
             trackID: 1, mediaType: .video,
             naturalSize: VideoSize(width: info.width, height: info.height),
@@ -61,7 +81,7 @@ public struct FFmpegBackend: MediaBackend {
             minFrameDuration: rate > 0 ? MediaTime(seconds: 1 / rate, preferredTimescale: 90_000) : .invalid,
             codec: info.codec, pixelFormat: info.pixelFormat, colorSpace: matrix.rawValue)
         // The sound's track too, as AVFoundation lists it (stills have none).
-        let audio = info.isStillImage || !url.isFileURL ? nil : Self.audioTrack(path: url.path)
+        let audio = info.isStillImage || !sound ? nil : Self.audioTrack(fmt)
         return AssetDescription(duration: duration, tracks: [track] + (audio.map { [$0] } ?? []))
     }
 
@@ -77,7 +97,8 @@ public struct FFmpegBackend: MediaBackend {
     }
 
     public func openReader(_ url: URL) throws -> any FrameReader {
-        try openReader(url, threads: threads)
+        guard url.isFileURL else { return try openReader(url, threads: threads) }
+        return try FFmpegSource(url: url, backend: self).openReader()
     }
 
     /// A hardware path is tried as for playback, so that an item's frames all come the same way;
@@ -89,7 +110,8 @@ public struct FFmpegBackend: MediaBackend {
     /// (`VideoDecoder.decodesFirstPacketAlone`): one picture buffer, not the decoder's
     /// reordering delay's worth.
     public func openPrerollReader(_ url: URL) throws -> any FrameReader {
-        try openReader(url, threads: 1, firstPacketAlone: true)
+        guard url.isFileURL else { return try openReader(url, threads: 1, firstPacketAlone: true) }
+        return try FFmpegSource(url: url, backend: self).openPrerollReader()
     }
 
     /// A network source with no duration is live: its reader reopens it when it fails (`LiveReader`).
@@ -106,12 +128,51 @@ public struct FFmpegBackend: MediaBackend {
         // A network read waits no longer than a live picture may stand still.
         if !url.isFileURL { limits.read = min(limits.read, live.stallTimeout) }
         let decoder = try VideoDecoder(path: url.mediaLocation, threads: threads, hardware: hardware, interop: interop, limits: limits)
+        return reader(decoder, path: url.mediaLocation, firstPacketAlone: firstPacketAlone)
+    }
+
+    /// A reader of `demuxer`'s video stream (see `openPrerollReader` for `threads` and
+    /// `firstPacketAlone`).
+    func openReader(_ demuxer: Demuxer, threads: Int, firstPacketAlone: Bool = false) throws -> any FrameReader {
+        let decoder = try VideoDecoder(demuxer: demuxer, threads: threads, hardware: hardware, interop: interop,
+                                       sessions: FFmpegCodecSessions())
+        return reader(decoder, path: demuxer.path, firstPacketAlone: firstPacketAlone)
+    }
+
+    private func reader(_ decoder: VideoDecoder, path: String, firstPacketAlone: Bool) -> DecoderReader {
         if firstPacketAlone { decoder.decodesFirstPacketAlone() }
-        if decoder.info.isStillImage { decoder.stillDuration = still(url.path) }
-        onOpen?(url.mediaLocation, decoder.info, decoder.decodingPath)
+        if decoder.info.isStillImage { decoder.stillDuration = still(path) }
+        onOpen?(path, decoder.info, decoder.decodingPath)
         return DecoderReader(decoder: decoder, maxTextureSide: output.maxTextureSize,
                              onChange: onOpen, onConversion: onConversion, onDownscale: onDownscale)
     }
+}
+
+/// The FFmpeg backend's `MediaSource`: one `Demuxer` for the file, read by the probe and by every
+/// decoder of the asset's items, each through a cursor of its own.
+final class FFmpegSource: MediaSource, @unchecked Sendable {
+    // @unchecked: `demuxer` is safe from any thread; `backend` is a value set once.
+    let demuxer: Demuxer
+    let backend: FFmpegBackend
+
+    init(url: URL, backend: FFmpegBackend) throws {
+        demuxer = try Demuxer(path: url.mediaLocation, limits: backend.limits)
+        self.backend = backend
+    }
+
+    func describe() throws -> AssetDescription {
+        try demuxer.withFormat { try backend.describe($0, path: demuxer.path) }
+    }
+
+    func openReader() throws -> any FrameReader { try backend.openReader(demuxer, threads: backend.threads) }
+
+    func openPrerollReader() throws -> any FrameReader {
+        try backend.openReader(demuxer, threads: 1, firstPacketAlone: true)
+    }
+
+    func openAudioReader() throws -> (any AudioReader)? { try backend.openAudioReader(demuxer) }
+
+    var isUsable: Bool { !demuxer.input.isStopped }
 }
 
 /// A `VideoDecoder` as a frame reader; owned by one item's decode thread. Reports a change of

@@ -44,22 +44,29 @@ final class InputGuard: @unchecked Sendable {
     let cancelled = Atomic(false)
     /// Monotonic nanoseconds by which the read under way must return (network inputs); 0: none.
     let readDeadline = Atomic<UInt64>(0)
+    /// Stops the read under way only (its reader was cancelled while others share the file:
+    /// `Demuxer`); cleared before each read.
+    let interruptRead = Atomic(false)
+    /// Asked with the other reasons to stop: a caller's own deadline or cancel (a live source's).
+    let interrupt: (@Sendable () -> Bool)?
     /// Set when a read waited `limits.read` for data, or the open passed its deadline.
     let readTimedOut = Atomic(false)
     let openTimedOut = Atomic(false)
 
-    init(file: consuming FileDescriptor, regular: Bool, limits: MediaIOLimits) {
+    init(file: consuming FileDescriptor, regular: Bool, limits: MediaIOLimits, interrupt: (@Sendable () -> Bool)? = nil) {
         self.file = file
         self.regular = regular
         self.limits = limits
+        self.interrupt = interrupt
         isNetwork = false
     }
 
     /// The guard of a network input. It owns no descriptor (-1: closing it does nothing).
-    init(networkLimits limits: MediaIOLimits) {
+    init(networkLimits limits: MediaIOLimits, interrupt: (@Sendable () -> Bool)? = nil) {
         file = FileDescriptor(adopting: -1)
         regular = false
         self.limits = limits
+        self.interrupt = interrupt
         isNetwork = true
     }
 
@@ -78,7 +85,8 @@ final class InputGuard: @unchecked Sendable {
 
     /// Whether FFmpeg should stop what it is doing (AVIOInterruptCB).
     var shouldInterrupt: Bool {
-        if cancelled.load(ordering: .relaxed) || readTimedOut.load(ordering: .relaxed) { return true }
+        if cancelled.load(ordering: .relaxed) || readTimedOut.load(ordering: .relaxed)
+            || interruptRead.load(ordering: .relaxed) || interrupt?() == true { return true }
         let readEnd = readDeadline.load(ordering: .relaxed)
         if readEnd != 0 && Self.now() > readEnd {
             readTimedOut.store(true, ordering: .relaxed)
@@ -100,7 +108,9 @@ final class InputGuard: @unchecked Sendable {
         if readTimedOut.load(ordering: .relaxed) { return mq_averror(ETIMEDOUT) }
         let waitEnd = Self.now() &+ Self.nanoseconds(limits.read)
         while true {
-            if cancelled.load(ordering: .relaxed) { return mq_averror_exit() }
+            if cancelled.load(ordering: .relaxed) || interruptRead.load(ordering: .relaxed) || interrupt?() == true {
+                return mq_averror_exit()
+            }
             if !regular {
                 let now = Self.now()
                 guard now < waitEnd else {
@@ -142,7 +152,7 @@ final class GuardedIO {
     let state: InputGuard
     let context: UnsafeMutablePointer<AVIOContext>
 
-    init(path: String, limits: MediaIOLimits) throws {
+    init(path: String, limits: MediaIOLimits, interrupt: (@Sendable () -> Bool)? = nil) throws {
         // Named as the step it stands for (FFmpeg's own open), so a missing file reads as before.
         let file: FileDescriptor
         do {
@@ -161,7 +171,7 @@ final class GuardedIO {
         guard kind != S_IFDIR else {
             throw MediaError(uri: path, call: "avformat_open_input", code: mq_averror(EISDIR), reason: "is a directory")
         }
-        let state = InputGuard(file: file, regular: kind == S_IFREG, limits: limits)
+        let state = InputGuard(file: file, regular: kind == S_IFREG, limits: limits, interrupt: interrupt)
         let bufferSize: Int32 = 64 << 10
         guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
             throw MediaError(uri: path, call: "av_malloc", reason: "out of memory")
@@ -192,6 +202,16 @@ final class GuardedIO {
     }
 }
 
+/// How many times each path was opened for demuxing (`FileInput`) in this process: tests count
+/// an item's opens by it.
+package enum FileOpens {
+    private static let opened = Mutex<[String: Int]>([:])
+
+    static func count(_ path: String) { opened.withLock { $0[path, default: 0] += 1 } }
+
+    package static func of(_ path: String) -> Int { opened.withLock { $0[path] ?? 0 } }
+}
+
 /// One opened media file: its demuxer (`format`) reading through an I/O context of our own, so that
 /// no open or read blocks past `MediaIOLimits`, with the header and stream parameters read.
 /// FFmpeg may open further files only over the `file` protocol (`protocol_whitelist`), and images
@@ -207,14 +227,16 @@ final class FileInput {
     let state: InputGuard
 
     /// Opens `path` and reads its header and stream parameters. Throws a `MediaError` naming the
-    /// file, the step and the reason (a timeout says which wait and how long).
-    init(path: String, limits: MediaIOLimits = .standard) throws {
+    /// file, the step and the reason (a timeout says which wait and how long). `interrupt`, asked
+    /// as FFmpeg works, stops the open and every read when it says true.
+    init(path: String, limits: MediaIOLimits = .standard, interrupt: (@Sendable () -> Bool)? = nil) throws {
         self.path = path
+        FileOpens.count(path)
         let network = NetworkURL.hasNetworkScheme(path)
         // Freed by its deinit when this init throws.
-        let io = network ? nil : try GuardedIO(path: path, limits: limits)
+        let io = network ? nil : try GuardedIO(path: path, limits: limits, interrupt: interrupt)
         self.io = io
-        let state = io?.state ?? InputGuard(networkLimits: limits)
+        let state = io?.state ?? InputGuard(networkLimits: limits, interrupt: interrupt)
         self.state = state
         let gate = network ? NetworkGate(allow: limits.network, limits: limits) : nil
         self.gate = gate
@@ -273,7 +295,7 @@ final class FileInput {
             return MediaError(uri: path, call: call, code: code,
                               reason: "timed out: opening took over \(state.limits.open.formatted(decimals: 1)) s")
         }
-        if state.cancelled.load(ordering: .relaxed) {
+        if state.cancelled.load(ordering: .relaxed) || state.interruptRead.load(ordering: .relaxed) {
             return MediaError(uri: path, call: call, code: code, reason: "cancelled")
         }
         return MediaError(uri: path, call: call, averror: code)
@@ -284,42 +306,6 @@ final class FileInput {
     var isStopped: Bool {
         state.readTimedOut.load(ordering: .relaxed) || state.openTimedOut.load(ordering: .relaxed)
             || state.cancelled.load(ordering: .relaxed)
-    }
-
-    /// What feeding a decoder the next packet of its stream did.
-    enum Feed {
-        /// A packet went to the decoder: `result` is avcodec_send_packet's, `isKey` whether it
-        /// was a keyframe.
-        case sent(result: Int32, isKey: Bool)
-        /// The file ended: the decoder was told to give what it still holds (draining).
-        case ended
-        /// The read failed with `code`; the caller counts it (a timeout or a cancel throws).
-        case readFailed(code: Int32)
-    }
-
-    /// The send half of FFmpeg's decode loop, as the video and the audio decoders share it: reads
-    /// packets until one of `streamIndex` is sent to `codec` (others are passed over).
-    /// `packet` is the caller's, unreferenced again before this returns.
-    func feed(_ codec: UnsafeMutablePointer<AVCodecContext>?, streamIndex: Int32,
-              packet: UnsafeMutablePointer<AVPacket>) throws -> Feed {
-        while true {
-            state.armRead(true)
-            let read = av_read_frame(format, packet)
-            state.armRead(false)
-            if read == averrorEOF {
-                avcodec_send_packet(codec, nil)
-                return .ended
-            }
-            guard read >= 0 else {
-                // A read that timed out (or a cancel) ends the item now: a retry would wait again.
-                if isStopped { throw Self.error(path, state, call: "av_read_frame", code: read) }
-                return .readFailed(code: read)
-            }
-            defer { av_packet_unref(packet) }
-            guard packet.pointee.stream_index == streamIndex else { continue }
-            let sent = avcodec_send_packet(codec, packet)
-            return .sent(result: sent, isKey: packet.pointee.flags & AV_PKT_FLAG_KEY != 0)
-        }
     }
 
     deinit {

@@ -109,14 +109,11 @@ extension VideoDecoder {
         session = newSession
         av_frame_free(&pending)
         consecutiveErrors = 0
-        draining = false
         if let last = lastDelivered {
-            let r = av_seek_frame(format, streamIndex, last, AVSEEK_FLAG_BACKWARD)
-            guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
+            try loop.seek(to: last)
             skipThrough = last
         } else {
-            let r = av_seek_frame(format, streamIndex, startTime, AVSEEK_FLAG_BACKWARD)
-            guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
+            try loop.seekToStart()
         }
     }
 }

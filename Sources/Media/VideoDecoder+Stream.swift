@@ -7,19 +7,17 @@ import Playback
 // decoder, its time base checked, its size, rate, duration and kind (a video or a still).
 
 extension VideoDecoder {
-    /// Opens `path` (within `limits`: `FileInput`) and finds its best video stream and that
-    /// stream's software decoder.
-    static func openVideoStream(_ path: String, limits: MediaIOLimits) throws
-        -> (input: FileInput, stream: Int32, decoder: UnsafePointer<AVCodec>)
+    /// The best video stream of `fmt` (`path`'s) and that stream's software decoder.
+    static func findVideoStream(_ fmt: UnsafeMutablePointer<AVFormatContext>, path: String) throws
+        -> (stream: Int32, decoder: UnsafePointer<AVCodec>)
     {
-        let input = try FileInput(path: path, limits: limits)
         var decoder: UnsafePointer<AVCodec>?
-        let r = av_find_best_stream(input.format, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
+        let r = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
         guard r >= 0, let decoder else {
             throw MediaError(uri: path, call: "av_find_best_stream", code: r,
                              reason: r == mq_averror_decoder_not_found() ? "no decoder for the video stream" : "no video stream")
         }
-        return (input, r, decoder)
+        return (r, decoder)
     }
 
     /// Stream `index` of `fmt`, when its time base can time its frames; otherwise a `MediaError`
@@ -62,9 +60,16 @@ extension VideoDecoder {
     public static func describe(path: String, limits: MediaIOLimits = .standard) throws
         -> (info: VideoStreamInfo, rotation: Rotation, colorMatrix: ColorMatrix)
     {
-        let (input, index, decoder) = try openVideoStream(path, limits: limits)
-        defer { withExtendedLifetime(input) {} }  // the format context lives as long as `input`
-        let opened = input.format
+        let input = try FileInput(path: path, limits: limits)
+        return try withExtendedLifetime(input) { try describe(input.format, path: path) }
+    }
+
+    /// `describe(path:)` for a file already open (`fmt`, `path`'s); the caller keeps other
+    /// readers of it away.
+    static func describe(_ opened: UnsafeMutablePointer<AVFormatContext>, path: String) throws
+        -> (info: VideoStreamInfo, rotation: Rotation, colorMatrix: ColorMatrix)
+    {
+        let (index, decoder) = try findVideoStream(opened, path: path)
         let stream = try checkedStream(opened, index, path: path)
         let parameters = stream.pointee.codecpar.pointee
         let pixelFormat = AVPixelFormat(rawValue: parameters.format)

@@ -31,9 +31,10 @@ public final class VideoDecoder {
     /// How long the picture of a still image shows (its one frame's duration).
     public var stillDuration = MediaTime(value: 10, timescale: 1)
 
-    /// The open file and its demuxer; closed when the decoder goes.
-    let input: FileInput
-    var format: UnsafeMutablePointer<AVFormatContext> { input.format }
+    /// The item's demuxer, shared with its other decoders; its file closes when the last goes.
+    let demuxer: Demuxer
+    /// Reads this stream's packets from `demuxer` and runs the decoder on them.
+    let loop: DecodeLoop
     /// The open codec context; replaced by a software one when the hardware path fails.
     var session: CodecSession
     /// The software decoder for this stream (the fallback of every hardware path).
@@ -54,7 +55,6 @@ public final class VideoDecoder {
     let sessions: any CodecSessionMaking
     /// True once the decoder has switched to software mid-stream (it does so at most once).
     var switched = false
-    var packet: UnsafeMutablePointer<AVPacket>?
     /// Tags, and swscale for the formats the player layer does not draw (FrameConverter.swift).
     lazy var converter = FrameConverter(uri: uri)
     /// The container's display matrix as a clockwise turn; every frame carries it.
@@ -63,7 +63,6 @@ public final class VideoDecoder {
     let timeBase: AVRational
     let startTime: Int64
     let nominalFrameDuration: MediaTime
-    var draining = false
     /// Where the next frame is due on the continuous timeline, in stream ticks (`timing(of:)`).
     var nextPTS: Int64?
     /// Added to the file's timestamps since the last discontinuity (`timing(of:)`).
@@ -108,21 +107,34 @@ public final class VideoDecoder {
     ///   - limits: how long opening and each read may wait (`MediaIOLimits`).
     public convenience init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, interop: (any FrameInteropTarget)? = nil,
                             limits: MediaIOLimits = .standard) throws {
-        try self.init(path: path, threads: threads, hardware: hardware, interop: interop, limits: limits, sessions: FFmpegCodecSessions())
+        try self.init(demuxer: Demuxer(path: path, limits: limits), threads: threads, hardware: hardware, interop: interop,
+                      sessions: FFmpegCodecSessions())
     }
 
-    init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, interop: (any FrameInteropTarget)? = nil,
-         limits: MediaIOLimits = .standard, sessions: any CodecSessionMaking) throws {
+    convenience init(path: String, threads: Int = 0, hardware: HardwareDecoding = .none, interop: (any FrameInteropTarget)? = nil,
+                     limits: MediaIOLimits = .standard, sessions: any CodecSessionMaking) throws {
+        try self.init(demuxer: Demuxer(path: path, limits: limits), threads: threads, hardware: hardware, interop: interop,
+                      sessions: sessions)
+    }
+
+    /// Decodes the best video stream of `demuxer`'s file, read through a cursor of its own.
+    init(demuxer: Demuxer, threads: Int = 0, hardware: HardwareDecoding = .none, interop: (any FrameInteropTarget)? = nil,
+         sessions: any CodecSessionMaking) throws {
+        let path = demuxer.path
         uri = path
         self.sessions = sessions
-        let (opened, index, decoder) = try Self.openVideoStream(path, limits: limits)
-        input = opened  // closes the file when this init throws, or when the decoder goes
-        let fmt = opened.format
+        self.demuxer = demuxer
+        let (index, decoder, stream, jumps, rate) = try demuxer.withFormat { fmt in
+            let (index, decoder) = try Self.findVideoStream(fmt, path: path)
+            let stream = try Self.checkedStream(fmt, index, path: path)
+            return (index, decoder, stream, fmt.pointee.iformat.map { $0.pointee.flags & AVFMT_TS_DISCONT != 0 } ?? false,
+                    av_guess_frame_rate(fmt, stream, nil))
+        }
         streamIndex = index
-        timestampsMayJump = fmt.pointee.iformat.map { $0.pointee.flags & AVFMT_TS_DISCONT != 0 } ?? false
-        let stream = try Self.checkedStream(fmt, index, path: path)
+        timestampsMayJump = jumps
         timeBase = stream.pointee.time_base
         startTime = stream.pointee.start_time == noPTS ? 0 : stream.pointee.start_time
+        loop = try DecodeLoop(cursor: PacketCursor(demuxer: demuxer, stream: index), uri: path)
         // av_display_rotation_get counts counter-clockwise; the picture is shown turned back.
         displayRotation = Rotation(degrees: -mq_stream_display_rotation(stream))
 
@@ -163,32 +175,24 @@ public final class VideoDecoder {
         }
         let ctx = session.context!
 
-        guard let pkt = av_packet_alloc() else {
-            throw MediaError(uri: path, call: "av_packet_alloc", reason: "out of memory")
-        }
-        packet = pkt
-
-        let rate = av_guess_frame_rate(fmt, stream, nil)
         nominalFrameDuration = ContainerValue.framesPerSecond(rate) != nil
             ? MediaTime(value: Int64(rate.den), timescale: rate.num)
             : MediaTime(value: 1, timescale: 25)
         nominalTicks = max(1, ContainerValue.ticks(seconds: nominalFrameDuration.seconds, timeBase: timeBase) ?? 1)
-        info = try Self.describe(fmt, stream, decoder, width: ctx.pointee.width, height: ctx.pointee.height,
+        info = try demuxer.withFormat { fmt in
+            try Self.describe(fmt, stream, decoder, width: ctx.pointee.width, height: ctx.pointee.height,
                                  pixelFormat: ctx.pointee.pix_fmt, threads: ctx.pointee.thread_count, uri: path, index: index)
+        }
         if session.kind != nil { try chooseInterop(interop) }
     }
 
     deinit {
         av_frame_free(&pending)
-        av_packet_free(&packet)
     }
 
     /// Ends the decoder's waits for data from any thread: the blocked read, and every later one,
     /// fails at once (`MediaError` with the reason "cancelled").
-    public var canceller: @Sendable () -> Void {
-        let state = input.state
-        return { state.cancelled.store(true, ordering: .relaxed) }
-    }
+    public var canceller: @Sendable () -> Void { loop.cursor.canceller }
 
     /// The next frame in presentation order, or nil at the end of the stream.
     /// A corrupt packet is skipped; 16 failures in a row end decoding with an error.
@@ -236,81 +240,76 @@ public final class VideoDecoder {
     /// The next decoded frame as the decoder gives it (in hardware memory for a hardware path),
     /// frames already shown before a switch skipped; the caller owns it.
     func decodeRaw() throws -> UnsafeMutablePointer<AVFrame>? {
-        guard let packet else { return nil }
         if case .restartDue(let shown) = firstPacket { try restartAfterFirstPacket(skipping: shown) }
-        while true {
+        var received: UnsafeMutablePointer<AVFrame>?
+        let step = try loop.next(codec: { session.context }, receive: {
             guard let allocated = av_frame_alloc() else {
                 throw MediaError(uri: uri, call: "av_frame_alloc", reason: "out of memory")
             }
-            let codec = session.context
             let r = session.receiveFrame(into: allocated)
             if r == 0 {
-                let frame = allocated
-                let ts = frame.pointee.best_effort_timestamp
-                if case .draining = firstPacket {
-                    // The first packet's picture: the stream's first one when it is due at the
-                    // stream's start (no earlier picture follows it in decoding order), handed
-                    // out, and skipped once decoding starts again from the start (when a next
-                    // frame is asked for); otherwise dropped, and the stream decoded from its
-                    // start as usual.
-                    guard ts != noPTS && ts == startTime else {
-                        var dropped: UnsafeMutablePointer<AVFrame>? = frame
-                        av_frame_free(&dropped)
-                        try restartAfterFirstPacket(skipping: nil)
-                        continue
-                    }
-                    firstPacket = .restartDue(ts)
-                    consecutiveErrors = 0
-                    delivered += 1
-                    previousDelivered = lastDelivered
-                    lastDelivered = ts
-                    return frame
+                received = allocated
+            } else {
+                var frame: UnsafeMutablePointer<AVFrame>? = allocated
+                av_frame_free(&frame)
+            }
+            return r
+        }, accept: {
+            guard let frame = received else { return false }
+            let ts = frame.pointee.best_effort_timestamp
+            if case .draining = firstPacket {
+                // The first packet's picture: the stream's first one when it is due at the
+                // stream's start (no earlier picture follows it in decoding order), handed
+                // out, and skipped once decoding starts again from the start (when a next
+                // frame is asked for); otherwise dropped, and the stream decoded from its
+                // start as usual.
+                guard ts != noPTS && ts == startTime else {
+                    received = nil
+                    var dropped: UnsafeMutablePointer<AVFrame>? = frame
+                    av_frame_free(&dropped)
+                    try restartAfterFirstPacket(skipping: nil)
+                    return false
                 }
-                if let skip = skipThrough, ts != noPTS, ts <= skip {
-                    // Already shown before the switch to software.
-                    var shown: UnsafeMutablePointer<AVFrame>? = frame
-                    av_frame_free(&shown)
-                    continue
-                }
-                skipThrough = nil
+                firstPacket = .restartDue(ts)
                 consecutiveErrors = 0
                 delivered += 1
                 previousDelivered = lastDelivered
-                if ts != noPTS { lastDelivered = ts }
-                return frame
+                lastDelivered = ts
+                return true
             }
-            var frame: UnsafeMutablePointer<AVFrame>? = allocated
-            av_frame_free(&frame)
-            if case .draining = firstPacket, r == averrorEOF || r == averrorEAGAIN {
-                // The first packet made no picture on its own: decode from the start as usual.
-                try restartAfterFirstPacket(skipping: nil)
-                continue
+            if let skip = skipThrough, ts != noPTS, ts <= skip {
+                // Already shown before the switch to software.
+                received = nil
+                var shown: UnsafeMutablePointer<AVFrame>? = frame
+                av_frame_free(&shown)
+                return false
             }
-            if r == averrorEOF { return try endOfStream() }
-            guard r == averrorEAGAIN else {
-                try countError(call: "avcodec_receive_frame", code: r)
-                continue
-            }
-            if draining { return try endOfStream() }
-            // The decoder wants input: feed it the next packet of our stream.
-            switch try input.feed(codec, streamIndex: streamIndex, packet: packet) {
-            case .ended:
-                draining = true  // the decoder gives its delayed frames
-            case .readFailed(let code):
-                try countError(call: "av_read_frame", code: code)
-            case .sent(let sent, let isKey):
-                if sent < 0 && sent != averrorEAGAIN {
-                    try countError(call: "avcodec_send_packet", code: sent)
-                }
-                if case .armed = firstPacket {
-                    if sent >= 0 && isKey {
-                        firstPacket = .draining
-                        avcodec_send_packet(codec, nil)  // what this packet makes, without the pictures after it
-                    } else {
-                        firstPacket = .off  // not a keyframe: decoded as usual
-                    }
+            skipThrough = nil
+            consecutiveErrors = 0
+            delivered += 1
+            previousDelivered = lastDelivered
+            if ts != noPTS { lastDelivered = ts }
+            return true
+        }, idle: { _ in
+            // The first packet made no picture on its own: decode from the start as usual.
+            guard case .draining = firstPacket else { return false }
+            try restartAfterFirstPacket(skipping: nil)
+            return true
+        }, fail: { call, code in
+            try countError(call: call, code: code)
+        }, sent: { sent, isKey in
+            if case .armed = firstPacket {
+                if sent >= 0 && isKey {
+                    firstPacket = .draining
+                    avcodec_send_packet(session.context, nil)  // what this packet makes, without the pictures after it
+                } else {
+                    firstPacket = .off  // not a keyframe: decoded as usual
                 }
             }
+        })
+        switch step {
+        case .frame: return received
+        case .end: return try endOfStream()
         }
     }
 
@@ -328,10 +327,8 @@ public final class VideoDecoder {
     /// the picture handed out (`skipping`, its timestamp) when there was one.
     private func restartAfterFirstPacket(skipping shown: Int64?) throws {
         firstPacket = .off
-        draining = false
         avcodec_flush_buffers(session.context)
-        let r = av_seek_frame(format, streamIndex, startTime, AVSEEK_FLAG_BACKWARD)
-        guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
+        try loop.seekToStart()
         skipThrough = shown
     }
 
@@ -356,12 +353,10 @@ public final class VideoDecoder {
             if numerator % denominator != 0 && numerator < 0 { ticks -= 1 }  // floor
         }
         let target = ContainerValue.sum(startTime, Int64(clamping: max(0, ticks))) ?? Int64.max
-        let r = av_seek_frame(format, streamIndex, target, AVSEEK_FLAG_BACKWARD)
-        guard r >= 0 else { throw MediaError(uri: uri, call: "av_seek_frame", averror: r) }
+        try loop.seek(to: target)
         avcodec_flush_buffers(session.context)
         av_frame_free(&pending)
         sought = true
-        draining = false
         firstPacket = .off
         nextPTS = nil
         segmentOffset = 0  // a seek's target is a time of the file: its own timestamps again

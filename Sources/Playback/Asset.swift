@@ -83,6 +83,27 @@ public final class Asset: Sendable {
 
     private let state = Mutex(State())
 
+    /// The opened file the asset's readers share (`MediaSource`): `live` while any user holds it;
+    /// `kept` from the probe until the first user takes it (or `KeptSources` lets it go).
+    private struct Opened: @unchecked Sendable {
+        // @unchecked: references read and written under the monitor's lock.
+        weak var live: (any MediaSource)?
+        var kept: (any MediaSource)?
+        var opening = false
+        /// The items of this asset that were put in a player: they hold the file the probe opens.
+        var holders: [Holder] = []
+    }
+
+    private struct Holder {
+        weak var item: PlayerItem?
+    }
+
+    private let opened = Monitor(Opened())
+
+    /// How long a user waits for another thread's open of the file (the backend's own limits end
+    /// an open sooner).
+    static let openWait = 60.0
+
     public init(url: URL, backend: any MediaBackend) {
         self.url = url
         self.backend = backend
@@ -227,7 +248,12 @@ public final class Asset: Sendable {
             // a burst of assets (300 appended files) queues instead of starting a thread each.
             ThreadPool.probes.run { [self] in
                 let started = ContinuousClock.now
-                let result = Result { try backend.probe(url) }
+                let result = Result { () throws -> AssetDescription in
+                    let source = try self.source()
+                    let description = try source.describe()
+                    self.keep(source)
+                    return description
+                }
                 let took = ContinuousClock.now - started
                 let ready: [Waiter] = state.withLock { state in
                     state.probeResult = result
@@ -244,5 +270,83 @@ public final class Asset: Sendable {
                 for waiter in ready { ThreadPool.assetReady.run { waiter.resume(result) } }
             }
         }
+    }
+}
+
+extension Asset {
+    /// The asset's opened file, shared by every reader of its items: the one in use, the probe's,
+    /// or else opened now. The caller holds it for as long as it reads (a parked preroll too), so
+    /// the file stays open between its item's decoders.
+    package func source() throws -> any MediaSource {
+        let found = try opened.wait(until: { !$0.opening }, timeout: Self.openWait) { opened, timedOut throws -> (any MediaSource)? in
+            guard !timedOut else { throw WaitTimeout(waitingFor: "another thread opening \(url.path)", seconds: Self.openWait) }
+            if let kept = opened.kept {
+                opened.kept = nil
+                if kept.isUsable {
+                    opened.live = kept
+                    return kept
+                }
+            }
+            if let live = opened.live, live.isUsable { return live }
+            opened.opening = true
+            return nil
+        }
+        if let found { return found }
+        do {
+            let source = try backend.openSource(url)
+            opened.update {
+                $0.live = source
+                $0.opening = false
+            }
+            return source
+        } catch {
+            opened.update { $0.opening = false }
+            throw error
+        }
+    }
+
+    /// `item`, put in a player, holds the asset's opened file from now on (`PlayerItem.hold`):
+    /// the one open now, or the probe's when it comes. Nothing is opened here.
+    func addHolder(_ item: PlayerItem) {
+        let open = opened.withLock { opened -> (any MediaSource)? in
+            opened.holders.removeAll { $0.item == nil }
+            opened.holders.append(Holder(item: item))
+            if let kept = opened.kept {
+                opened.kept = nil
+                opened.live = kept
+            }
+            return opened.live.flatMap { $0.isUsable ? $0 : nil }
+        }
+        if let open { item.hold(open) }
+    }
+
+    /// The probe's source: held by the asset's items in a player, else kept for the first reader
+    /// (`KeptSources` bounds how many assets keep one).
+    private func keep(_ source: any MediaSource) {
+        let items = opened.withLock { opened -> [PlayerItem] in
+            opened.kept = source
+            return opened.holders.compactMap(\.item)
+        }
+        var held = false
+        for item in items where item.hold(source) { held = true }
+        if held {
+            opened.withLock { opened in
+                if opened.kept === source {
+                    opened.kept = nil
+                    opened.live = source
+                }
+            }
+        } else if source.holdsFile {
+            KeptSources.shared.keep(self)
+        }
+    }
+
+    /// Lets the probe's source go (too many assets keep one); the first reader opens the file again.
+    func dropKeptSource() {
+        let dropped = opened.withLock { opened -> (any MediaSource)? in
+            defer { opened.kept = nil }
+            return opened.kept
+        }
+        _ = dropped  // released here, outside the lock
     }
 }

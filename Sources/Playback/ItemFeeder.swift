@@ -24,6 +24,8 @@ final class ItemFeeder: @unchecked Sendable {
     // `stopped` (atomic).
     let queue: FrameQueue<FeedEvent>
     private let asset: Asset
+    /// Opens (or shares) the item's file: `PlayerItem.source()`.
+    private let openSource: @Sendable () throws -> any MediaSource
     /// Where decoding starts (a seek's target; zero: the item's start).
     let start: MediaTime
     private let toleranceBefore: MediaTime
@@ -75,7 +77,9 @@ final class ItemFeeder: @unchecked Sendable {
     ///     opens again (skipping the frames already queued) when it is resumed: only one decoder's
     ///     buffers and frame threads live at a time, not the playing item's and the next one's.
     init(asset: Asset, start: MediaTime, toleranceBefore: MediaTime, end: MediaTime, capacity: Int, name: String,
-         drops: DropCounter = DropCounter(), threads: ThreadCount? = nil, parks: Bool = false) {
+         drops: DropCounter = DropCounter(), threads: ThreadCount? = nil, parks: Bool = false,
+         source: (@Sendable () throws -> any MediaSource)? = nil) {
+        openSource = source ?? { [asset] in try asset.source() }
         parking = Monitor((parks, false, false))
         self.drops = drops
         self.threads = threads
@@ -265,10 +269,13 @@ final class ItemFeeder: @unchecked Sendable {
                 throw AssetError(url: asset.url, reason: "no video track")
             }
             guard send(.ready(description)) else { return }
+            // The item's opened file, held for the whole run: a parked preroll's reader closes,
+            // the file stays open for the reader that follows it.
+            let source = try openSource()
             // A preroll's first frames come from a light reader (`MediaBackend.openPrerollReader`),
             // closed once they are queued; its item's own reader opens when it is resumed.
             var prerolling = isParking
-            var reader: (any FrameReader)? = try openReader(preroll: prerolling)
+            var reader: (any FrameReader)? = try openReader(source, preroll: prerolling)
             let skipBefore = start - toleranceBefore
             var sizedFor = 0
             var policy = FrameDropPolicy()
@@ -287,7 +294,7 @@ final class ItemFeeder: @unchecked Sendable {
                     guard waitForResume() else { return }
                     logger.debug("decoder opens after its preroll", ["uri": asset.url.path, "skip": "\(handed)"])
                     prerolling = false
-                    reader = try openReader(preroll: false)
+                    reader = try openReader(source, preroll: false)
                     repeating = handed
                 }
                 // Frames decoded again after a reopen are not queued: they need no room.
@@ -328,8 +335,8 @@ final class ItemFeeder: @unchecked Sendable {
 
 extension ItemFeeder {
     /// The item's reader, opened and positioned at `start`; stopping the feeder cancels its waits.
-    fileprivate func openReader(preroll: Bool) throws -> any FrameReader {
-        let reader = try preroll ? asset.backend.openPrerollReader(asset.url) : asset.backend.openReader(asset.url)
+    fileprivate func openReader(_ source: any MediaSource, preroll: Bool) throws -> any FrameReader {
+        let reader = try preroll ? source.openPrerollReader() : source.openReader()
         if let cancel = reader.canceller {
             cancelReader.withLock { $0 = cancel }
             if isStopped { cancel() }  // stopped while it opened

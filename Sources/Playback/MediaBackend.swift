@@ -148,12 +148,16 @@ public protocol MediaBackend: Sendable {
     /// Opens `url`'s sound, positioned at the start; nil when it has none (it plays silence).
     /// Throws when it has sound that cannot be decoded (the picture plays on, in silence).
     func openAudioReader(_ url: URL) throws -> (any AudioReader)?
+    /// Opens `url` once for an asset: its probe and every reader of its items read from it. By
+    /// default the per-call methods above, each on its own.
+    func openSource(_ url: URL) throws -> any MediaSource
 }
 
 extension MediaBackend {
     public func checkFirstFrame(_ url: URL) throws {}
     public func openAudioReader(_ url: URL) throws -> (any AudioReader)? { nil }
     public func openPrerollReader(_ url: URL) throws -> any FrameReader { try openReader(url) }
+    public func openSource(_ url: URL) throws -> any MediaSource { BackendCalls(backend: self, url: url) }
 }
 
 /// Why an asset cannot be used, when the backend's own error does not say.

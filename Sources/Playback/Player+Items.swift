@@ -153,7 +153,7 @@ extension Player {
     func makeFeeder(_ item: PlayerItem, start: MediaTime, toleranceBefore: MediaTime, capacity: Int? = nil, parks: Bool = false) -> ItemFeeder {
         let feeder = ItemFeeder(asset: item.asset, start: start, toleranceBefore: toleranceBefore,
                                 end: item.forwardPlaybackEndTime, capacity: capacity ?? decodeAhead, name: item.asset.url.lastPathComponent,
-                                drops: decoderDrops, threads: decodeThreads, parks: parks)
+                                drops: decoderDrops, threads: decodeThreads, parks: parks, source: { try item.source() })
         feeder.start(logger: logger)
         return feeder
     }

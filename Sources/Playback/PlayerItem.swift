@@ -43,6 +43,8 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
         var transition = Transition.cut
         var loadingStarted = false
         weak var owner: Player?
+        /// The opened file, held while the item is in a player (`source()`).
+        var source: (any MediaSource)?
     }
 
     private let state = Mutex(State())
@@ -53,7 +55,34 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
     /// The player the item is in.
     var owner: Player? {
         get { state.withLock { $0.owner } }
-        set { state.withLock { $0.owner = newValue } }
+        set {
+            let released = state.withLock { state -> (any MediaSource)? in
+                state.owner = newValue
+                guard newValue == nil else { return nil }
+                defer { state.source = nil }
+                return state.source
+            }
+            _ = released  // closed here, outside the lock, unless a reader still holds it
+        }
+    }
+
+    /// The item's opened file (`Asset.source()`): its runs, its prerolls, its sound and the passes
+    /// of a loop read it, and it stays open while the item is in a player (between a run's end
+    /// and a loop's next pass, nothing else may hold it), so the item opens its file once.
+    /// Holds `source` (its asset's opened file) while the item is in a player; false when it is in none.
+    @discardableResult
+    func hold(_ source: any MediaSource) -> Bool {
+        state.withLock { state in
+            guard state.owner != nil else { return false }
+            if state.source == nil { state.source = source }
+            return true
+        }
+    }
+
+    package func source() throws -> any MediaSource {
+        let source = try asset.source()
+        state.withLock { if $0.owner != nil { $0.source = source } }
+        return source
     }
     /// Where the item starts when it begins to play (set by an item-level seek before it plays,
     /// or by a looper's time range); guarded by the player's lock.
@@ -172,6 +201,7 @@ public final class PlayerItem: @unchecked Sendable, CustomStringConvertible {
             return !state.loadingStarted
         }
         owner = player
+        asset.addHolder(self)
         // A subscriber that falls behind is ended (Broadcast); the player's log says so.
         let logger = player.logger, item = description
         let report: @Sendable (BroadcastOverflow) -> Void = { overflow in

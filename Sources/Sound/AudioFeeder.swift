@@ -58,8 +58,11 @@ final class AudioFeeder: @unchecked Sendable {
     private func run(logger: Logger) {
         let asset = item.asset
         let reader: any AudioReader
+        // The item's opened file, shared with its pictures' decoder; held for the whole run.
+        let source: any MediaSource
         do {
-            guard let opened = try asset.backend.openAudioReader(asset.url) else {
+            source = try item.source()
+            guard let opened = try source.openAudioReader() else {
                 _ = send(.noAudio)
                 return
             }
@@ -74,6 +77,7 @@ final class AudioFeeder: @unchecked Sendable {
         cancelReader.withLock { $0 = cancel }
         if isStopped { return }
         let end = item.forwardPlaybackEndTime
+        defer { withExtendedLifetime(source) {} }
         do {
             if from > .zero { try reader.seek(to: from) }
             while !isStopped, var buffer = try reader.nextBuffer() {
