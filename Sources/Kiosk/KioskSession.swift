@@ -102,6 +102,7 @@ public final class KioskSession: @unchecked Sendable {
         self.overrides = overrides
         self.logger = logger
         player = QueuePlayer(logger: logger)
+        player.slowOpenLimit = 0.5  // a source that hangs never holds the picture at its turn
         outputPower = OutputPower(status: status, logger: logger) { [player] on in if on { player.play() } else { player.pause() } }
         reporter.playlist = { [weak self] in self?.state.withLock { s in s.config.playlist } ?? [] }
         backend = .session(config: config, output: output, reporter: reporter, preroll: preroll,

@@ -67,6 +67,8 @@ public final class Asset: Sendable {
         /// How long the probe took, in seconds (0 before it ends).
         var probeSeconds = 0.0
         var probing = false
+        /// When the probe under way began opening the file (nil: none under way, or queued).
+        var probeStarted: ContinuousClock.Instant?
         var waiters: [Waiter] = []
 
         /// Records the outcome for `names`. A loaded key is never changed again.
@@ -162,6 +164,15 @@ public final class Asset: Sendable {
     /// Whether the probe failed only after a second or more (a timeout: slow storage, a FIFO).
     var probeFailedSlowly: Bool { state.withLock { $0.probeSeconds >= 1 } && probeFailed }
 
+    /// Seconds the probe under way has been opening the file; nil when none is (not started,
+    /// queued for a pool thread, or done).
+    var openingFor: Double? {
+        state.withLock { state in
+            guard state.probeResult == nil, let started = state.probeStarted else { return nil }
+            return (ContinuousClock.now - started).seconds
+        }
+    }
+
     var probeSucceeded: Bool {
         state.withLock { if case .success? = $0.probeResult { return true } else { return false } }
     }
@@ -248,6 +259,7 @@ public final class Asset: Sendable {
             // a burst of assets (300 appended files) queues instead of starting a thread each.
             ThreadPool.probes.run { [self] in
                 let started = ContinuousClock.now
+                state.withLock { $0.probeStarted = started }
                 let result = Result { () throws -> AssetDescription in
                     let source = try self.source()
                     let description = try source.describe()
@@ -259,6 +271,7 @@ public final class Asset: Sendable {
                     state.probeResult = result
                     state.probeSeconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
                     state.probing = false
+                    state.probeStarted = nil
                     let all = state.waiters
                     state.waiters.removeAll()
                     for waiter in all { state.settle(waiter.keys, with: result) }

@@ -185,6 +185,7 @@ extension Player {
             item.preroll?.stop()
             item.preroll = nil
             for looper in loopers { looper.looper?.itemLeftLocked(item, &outbox) }
+            passOverSlowOpensLocked(&outbox)
             run = nil
             pending = nil
             changeBroadcast.send(.currentItem(queue.first))
@@ -281,8 +282,31 @@ extension Player {
                 if parks { run?.feeder.handDecoder(to: preroll) }
                 item.preroll = preroll
             }
-            guard item.status == .failed || item.preroll?.hasFailed == true else { break }
+            guard item.status == .failed || item.preroll?.hasFailed == true || isSlowOpenLocked(item) else { break }
             index += 1
+        }
+    }
+
+    /// Whether `item`'s file has been opening for `slowOpenLimit` or more.
+    func isSlowOpenLocked(_ item: PlayerItem) -> Bool {
+        guard let limit = _slowOpenLimit, let opening = item.asset.openingFor else { return false }
+        return opening >= limit
+    }
+
+    /// The items at the head of the queue whose file is still opening (`slowOpenLimit`)
+    /// leave it while an item behind them can play instead.
+    func passOverSlowOpensLocked(_ outbox: inout Outbox) {
+        while queue.count >= 2, isSlowOpenLocked(queue[0]),
+              queue.dropFirst().contains(where: { !isSlowOpenLocked($0) && $0.status != .failed }) {
+            let item = queue.removeFirst()
+            let url = item.asset.url
+            logger.warning("item still opening at its turn; passed over", [
+                "uri": url.isFileURL ? url.path : url.absoluteString,
+                "opening": "\((item.asset.openingFor ?? 0).formatted(decimals: 1)) s"])
+            item.owner = nil
+            item.preroll?.stop()
+            item.preroll = nil
+            for looper in loopers { looper.looper?.itemLeftLocked(item, &outbox) }
         }
     }
 }

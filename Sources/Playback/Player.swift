@@ -89,6 +89,7 @@ public class Player: @unchecked Sendable {
     /// one after it (which may be due on the same vsync), and how long it has waited.
     var lookahead: (t: MediaTime, waited: Double)?
     var _stallTimeout = 2.0
+    var _slowOpenLimit: Double?
     /// The vsync whose picture started the timeline (the first frame after a held start, or one
     /// shown while paused): if the output shows it later, the timeline starts there instead,
     /// so that picture is not late and the frames after it keep their cadence from it.
@@ -237,6 +238,18 @@ public class Player: @unchecked Sendable {
     public var stallTimeout: Double {
         get { withLock { _stallTimeout } }
         set { withLock { _stallTimeout = newValue.isFinite ? max(0, newValue) : 2 } }
+    }
+
+    /// Marquee: seconds after which an item whose file is still opening (a network source that
+    /// accepts and never answers, storage that hangs) counts as slow: the item behind it is
+    /// prerolled then, and if the slow one is still opening at its turn it is passed over (it
+    /// leaves the queue; a looped playlist tries it again on its next pass, its open going on
+    /// within its own limits) so that the next one plays on time. nil, the default, waits for
+    /// the next item as AVQueuePlayer does. A local file opens in milliseconds: half a second
+    /// passes over only what hangs.
+    public var slowOpenLimit: Double? {
+        get { withLock { _slowOpenLimit } }
+        set { withLock { _slowOpenLimit = newValue.map { $0.isFinite ? max(0, $0) : 0.5 } } }
     }
 
     /// The observable properties as KVO with `.initial` shows them: first their values now

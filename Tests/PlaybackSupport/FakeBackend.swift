@@ -68,6 +68,9 @@ public final class FakeBackend: MediaBackend, @unchecked Sendable {
     private var clips: [String: Clip] = [:]
     private var held = false
     private var probeHeld = false
+    /// Paths whose probe waits until released (a source that accepts and never answers).
+    private var hanging: Set<String> = []
+    private var probesHanging = 0
     public private(set) var probes = 0
     private var decodedFrames = 0
     /// Paced decoding: readers decode a frame only while fewer than `budget` were decoded (a
@@ -184,10 +187,33 @@ public final class FakeBackend: MediaBackend, @unchecked Sendable {
 
     public var probeCount: Int { lock.withLock { probes } }
 
+    /// `url`'s probes wait (its source hangs on open) until it is released.
+    public func hangProbes(of url: URL, _ hang: Bool) {
+        lock.withLock {
+            if hang { hanging.insert(url.path) } else { hanging.remove(url.path) }
+            lock.broadcast()
+        }
+    }
+
+    /// Waits up to `timeout` seconds for a probe to be hanging; false when none is by then.
+    public func waitForHangingProbe(timeout: Double) -> Bool {
+        lock.withLock {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            while probesHanging == 0 && Date() < deadline { _ = lock.wait(until: deadline) }
+            return probesHanging > 0
+        }
+    }
+
     public func probe(_ url: URL) throws -> AssetDescription {
         let clip: Clip? = lock.withLock {
             probes += 1
             while probeHeld { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+            if hanging.contains(url.path) {
+                probesHanging += 1
+                lock.broadcast()
+                while hanging.contains(url.path) { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+                probesHanging -= 1
+            }
             return clips[url.path]
         }
         guard let clip else { throw Missing(path: url.path) }
