@@ -266,7 +266,7 @@ extension Player {
     /// `ItemFeeder.startFrames`, have been shown down to that: big frames), so that the preroll's
     /// decoder does not add its memory to theirs.
     func startPrerollsLocked() {
-        if let run, !run.ended, run.item.status != .failed, !run.feeder.hasFailed,
+        if let run, !run.ended, run.item.status != .failed, !run.feeder.hasFailed, !isSlowOpenLocked(run.item),
            run.shownFrames == 0 || run.feeder.queue.count > run.feeder.queue.capacity { return }
         var index = 1
         while index < queue.count && index <= 3 {
@@ -287,10 +287,31 @@ extension Player {
         }
     }
 
-    /// Whether `item`'s file has been opening for `slowOpenLimit` or more.
-    func isSlowOpenLocked(_ item: PlayerItem) -> Bool {
-        guard let limit = _slowOpenLimit, let opening = item.asset.openingFor else { return false }
-        return opening >= limit
+    /// Whether `item`'s file has been opening for `slowOpenLimit` (times `factor`) or more. Never
+    /// on a clock that waits for decoding (a virtual clock): it waits for an open too, so which
+    /// items play never depends on the machine's speed.
+    func isSlowOpenLocked(_ item: PlayerItem, factor: Double = 1) -> Bool {
+        guard let limit = _slowOpenLimit, !clockWaitsForDecoding, let opening = item.asset.openingFor else { return false }
+        return opening >= limit * factor
+    }
+
+    /// A run that has shown nothing yet (playback's start, a jump to an item) whose file is still
+    /// opening is passed over as one at its turn is; true when it was. It is given six times the
+    /// limit (3 s for the kiosk's): at the start every item's probe runs at once, and on a loaded
+    /// machine a local file may well take half a second.
+    func passOverSlowRunLocked(_ outbox: inout Outbox) -> Bool {
+        guard let current = run, current.shownFrames == 0, current.item === queue.first,
+              isSlowOpenLocked(current.item, factor: 6), queue.count >= 2 else { return false }
+        passOverSlowOpensLocked(&outbox)
+        guard queue.first !== current.item else { return false }
+        current.feeder.stop()
+        traceFile("end-file", item: current.item, reason: "passed over", error: nil)
+        run = nil
+        pending = nil
+        endStallLocked()
+        changeBroadcast.send(.currentItem(queue.first))
+        lastObserved = nil
+        return true
     }
 
     /// The items at the head of the queue whose file is still opening (`slowOpenLimit`)

@@ -152,6 +152,7 @@ extension Player {
         expirePrimerLocked()
         if pullState.retryWaits(n) { return currentPicture(isNew: false) }
         ensureRunLocked(at: pausedPositionOrNow(n))
+        if passOverSlowRunLocked(&outbox) { ensureRunLocked(at: pausedPositionOrNow(n)) }
         traceStartLocked()
         startPrerollsLocked()
         primeStartLocked()

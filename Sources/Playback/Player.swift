@@ -245,8 +245,8 @@ public class Player: @unchecked Sendable {
     /// prerolled then, and if the slow one is still opening at its turn it is passed over (it
     /// leaves the queue; a looped playlist tries it again on its next pass, its open going on
     /// within its own limits) so that the next one plays on time. nil, the default, waits for
-    /// the next item as AVQueuePlayer does. A local file opens in milliseconds: half a second
-    /// passes over only what hangs.
+    /// the next item as AVQueuePlayer does, and so does a clock that waits for decoding. A local
+    /// file opens in milliseconds: half a second passes over only what hangs.
     public var slowOpenLimit: Double? {
         get { withLock { _slowOpenLimit } }
         set { withLock { _slowOpenLimit = newValue.map { $0.isFinite ? max(0, $0) : 0.5 } } }
