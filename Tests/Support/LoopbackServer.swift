@@ -23,6 +23,34 @@ public final class LoopbackServer: @unchecked Sendable {
                            address: "127.0.0.1", name: "rtspfixture.py")
     }
 
+    /// ffmpeg sending a live MPEG-TS picture over UDP to `port` on loopback, in real time (its
+    /// "port" is the receiver's).
+    public static func udpSender(port: Int) throws -> LoopbackServer {
+        let send = "ffmpeg -nostdin -v error -re -f lavfi -i testsrc2=size=160x90:rate=25 -t 120 -c:v libx264 -preset ultrafast "
+            + "-tune zerolatency -g 25 -pix_fmt yuv420p -f mpegts 'udp://127.0.0.1:\(port)?pkt_size=1316'"
+        return try LoopbackServer(command: ["/bin/sh", "-c", "echo port \(port); exec \(send)"], address: "127.0.0.1", name: "ffmpeg udp")
+    }
+
+    /// A UDP port on loopback that nothing is bound to now.
+    public static func freeUDPPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket failed: errno \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw TestFailure("bind failed: errno \(errno)") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else { throw TestFailure("getsockname failed: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     /// Why the RTSP server cannot run here (Debian's python3-gi and gir1.2-gst-rtsp-server-1.0
     /// missing), or nil.
     public static var rtspMissing: String? {
