@@ -444,7 +444,7 @@ struct ConfigReader {
             case "http":
                 config.http = readHTTP(value, baseDirectory: baseDirectory)
             case "mqtt":
-                config.mqtt = readMQTT(value)
+                config.mqtt = readMQTT(value, baseDirectory: baseDirectory)
             case "overlays":
                 config.overlays = readOverlays(value, baseDirectory: baseDirectory) ?? []
             case "log":

@@ -14,6 +14,14 @@ public struct MQTTSettings: Sendable, Equatable {
     public var prefix = "marquee"
     /// `mqtt.statusInterval`: seconds between status messages (also sent after each command).
     public var statusInterval = 10.0
+    /// `mqtt.username`: the name the player logs in with; nil: anonymous.
+    public var username: String?
+    /// `mqtt.passwordFile`: the file whose first line is the password (read when the client starts,
+    /// never logged); nil: no password.
+    public var passwordFile: String?
+    /// `mqtt.tls.ca`: the PEM certificate(s) the broker's certificate must chain to; given: TLS to
+    /// the broker (its name or address checked against its certificate); nil: plain TCP.
+    public var tlsCA: String?
 
     public init() {}
 
@@ -26,12 +34,34 @@ public struct MQTTSettings: Sendable, Equatable {
 }
 
 extension ConfigReader {
-    mutating func readMQTT(_ value: JSONValue) -> MQTTSettings {
+    mutating func readMQTT(_ value: JSONValue, baseDirectory: String) -> MQTTSettings {
         var settings = MQTTSettings()
-        guard let fields = members(value, at: "mqtt", allowed: ["broker", "id", "groups", "prefix", "statusInterval"]) else { return settings }
+        guard let fields = members(value, at: "mqtt", allowed: ["broker", "id", "groups", "prefix", "statusInterval", "username",
+                                                                "passwordFile", "tls"]) else { return settings }
+        func file(_ v: JSONValue, _ path: String, _ reader: inout ConfigReader) -> String? {
+            guard let s = reader.string(v, at: path) else { return nil }
+            guard !s.isEmpty else {
+                reader.problem(path, "the file name is empty")
+                return nil
+            }
+            return KioskConfig.join(baseDirectory, s)
+        }
         for (field, v) in fields {
             let path = "mqtt.\(field)"
             switch field {
+            case "username":
+                guard let s = string(v, at: path) else { continue }
+                if s.isEmpty || s.utf8.count > 256 || s.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+                    problem(path, "expected 1 to 256 characters, no control characters")
+                } else {
+                    settings.username = s
+                }
+            case "passwordFile":
+                settings.passwordFile = file(v, path, &self)
+            case "tls":
+                guard let tls = members(v, at: path, allowed: ["ca"]) else { continue }
+                for (_, entry) in tls { settings.tlsCA = file(entry, "\(path).ca", &self) }
+                if tls.isEmpty { problem(path, "give ca: the certificate authority's PEM file") }
             case "broker":
                 guard let s = string(v, at: path) else { continue }
                 guard let colon = s.lastIndex(of: ":"), let port = Int(s[s.index(after: colon)...]), (1...65535).contains(port),
@@ -61,6 +91,9 @@ extension ConfigReader {
                 }
                 do { settings.statusInterval = try checkedNumber(n, in: 0.5...3600, field: path) } catch { problem(error) }
             }
+        }
+        if settings.passwordFile != nil && settings.username == nil {
+            problem("mqtt.passwordFile", "a password needs mqtt.username")
         }
         return settings
     }
