@@ -683,12 +683,16 @@ def bench_transition(marquee, results):
     results["transition"] = out
 
 
+# The width the dashboard asks its screenshots at: its picture's width on a laptop's page.
+SCREENSHOT_WIDTH = 640
+
+
 def bench_http(marquee, results, seconds=20, reps=3):
     """Issue 30's figure: what the HTTP API costs playback. Marquee plays 1080p30 H.264 at real time
     on the 1920x1080 headless output with HTTP off, with HTTP on and nobody asking, and with HTTP on
     while a dashboard polls as dashboard/app.js does (status, playlist and volume every second, the
-    output's screenshot every 2 s, with a view token); the cases alternate, medians of CPU per
-    presented frame. The polling runs in this process: only marquee's CPU is counted."""
+    output's screenshot every 2 s at the width it shows it, with a view token); the cases
+    alternate, medians of CPU seconds (the same presentation time in each). The polling runs in this process: only marquee's CPU is counted."""
     import hashlib
     import socket
     import urllib.request
@@ -731,7 +735,7 @@ def bench_http(marquee, results, seconds=20, reps=3):
                     poll["output"] = poll["output"] or (status.get("outputs") or [{}])[0].get("name")
                     poll["tick"] += 1
                     if poll["tick"] % 2 == 0 and poll["output"]:
-                        get(f"/api/v1/outputs/{poll['output']}/screenshot")
+                        get(f"/api/v1/outputs/{poll['output']}/screenshot?width={SCREENSHOT_WIDTH}")
                         poll["requests"] += 1
                         poll["screenshots"] += 1
                 except OSError:
@@ -754,7 +758,7 @@ def bench_http(marquee, results, seconds=20, reps=3):
     per_frame = {case: median([r["cpu_ms_per_frame"] for r in v]) for case, v in runs.items()}
     extra = {case: ratio(cpu[case], cpu["off"]) for case in ("idle", "polled")}
     extra_per_frame = {case: ratio(per_frame[case], per_frame["off"]) for case in ("idle", "polled")}
-    results["http"] = {"clip": "h264-1080p30", "seconds": seconds, "reps": reps, "runs": runs,
+    results["http"] = {"clip": "h264-1080p30", "seconds": seconds, "reps": reps, "runs": runs, "screenshot_width": SCREENSHOT_WIDTH,
                        "cpu_s": cpu, "cpu_ms_per_frame": per_frame,
                        "extra_percent": {case: None if r is None else 100 * (r - 1) for case, r in extra.items()},
                        "extra_percent_per_frame": {case: None if r is None else 100 * (r - 1) for case, r in extra_per_frame.items()}}
@@ -766,7 +770,8 @@ def http_markdown(h):
         return lines + ["Not measured yet (`bench.py --only http`).", ""]
     lines += [f"1080p30 H.264 at real time on the 1920x1080 headless output for {h['seconds']} s: HTTP off, HTTP on with "
               "nobody asking, HTTP on while a dashboard polls as `dashboard/app.js` does (status, playlist and volume "
-              "every second, a PNG screenshot of the output every 2 s, with a `view` token). The cases alternate "
+              f"every second, a PNG screenshot of the output every 2 s at {h.get('screenshot_width', 'full')} pixels wide, "
+              "with a `view` token). The cases alternate "
               f"({h['reps']} rounds); medians. CPU: user + system of the marquee process, start to exit.", "",
               "| case | CPU s (median) | more than off | CPU ms per presented frame | more than off | runs (CPU s, frames, requests, failed) |",
               "|---|---|---|---|---|---|"]

@@ -94,6 +94,36 @@ public struct RGBAImage: Sendable {
 }
 
 extension RGBAImage {
+    /// The picture at most `maxWidth` pixels wide (the aspect kept, at least 1 x 1): each pixel the
+    /// average of the block it covers. Itself when it is that narrow already.
+    public func scaledDown(toWidth maxWidth: Int) -> RGBAImage {
+        guard maxWidth > 0, maxWidth < width, width > 0, height > 0 else { return self }
+        let w = maxWidth, h = max(1, Int((Double(height) * Double(maxWidth) / Double(width)).rounded()))
+        var out = [UInt8](repeating: 0, count: w * h * 4)
+        pixels.withUnsafeBufferPointer { source in
+            out.withUnsafeMutableBufferPointer { target in
+                for y in 0..<h {
+                    let y0 = y * height / h, y1 = max(y0 + 1, (y + 1) * height / h)
+                    for x in 0..<w {
+                        let x0 = x * width / w, x1 = max(x0 + 1, (x + 1) * width / w)
+                        var sum = (0, 0, 0, 0)
+                        for sy in y0..<y1 {
+                            var i = (sy * width + x0) * 4
+                            for _ in x0..<x1 {
+                                sum.0 += Int(source[i]); sum.1 += Int(source[i + 1]); sum.2 += Int(source[i + 2]); sum.3 += Int(source[i + 3])
+                                i += 4
+                            }
+                        }
+                        let n = (y1 - y0) * (x1 - x0), o = (y * w + x) * 4
+                        target[o] = UInt8(sum.0 / n); target[o + 1] = UInt8(sum.1 / n)
+                        target[o + 2] = UInt8(sum.2 / n); target[o + 3] = UInt8(sum.3 / n)
+                    }
+                }
+            }
+        }
+        return RGBAImage(width: w, height: h, pixels: out, bottomRowFirst: bottomRowFirst)
+    }
+
     /// The picture as PNG bytes (libavcodec's PNG encoder).
     public func pngData() throws -> Data {
         try PNGEncoder.encode(rgba: pixels, width: width, height: height, bottomRowFirst: bottomRowFirst)
