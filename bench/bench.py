@@ -1553,7 +1553,7 @@ def main():
                 else:
                     log("bench: before_after skipped: no --before binary (make bench BEFORE=REV)")
             elif section == "http":
-                bench_http(marquee, results)
+                bench_http(marquee, results, reps=args.reps)
         # Which run each section's figures come from.
         results["section_runs"] = {section: (this_run if section in only else kept.get("section_runs", {}).get(
             section, {"date": kept.get("date"), "marquee": kept.get("versions", {}).get("marquee", {}).get("commit")}))
