@@ -9,7 +9,7 @@ extension PresentationTasks {
     static let screenshotEncoder = ThreadPool(name: "marquee-screenshot", limit: 1, maxWaiting: 2)
 
     /// A screenshot of the output presenting through these tasks: the presenting thread only copies the
-    /// pixels (a few milliseconds at 1080p); the PNG is encoded on a thread of its own at nice 10,
+    /// pixels (a few milliseconds at 1080p; less for a thumbnail the output scales as it copies); the PNG is encoded on a thread of its own at nice 10,
     /// while the caller waits (at most 4 s for the copy and 30 s for the PNG).
     /// `maxWidth`: scaled down (on the encoding thread) to at most that many pixels wide.
     func screenshot(of output: String?, maxWidth: Int? = nil) -> KioskCommandResult {
@@ -17,7 +17,7 @@ extension PresentationTasks {
             if let output, output != context.name { return .failure(.init("no output named \(output) (this one is \(context.name))")) }
             guard let source = context.screenshots else { return .failure(.init("the \(context.name) output cannot take screenshots")) }
             do {
-                return .success((try source.readBack(), context.name))
+                return .success((try maxWidth.map(source.readBack(maxWidth:)) ?? source.readBack(), context.name))
             } catch {
                 return .failure(.init("screenshot of \(context.name) failed: \(error)"))
             }

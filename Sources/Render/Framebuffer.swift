@@ -40,6 +40,23 @@ public final class Framebuffer {
         try readPixelsAsStored().topRowFirst()
     }
 
+    /// The target's pixels scaled down to at most `maxWidth` pixels wide (the aspect kept) by a
+    /// linear blit into a small target, as GL stores them: a thumbnail reads back a fraction of
+    /// the bytes. The whole picture when it is that narrow already.
+    public func readPixelsAsStored(maxWidth: Int) throws -> RGBAImage {
+        guard maxWidth > 0, maxWidth < width else { return try readPixelsAsStored() }
+        let h = max(1, Int((Double(height) * Double(maxWidth) / Double(width)).rounded()))
+        let small = try Framebuffer(width: maxWidth, height: h)
+        glBindFramebuffer(GLenum(GL_READ_FRAMEBUFFER), framebuffer)
+        glBindFramebuffer(GLenum(GL_DRAW_FRAMEBUFFER), small.framebuffer)
+        glBlitFramebuffer(0, 0, GLint(width), GLint(height), 0, 0, GLint(maxWidth), GLint(h),
+                          GLbitfield(GL_COLOR_BUFFER_BIT), GLenum(GL_LINEAR))
+        try checkGL("glBlitFramebuffer(screenshot \(width)x\(height) to \(maxWidth)x\(h))")
+        let image = try small.readPixelsAsStored()
+        bind()
+        return image
+    }
+
     /// The target's pixels as GL stores them (bottom row first): one copy and nothing else, for a
     /// thread that must not be held up (a screenshot on the presenting thread; the rows are put in
     /// order where the picture is encoded).
