@@ -752,6 +752,7 @@ def bench_http(marquee, results, seconds=20, reps=3):
             runs[case].append({"cpu_s": m.cpu, "wall_s": m.wall, "presented": shown, "cpu_ms_per_frame": 1000 * m.cpu / max(shown, 1),
                                "cpu_percent": 100 * m.cpu / m.wall, "requests": poll["requests"],
                                "screenshots": poll["screenshots"], "failed_requests": poll["failed"]})
+    per_request = http_request_costs(marquee, clip, tokens, token)
     # Every run plays the same presentation time (--exit-after at real time): its CPU seconds
     # compare directly. Per presented frame too (frames dropped under load show there).
     cpu = {case: median([r["cpu_s"] for r in v]) for case, v in runs.items()}
@@ -759,9 +760,69 @@ def bench_http(marquee, results, seconds=20, reps=3):
     extra = {case: ratio(cpu[case], cpu["off"]) for case in ("idle", "polled")}
     extra_per_frame = {case: ratio(per_frame[case], per_frame["off"]) for case in ("idle", "polled")}
     results["http"] = {"clip": "h264-1080p30", "seconds": seconds, "reps": reps, "runs": runs, "screenshot_width": SCREENSHOT_WIDTH,
+                       "per_request": per_request,
                        "cpu_s": cpu, "cpu_ms_per_frame": per_frame,
                        "extra_percent": {case: None if r is None else 100 * (r - 1) for case, r in extra.items()},
                        "extra_percent_per_frame": {case: None if r is None else 100 * (r - 1) for case, r in extra_per_frame.items()}}
+
+
+def http_request_costs(marquee, clip, tokens, token, rounds=2):
+    """What one request costs marquee, more precisely than the runs' difference: one player with
+    HTTP on; its CPU rate while nobody asks (0.5 s sleeps), then while requests of one kind come
+    back to back; the CPU beyond that rate, per request (ms)."""
+    import socket
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = RUNS / "config-http-requests.json"
+    path.write_text(json.dumps({"playlist": [{"uri": str(clip)}], "display": {"output": "headless", "mode": "1920x1080@60"},
+                                "http": {"listen": f"127.0.0.1:{port}", "tokens": str(tokens), "requestsPerSecond": 1000}}))
+
+    def get(route):
+        request = urllib.request.Request(f"http://127.0.0.1:{port}{route}", headers={"Authorization": "Bearer " + token})
+        with urllib.request.urlopen(request, timeout=20) as answer:
+            return answer.read()
+
+    log("  http: what each request costs (one player, requests back to back)")
+    player = subprocess.Popen([marquee.binary, "--config", str(path), "--output", "headless", "--mode", "1920x1080@60",
+                               "--clock", "real", "--socket", "none", "--exit-after", "300"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kinds = [("screenshot", 10, "/api/v1/outputs/headless-0/screenshot"),
+             (f"screenshot at {SCREENSHOT_WIDTH} px", 20, f"/api/v1/outputs/headless-0/screenshot?width={SCREENSHOT_WIDTH}"),
+             ("status", 100, "/api/v1/status"), ("playlist", 100, "/api/v1/playlist")]
+    spent = {name: [0.0, 0.0, 0] for name, _, _ in kinds}
+    idle = [0.0, 0.0]
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                get("/api/v1/health")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    return {"error": "the HTTP API did not answer within 20 s"}
+                time.sleep(0.1)
+        time.sleep(2)
+        for _ in range(rounds):
+            for name, count, route in [("idle", 12, None)] + kinds:
+                cpu, start = proc_cpu_seconds(player.pid), time.monotonic()
+                for _ in range(count):
+                    get(route) if route else time.sleep(0.5)
+                used, wall = proc_cpu_seconds(player.pid) - cpu, time.monotonic() - start
+                if route:
+                    spent[name][0] += used
+                    spent[name][1] += wall
+                    spent[name][2] += count
+                else:
+                    idle[0] += used
+                    idle[1] += wall
+    finally:
+        player.terminate()
+        player.wait()
+    rate = idle[0] / idle[1]
+    return {"playback_cpu_percent": 100 * rate,
+            "ms_per_request": {name: 1000 * (cpu - rate * wall) / n for name, (cpu, wall, n) in spent.items()}}
 
 
 def http_markdown(h):
@@ -783,6 +844,18 @@ def http_markdown(h):
     polled = h["extra_percent"]["polled"]
     lines += ["", f"With the dashboard polling, playback costs **{fmt(polled, 1, '%')}** more CPU than with HTTP off "
               f"(goal: at most 2%: {goal(None if polled is None else polled <= 2)}).", ""]
+    pr = h.get("per_request") or {}
+    if "ms_per_request" in pr:
+        each = pr["ms_per_request"]
+        shot = each.get(f"screenshot at {h.get('screenshot_width')} px")
+        json_ms = (each.get("status", 0) + each.get("playlist", 0)) / 2
+        # The dashboard: 3 JSON requests a second, a screenshot every 2 s.
+        share = None if shot is None else (shot / 2 + 3 * json_ms) / (10 * pr["playback_cpu_percent"])
+        lines += [f"Each request alone (one player, requests back to back, CPU beyond its playback's "
+                  f"{pr['playback_cpu_percent']:.1f}% of a core): " + ", ".join(f"{k} {v:.1f} ms" for k, v in each.items())
+                  + (f". So the dashboard's polling costs about **{fmt(100 * share, 1, '%')}** of playback's CPU." if share is not None else "."), ""]
+    elif pr:
+        lines += [f"Per request: not measured ({pr.get('error')}).", ""]
     return lines
 
 
