@@ -1043,7 +1043,7 @@ def write_markdown(results, path):
     lines.append(f"| pacing errors (cadence, drops, repeats, blanks), 10 cases | {e} | | | 0 | {goal(e == 0)} |")
     h = (results.get("http") or {}).get("extra_percent", {}).get("polled")
     if h is not None:
-        lines.append(f"| CPU with HTTP on and a dashboard polling, over HTTP off (section 10) | {fmt(h, 1, '%')} more | | | <= 2% | {goal(h <= 2)} |")
+        lines.append(f"| CPU with HTTP on and a dashboard polling, over HTTP off (section 11) | {fmt(h, 1, '%')} more | | | <= 2% | {goal(h <= 2)} |")
     lines += [
         "",
         "## 1. Throughput (untimed), frames per second, process start to exit",
