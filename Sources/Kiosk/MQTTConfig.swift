@@ -38,14 +38,6 @@ extension ConfigReader {
         var settings = MQTTSettings()
         guard let fields = members(value, at: "mqtt", allowed: ["broker", "id", "groups", "prefix", "statusInterval", "username",
                                                                 "passwordFile", "tls"]) else { return settings }
-        func file(_ v: JSONValue, _ path: String, _ reader: inout ConfigReader) -> String? {
-            guard let s = reader.string(v, at: path) else { return nil }
-            guard !s.isEmpty else {
-                reader.problem(path, "the file name is empty")
-                return nil
-            }
-            return KioskConfig.join(baseDirectory, s)
-        }
         for (field, v) in fields {
             let path = "mqtt.\(field)"
             switch field {
@@ -57,10 +49,10 @@ extension ConfigReader {
                     settings.username = s
                 }
             case "passwordFile":
-                settings.passwordFile = file(v, path, &self)
+                settings.passwordFile = fileName(v, at: path, baseDirectory: baseDirectory)
             case "tls":
                 guard let tls = members(v, at: path, allowed: ["ca"]) else { continue }
-                for (_, entry) in tls { settings.tlsCA = file(entry, "\(path).ca", &self) }
+                for (_, entry) in tls { settings.tlsCA = fileName(entry, at: "\(path).ca", baseDirectory: baseDirectory) }
                 if tls.isEmpty { problem(path, "give ca: the certificate authority's PEM file") }
             case "broker":
                 guard let s = string(v, at: path) else { continue }
