@@ -683,6 +683,182 @@ def bench_transition(marquee, results):
     results["transition"] = out
 
 
+# The width the dashboard asks its screenshots at: its picture's width on a laptop's page.
+SCREENSHOT_WIDTH = 640
+
+
+def bench_http(marquee, results, seconds=20, reps=3):
+    """Issue 30's figure: what the HTTP API costs playback. Marquee plays 1080p30 H.264 at real time
+    on the 1920x1080 headless output with HTTP off, with HTTP on and nobody asking, and with HTTP on
+    while a dashboard polls as dashboard/app.js does (status, playlist and volume every second, the
+    output's screenshot every 2 s at the width it shows it, with a view token); the cases
+    alternate, medians of CPU seconds (the same presentation time in each). The polling runs in this process: only marquee's CPU is counted."""
+    import hashlib
+    import socket
+    import urllib.request
+    clip = make_media("h264-1080p30")
+    token = "bench-" + os.urandom(12).hex()
+    RUNS.mkdir(parents=True, exist_ok=True)
+    tokens = RUNS / "http-tokens"
+    tokens.write_text(f"view sha256:{hashlib.sha256(token.encode()).hexdigest()} dashboard\n")
+    runs = {"off": [], "idle": [], "polled": []}
+    for rep in range(reps):
+        for case in runs:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            config = {"playlist": [{"uri": str(clip)}], "display": {"output": "headless", "mode": "1920x1080@60"}}
+            if case != "off":
+                config["http"] = {"listen": f"127.0.0.1:{port}", "tokens": str(tokens)}
+            path = RUNS / f"config-http-{case}.json"
+            path.write_text(json.dumps(config))
+            trace = RUNS / f"http-{case}-{rep}.jsonl"
+            poll = {"next": 0.0, "tick": 0, "requests": 0, "failed": 0, "screenshots": 0, "output": None, "up": False}
+
+            def get(route):
+                request = urllib.request.Request(f"http://127.0.0.1:{port}{route}", headers={"Authorization": "Bearer " + token})
+                with urllib.request.urlopen(request, timeout=5) as answer:
+                    return answer.read()
+
+            def dashboard(pid, t, poll=poll):
+                # Once a second from the first answer on, as the dashboard's timers do (bounded:
+                # one round a second for the run's length).
+                if t < poll["next"]:
+                    return
+                poll["next"] = t + 1.0
+                try:
+                    status = json.loads(get("/api/v1/status"))
+                    poll["up"] = True
+                    get("/api/v1/playlist")
+                    get("/api/v1/properties/volume")
+                    poll["requests"] += 3
+                    poll["output"] = poll["output"] or (status.get("outputs") or [{}])[0].get("name")
+                    poll["tick"] += 1
+                    if poll["tick"] % 2 == 0 and poll["output"]:
+                        get(f"/api/v1/outputs/{poll['output']}/screenshot?width={SCREENSHOT_WIDTH}")
+                        poll["requests"] += 1
+                        poll["screenshots"] += 1
+                except OSError:
+                    # Before the server is up: asked again soon; after: a failed request, counted.
+                    poll["failed"] += poll["up"]
+                    poll["next"] = t + (1.0 if poll["up"] else 0.1)
+
+            log(f"  http: marquee plays {seconds} s, HTTP {case} ({rep + 1}/{reps})")
+            m = run_measured([marquee.binary, "--config", str(path), "--output", "headless", "--mode", "1920x1080@60",
+                              "--clock", "real", "--socket", "none", "--exit-after", f"{seconds:.6f}", "--trace", str(trace)],
+                             f"http-{case}-{rep}", sampler=dashboard if case == "polled" else None,
+                             timeout=seconds + 60).check("marquee")
+            shown = len(frame_lines(read_trace(trace)))
+            runs[case].append({"cpu_s": m.cpu, "wall_s": m.wall, "presented": shown, "cpu_ms_per_frame": 1000 * m.cpu / max(shown, 1),
+                               "cpu_percent": 100 * m.cpu / m.wall, "requests": poll["requests"],
+                               "screenshots": poll["screenshots"], "failed_requests": poll["failed"]})
+    per_request = http_request_costs(marquee, clip, tokens, token)
+    # Every run plays the same presentation time (--exit-after at real time): its CPU seconds
+    # compare directly. Per presented frame too (frames dropped under load show there).
+    cpu = {case: median([r["cpu_s"] for r in v]) for case, v in runs.items()}
+    per_frame = {case: median([r["cpu_ms_per_frame"] for r in v]) for case, v in runs.items()}
+    extra = {case: ratio(cpu[case], cpu["off"]) for case in ("idle", "polled")}
+    extra_per_frame = {case: ratio(per_frame[case], per_frame["off"]) for case in ("idle", "polled")}
+    results["http"] = {"clip": "h264-1080p30", "seconds": seconds, "reps": reps, "runs": runs, "screenshot_width": SCREENSHOT_WIDTH,
+                       "per_request": per_request,
+                       "cpu_s": cpu, "cpu_ms_per_frame": per_frame,
+                       "extra_percent": {case: None if r is None else 100 * (r - 1) for case, r in extra.items()},
+                       "extra_percent_per_frame": {case: None if r is None else 100 * (r - 1) for case, r in extra_per_frame.items()}}
+
+
+def http_request_costs(marquee, clip, tokens, token, rounds=2):
+    """What one request costs marquee, more precisely than the runs' difference: one player with
+    HTTP on; its CPU rate while nobody asks (0.5 s sleeps), then while requests of one kind come
+    back to back; the CPU beyond that rate, per request (ms)."""
+    import socket
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = RUNS / "config-http-requests.json"
+    path.write_text(json.dumps({"playlist": [{"uri": str(clip)}], "display": {"output": "headless", "mode": "1920x1080@60"},
+                                "http": {"listen": f"127.0.0.1:{port}", "tokens": str(tokens), "requestsPerSecond": 1000}}))
+
+    def get(route):
+        request = urllib.request.Request(f"http://127.0.0.1:{port}{route}", headers={"Authorization": "Bearer " + token})
+        with urllib.request.urlopen(request, timeout=20) as answer:
+            return answer.read()
+
+    log("  http: what each request costs (one player, requests back to back)")
+    player = subprocess.Popen([marquee.binary, "--config", str(path), "--output", "headless", "--mode", "1920x1080@60",
+                               "--clock", "real", "--socket", "none", "--exit-after", "300"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kinds = [("screenshot", 10, "/api/v1/outputs/headless-0/screenshot"),
+             (f"screenshot at {SCREENSHOT_WIDTH} px", 20, f"/api/v1/outputs/headless-0/screenshot?width={SCREENSHOT_WIDTH}"),
+             ("status", 100, "/api/v1/status"), ("playlist", 100, "/api/v1/playlist")]
+    spent = {name: [0.0, 0.0, 0] for name, _, _ in kinds}
+    idle = [0.0, 0.0]
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                get("/api/v1/health")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    return {"error": "the HTTP API did not answer within 20 s"}
+                time.sleep(0.1)
+        time.sleep(2)
+        for _ in range(rounds):
+            for name, count, route in [("idle", 12, None)] + kinds:
+                cpu, start = proc_cpu_seconds(player.pid), time.monotonic()
+                for _ in range(count):
+                    get(route) if route else time.sleep(0.5)
+                used, wall = proc_cpu_seconds(player.pid) - cpu, time.monotonic() - start
+                if route:
+                    spent[name][0] += used
+                    spent[name][1] += wall
+                    spent[name][2] += count
+                else:
+                    idle[0] += used
+                    idle[1] += wall
+    finally:
+        player.terminate()
+        player.wait()
+    rate = idle[0] / idle[1]
+    return {"playback_cpu_percent": 100 * rate,
+            "ms_per_request": {name: 1000 * (cpu - rate * wall) / n for name, (cpu, wall, n) in spent.items()}}
+
+
+def http_markdown(h):
+    lines = ["", "## 11. HTTP API: playback CPU with a dashboard polling", ""]
+    if not h:
+        return lines + ["Not measured yet (`bench.py --only http`).", ""]
+    lines += [f"1080p30 H.264 at real time on the 1920x1080 headless output for {h['seconds']} s: HTTP off, HTTP on with "
+              "nobody asking, HTTP on while a dashboard polls as `dashboard/app.js` does (status, playlist and volume "
+              f"every second, a PNG screenshot of the output every 2 s at {h.get('screenshot_width', 'full')} pixels wide, "
+              "with a `view` token). The cases alternate "
+              f"({h['reps']} rounds); medians. CPU: user + system of the marquee process, start to exit.", "",
+              "| case | CPU s (median) | more than off | CPU ms per presented frame | more than off | runs (CPU s, frames, requests, failed) |",
+              "|---|---|---|---|---|---|"]
+    for case, label in (("off", "HTTP off"), ("idle", "HTTP on, idle"), ("polled", "HTTP on, dashboard polling")):
+        each = ", ".join(f"{r['cpu_s']:.2f} ({r['presented']}, {r['requests']}, {r['failed_requests']})" for r in h["runs"][case])
+        more = "" if case == "off" else fmt(h["extra_percent"][case], 1, "%")
+        more_frame = "" if case == "off" else fmt(h["extra_percent_per_frame"][case], 1, "%")
+        lines.append(f"| {label} | {fmt(h['cpu_s'][case], 2)} | {more} | {fmt(h['cpu_ms_per_frame'][case], 2)} | {more_frame} | {each} |")
+    polled = h["extra_percent"]["polled"]
+    lines += ["", f"With the dashboard polling, playback costs **{fmt(polled, 1, '%')}** more CPU than with HTTP off "
+              f"(goal: at most 2%: {goal(None if polled is None else polled <= 2)}).", ""]
+    pr = h.get("per_request") or {}
+    if "ms_per_request" in pr:
+        each = pr["ms_per_request"]
+        shot = each.get(f"screenshot at {h.get('screenshot_width')} px")
+        json_ms = (each.get("status", 0) + each.get("playlist", 0)) / 2
+        # The dashboard: 3 JSON requests a second, a screenshot every 2 s.
+        share = None if shot is None else (shot / 2 + 3 * json_ms) / (10 * pr["playback_cpu_percent"])
+        lines += [f"Each request alone (one player, requests back to back, CPU beyond its playback's "
+                  f"{pr['playback_cpu_percent']:.1f}% of a core): " + ", ".join(f"{k} {v:.1f} ms" for k, v in each.items())
+                  + (f". So the dashboard's polling costs about **{fmt(100 * share, 1, '%')}** of playback's CPU." if share is not None else "."), ""]
+    elif pr:
+        lines += [f"Per request: not measured ({pr.get('error')}).", ""]
+    return lines
+
+
 # --------------------------------------------------------------------------------------------------
 # Machine, report, plot
 
@@ -865,6 +1041,9 @@ def write_markdown(results, path):
     lines.append(f"| resident size after 1,000 loops minus after 10 (MB) | {fmt(g, 2)} | | | <= 5 MB | {goal(g is not None and g <= 5)} |")
     e = results["pacing_total_errors"]
     lines.append(f"| pacing errors (cadence, drops, repeats, blanks), 10 cases | {e} | | | 0 | {goal(e == 0)} |")
+    h = (results.get("http") or {}).get("extra_percent", {}).get("polled")
+    if h is not None:
+        lines.append(f"| CPU with HTTP on and a dashboard polling, over HTTP off (section 11) | {fmt(h, 1, '%')} more | | | <= 2% | {goal(h <= 2)} |")
     lines += [
         "",
         "## 1. Throughput (untimed), frames per second, process start to exit",
@@ -1010,6 +1189,7 @@ def write_markdown(results, path):
     lines += ["", "![frame intervals](frame-intervals.png)", ""]
     lines += audio_markdown(results.get("audio"))
     lines += before_after_markdown(results.get("before_after"))
+    lines += http_markdown(results.get("http"))
     path.write_text("\n".join(lines))
 
 
@@ -1356,12 +1536,12 @@ def vm_offsets_line(off, title):
 
 # The sections in the order they run, and the keys of results.json each one writes.
 SECTIONS = ["throughput", "realtime", "first_frame", "loop_memory", "pacing", "layer", "overlay", "transition", "audio",
-            "before_after"]
+            "before_after", "http"]
 SECTION_KEYS = {"throughput": ["throughput", "renderer_ceiling"], "realtime": ["realtime"],
                 "first_frame": ["first_frame"], "loop_memory": ["loop_memory"],
                 "pacing": ["pacing", "pacing_total_errors"], "layer": ["layer"],
                 "overlay": ["overlay"], "transition": ["transition"], "audio": ["audio"],
-                "before_after": ["before_after"]}
+                "before_after": ["before_after"], "http": ["http"]}
 
 
 def main():
@@ -1445,6 +1625,8 @@ def main():
                     bench_before_after(marquee, earlier, args.reps, results)
                 else:
                     log("bench: before_after skipped: no --before binary (make bench BEFORE=REV)")
+            elif section == "http":
+                bench_http(marquee, results, reps=args.reps)
         # Which run each section's figures come from.
         results["section_runs"] = {section: (this_run if section in only else kept.get("section_runs", {}).get(
             section, {"date": kept.get("date"), "marquee": kept.get("versions", {}).get("marquee", {}).get("commit")}))

@@ -80,7 +80,9 @@ async function refreshScreens() {
       $("screens").append(img);
     }
     try {
-      const response = await api("GET", `/api/v1/outputs/${encodeURIComponent(output.name)}/screenshot`);
+      // As wide as it is shown (no wider than 1280 pixels): a smaller PNG costs playback less.
+      const width = Math.min(1280, Math.max(160, Math.round((img.clientWidth || 640) * (window.devicePixelRatio || 1))));
+      const response = await api("GET", `/api/v1/outputs/${encodeURIComponent(output.name)}/screenshot?width=${width}`);
       if (response.status !== 200) continue;
       const url = URL.createObjectURL(await response.blob());
       img.src = url;

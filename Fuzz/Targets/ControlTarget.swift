@@ -52,7 +52,7 @@ private let controller: KioskController = {
     // The player: commands succeed at once, except a screenshot of an output that does not exist.
     return KioskController(status: status, commandTimeout: 5) { command in
         switch command {
-        case .screenshot(let output?) where output != "HDMI-A-1": return .failed("no output \(output)")
+        case .screenshot(let output?, _) where output != "HDMI-A-1": return .failed("no output \(output)")
         case .screenshot: return .screenshot(png: Data([0x89, 0x50, 0x4E, 0x47]), width: 1, height: 1, output: "HDMI-A-1")
         default: return .done
         }

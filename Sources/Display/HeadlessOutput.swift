@@ -139,6 +139,11 @@ public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
         try target.readPixelsAsStored()
     }
 
+    /// The same, scaled down by GL to at most `maxWidth` pixels wide (a thumbnail).
+    public func screenshotAsStored(maxWidth: Int) throws -> RGBAImage {
+        try target.readPixelsAsStored(maxWidth: maxWidth)
+    }
+
     /// The picture now on the output as PNG.
     public func screenshotPNG() throws -> Data {
         try target.readPixels().pngData()

@@ -11,6 +11,13 @@ public struct MQTTError: Error, CustomStringConvertible, Sendable {
     public var description: String { "\(call) failed (\(code): \(String(cString: mosquitto_strerror(code))))" }
 }
 
+/// `mqtt.passwordFile` could not be used: the file and why.
+public struct MQTTPasswordFileError: Error, CustomStringConvertible, Sendable {
+    public let file: String
+    public let reason: String
+    public var description: String { "mqtt.passwordFile \(file): \(reason)" }
+}
+
 /// The player on an MQTT broker. Topics under `prefix/id/`: `online` (retained `online`, and
 /// `offline` as the last will or at stop), `status` (retained JSON: health, what plays, pause,
 /// every `statusInterval` and after each command), `reply` (each command's answer). Commands come
@@ -30,6 +37,8 @@ public final class FleetClient: @unchecked Sendable {
     private let status: KioskStatus
     private let logger: Logger
     private var handle: OpaquePointer?
+    /// Whether marquee-mqtt was started (set once, in init).
+    private var serving = false
     private let work = Monitor(Work())
     private let ended = Latch<Void>()
     private let nextClient = Atomic<Int>(1)
@@ -48,6 +57,7 @@ public final class FleetClient: @unchecked Sendable {
 
     public init(settings: MQTTSettings, controller: any ControlHandler, status: KioskStatus, logger: Logger) throws {
         guard let host = settings.brokerHost else { throw MQTTError(call: "mqtt.broker", code: MOSQ_ERR_INVAL.rawValue) }
+        let password = try settings.passwordFile.map(Self.password(from:))
         self.settings = settings
         self.handler = controller
         self.status = status
@@ -66,6 +76,13 @@ public final class FleetClient: @unchecked Sendable {
         mosquitto_message_callback_set(made, onMessage)
         try check("mosquitto_will_set(\(base)/online)") { mosquitto_will_set(made, "\(base)/online", 7, "offline", 1, true) }
         try check("mosquitto_reconnect_delay_set") { mosquitto_reconnect_delay_set(made, 1, 5, true) }
+        if let username = settings.username {
+            try check("mosquitto_username_pw_set") { mosquitto_username_pw_set(made, username, password) }
+        }
+        if let ca = settings.tlsCA {
+            // Checks the broker's certificate against `ca` and the broker's name (libmosquitto's default).
+            try check("mosquitto_tls_set(\(ca))") { mosquitto_tls_set(made, ca, nil, nil, nil, nil) }
+        }
         // An unreachable broker is not an error here: libmosquitto's thread keeps trying.
         let connect = mosquitto_connect_async(made, host, Int32(settings.brokerPort), 30)
         if connect != MOSQ_ERR_SUCCESS.rawValue {
@@ -73,6 +90,26 @@ public final class FleetClient: @unchecked Sendable {
         }
         try check("mosquitto_loop_start") { mosquitto_loop_start(made) }
         startThread(named: "marquee-mqtt") { [self] in serve() }
+        serving = true
+    }
+
+    /// The first line of `file` (at most 4 KiB), without its line end.
+    static func password(from file: String) throws(MQTTPasswordFileError) -> String {
+        guard let handle = FileHandle(forReadingAtPath: file) else {
+            throw MQTTPasswordFileError(file: file, reason: "cannot be opened (\(String(cString: strerror(errno))))")
+        }
+        defer { try? handle.close() }
+        let data: Data
+        do { data = try handle.read(upToCount: 4097) ?? Data() } catch {
+            throw MQTTPasswordFileError(file: file, reason: "cannot be read (\(error.localizedDescription))")
+        }
+        let line = data.prefix { $0 != 0x0A && $0 != 0x0D }
+        guard line.count <= 4096 else { throw MQTTPasswordFileError(file: file, reason: "the first line is longer than 4096 bytes") }
+        guard !line.isEmpty else { throw MQTTPasswordFileError(file: file, reason: "the first line is empty: no password") }
+        guard let text = String(data: line, encoding: .utf8), !text.contains("\0") else {
+            throw MQTTPasswordFileError(file: file, reason: "the password is not UTF-8 text")
+        }
+        return text
     }
 
     private func check(_ call: String, _ body: () -> Int32) throws {
@@ -87,7 +124,7 @@ public final class FleetClient: @unchecked Sendable {
     /// Publishes `offline`, disconnects, and frees the handle.
     public func stop() {
         work.update { $0.running = false }
-        if ended.wait(timeout: 5) == nil { logger.warning("mqtt: the marquee-mqtt thread did not end within 5 s") }
+        if serving, ended.wait(timeout: 5) == nil { logger.warning("mqtt: the marquee-mqtt thread did not end within 5 s") }
         guard let handle else { return }
         mosquitto_publish(handle, nil, "\(base)/online", 7, "offline", 1, true)
         mosquitto_disconnect(handle)
@@ -102,7 +139,7 @@ public final class FleetClient: @unchecked Sendable {
 
     fileprivate func connected(_ code: Int32) {
         guard code == 0, let handle else {
-            logger.warning("mqtt: the broker refused the connection", ["code": "\(code)"])
+            logger.warning("mqtt: the broker refused the connection", ["code": "\(code)", "reason": String(cString: mosquitto_connack_string(code))])
             return
         }
         var topics = ["\(base)/command", "\(settings.prefix)/all/command"]

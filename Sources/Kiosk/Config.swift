@@ -309,6 +309,17 @@ struct ConfigReader {
         return s
     }
 
+    /// A file name at `path`, relative to `baseDirectory` unless absolute; nil (and a problem) if
+    /// it is not a string or empty.
+    mutating func fileName(_ value: JSONValue, at path: String, baseDirectory: String) -> String? {
+        guard let s = string(value, at: path) else { return nil }
+        guard !s.isEmpty else {
+            problem(path, "the file name is empty")
+            return nil
+        }
+        return KioskConfig.join(baseDirectory, s)
+    }
+
     mutating func choice<T: RawRepresentable & CaseIterable>(_ value: JSONValue, at path: String) -> T? where T.RawValue == String {
         guard let s = string(value, at: path) else { return nil }
         guard let v = T(rawValue: s) else {
@@ -444,7 +455,7 @@ struct ConfigReader {
             case "http":
                 config.http = readHTTP(value, baseDirectory: baseDirectory)
             case "mqtt":
-                config.mqtt = readMQTT(value)
+                config.mqtt = readMQTT(value, baseDirectory: baseDirectory)
             case "overlays":
                 config.overlays = readOverlays(value, baseDirectory: baseDirectory) ?? []
             case "log":

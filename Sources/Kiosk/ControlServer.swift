@@ -45,6 +45,14 @@ public protocol ControlHandler: AnyObject, Sendable {
     /// Runs a command other than the protocol's own (get/set/observe/client_name/get_version);
     /// returns the reply's `data`.
     func run(_ command: String, _ arguments: [JSONValue]) throws(ControlError) -> JSONValue?
+    /// The `screenshot` command's picture as PNG bytes, for a caller that serves them as they are
+    /// (HTTP): no base64 and JSON on the way. nil: not offered (the command's JSON reply is used).
+    /// `maxWidth`: scaled down to at most that many pixels wide (the aspect kept).
+    func screenshotPNG(output: String?, maxWidth: Int?) throws(ControlError) -> Data?
+}
+
+extension ControlHandler {
+    public func screenshotPNG(output: String?, maxWidth: Int?) throws(ControlError) -> Data? { nil }
 }
 
 /// The control and health socket: a Unix stream socket speaking mpv's JSON IPC, one JSON object per

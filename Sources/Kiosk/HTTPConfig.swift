@@ -43,14 +43,6 @@ extension ConfigReader {
         guard let fields = members(value, at: "http", allowed: ["listen", "tokens", "tls", "allowedHosts", "healthz", "maxConnections",
                                                                 "maxConnectionsPerClient", "idleTimeout", "maxHeaderBytes", "maxBodyBytes",
                                                                 "requestsPerSecond", "uploads", "dashboard"]) else { return settings }
-        func file(_ v: JSONValue, _ path: String, _ reader: inout ConfigReader) -> String? {
-            guard let s = reader.string(v, at: path) else { return nil }
-            guard !s.isEmpty else {
-                reader.problem(path, "the file name is empty")
-                return nil
-            }
-            return KioskConfig.join(baseDirectory, s)
-        }
         func integer(_ v: JSONValue, _ path: String, _ range: ClosedRange<Int>, _ reader: inout ConfigReader) -> Int? {
             guard case .number(let n) = v else {
                 reader.problem(path, "expected a whole number from \(range.lowerBound) to \(range.upperBound), found \(v.typeName)")
@@ -68,11 +60,11 @@ extension ConfigReader {
                 guard let s = string(v, at: path) else { continue }
                 do { settings.listen = try HTTPListenAddress(parsing: s) } catch { problem(path, error.message) }
             case "tokens":
-                settings.tokens = file(v, path, &self)
+                settings.tokens = fileName(v, at: path, baseDirectory: baseDirectory)
             case "tls":
                 guard let tls = members(v, at: path, allowed: ["certificate", "key"]) else { continue }
                 for (key, entry) in tls {
-                    let name = file(entry, "\(path).\(key)", &self)
+                    let name = fileName(entry, at: "\(path).\(key)", baseDirectory: baseDirectory)
                     if key == "certificate" { settings.tlsCertificate = name } else { settings.tlsKey = name }
                 }
                 if (settings.tlsCertificate == nil) != (settings.tlsKey == nil) && !tls.isEmpty {
@@ -94,7 +86,7 @@ extension ConfigReader {
             case "healthz":
                 if let b = bool(v, at: path) { settings.healthz = b }
             case "dashboard":
-                settings.dashboard = file(v, path, &self)
+                settings.dashboard = fileName(v, at: path, baseDirectory: baseDirectory)
             case "maxConnections":
                 if let n = integer(v, path, 1...1024, &self) { settings.limits.maxConnections = n }
             case "maxConnectionsPerClient":
@@ -115,7 +107,7 @@ extension ConfigReader {
                 guard let uploads = members(v, at: path, allowed: ["directory", "maxBytes", "minFreeBytes"]) else { continue }
                 for (key, u) in uploads {
                     switch key {
-                    case "directory": settings.uploadDirectory = file(u, "\(path).directory", &self)
+                    case "directory": settings.uploadDirectory = fileName(u, at: "\(path).directory", baseDirectory: baseDirectory)
                     case "maxBytes": if let n = integer(u, "\(path).maxBytes", 1...(1 << 50), &self) { settings.maxUploadBytes = n }
                     default: if let n = integer(u, "\(path).minFreeBytes", 0...(1 << 50), &self) { settings.minFreeBytes = n }
                     }

@@ -22,7 +22,7 @@ public enum KioskCommand: Sendable, Equatable {
     case loadList(path: String, append: Bool)
     case reload
     /// The picture of an output (nil: the first) as PNG.
-    case screenshot(output: String?)
+    case screenshot(output: String?, maxWidth: Int? = nil)
     /// `set_property display-power`: the output into standby (false) or awake (true).
     case displayPower(Bool)
     case quit
@@ -341,6 +341,14 @@ public final class KioskController: ControlHandler, Sendable {
         }
     }
 
+    public func screenshotPNG(output: String?, maxWidth: Int?) throws(ControlError) -> Data? {
+        switch try result(of: .screenshot(output: output, maxWidth: maxWidth), timeout: max(commandTimeout, 35)) {
+        case .screenshot(let png, _, _, _): return png
+        case .failed(let why): throw .commandFailed(why)
+        default: throw .commandFailed("the player answered the screenshot with no picture")
+        }
+    }
+
     /// Queues a seek or a playlist step (merged with the queued ones) and answers at once.
     private func navigate(_ command: KioskCommand) -> JSONValue? {
         let start = navigation.withLock { navigation -> Bool in
@@ -389,6 +397,20 @@ public final class KioskController: ControlHandler, Sendable {
     /// Hands `command` to the playback threads and waits for their answer, at most `timeout`
     /// seconds (`commandTimeout` unless given).
     private func execute(_ command: KioskCommand, timeout: Double? = nil) throws(ControlError) -> JSONValue? {
+        switch try result(of: command, timeout: timeout) {
+        case .done: return nil
+        case .loaded(let id): return ["playlist_entry_id": .number(Double(id))]
+        case .failed(let why): throw .commandFailed(why)
+        case .screenshot(let png, let width, let height, let output):
+            return ["format": "png", "width": .number(Double(width)), "height": .number(Double(height)),
+                    "output": .string(output), "data": .string(png.base64EncodedString())]
+        }
+    }
+}
+
+extension KioskController {
+    /// Runs `command` on the player and waits for its result.
+    fileprivate func result(of command: KioskCommand, timeout: Double?) throws(ControlError) -> KioskCommandResult {
         let commandTimeout = timeout ?? self.commandTimeout
         let answer = Latch<KioskCommandResult>()
         let perform = self.perform
@@ -400,14 +422,7 @@ public final class KioskController: ControlHandler, Sendable {
         guard let result = answer.wait(timeout: commandTimeout) else {
             throw .commandFailed("no answer from the player within \(commandTimeout) s")
         }
-        switch result {
-        case .done: return nil
-        case .loaded(let id): return ["playlist_entry_id": .number(Double(id))]
-        case .failed(let why): throw .commandFailed(why)
-        case .screenshot(let png, let width, let height, let output):
-            return ["format": "png", "width": .number(Double(width)), "height": .number(Double(height)),
-                    "output": .string(output), "data": .string(png.base64EncodedString())]
-        }
+        return result
     }
 }
 

@@ -8,10 +8,18 @@ public protocol ScreenshotSource {
     /// The picture now on the output, as cheaply as it can be copied (called on the presenting
     /// thread; the PNG is encoded on another).
     func readBack() throws -> RGBAImage
+    /// The same at most `maxWidth` pixels wide where the output can scale it as it copies;
+    /// wider (the whole picture) where it cannot: the encoding thread scales it then.
+    func readBack(maxWidth: Int) throws -> RGBAImage
+}
+
+extension ScreenshotSource {
+    public func readBack(maxWidth: Int) throws -> RGBAImage { try readBack() }
 }
 
 extension HeadlessOutput: ScreenshotSource {
     public func readBack() throws -> RGBAImage { try screenshotAsStored() }
+    public func readBack(maxWidth: Int) throws -> RGBAImage { try screenshotAsStored(maxWidth: maxWidth) }
 }
 
 /// An output the kiosk can present on: it draws `VideoFrame`s, placed by its picture layer, into

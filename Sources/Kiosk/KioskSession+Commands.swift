@@ -19,11 +19,11 @@ extension KioskSession {
         case .seek(let seconds, let relative): commands.seek(seconds, relative: relative)
         case .reload:
             return reload()
-        case .screenshot(let output):
+        case .screenshot(let output, let maxWidth):
             if let output, let follower = state.withLock({ s in s.followers }).first(where: { f in f.state.withLock { $0.outputName } == output }) {
                 return follower.perform(command)
             }
-            return presentationTasks.screenshot(of: output)
+            return presentationTasks.screenshot(of: output, maxWidth: maxWidth)
         case .displayPower(let on):
             return outputPower.set(on, through: presentationTasks)
         case .quit:

@@ -175,6 +175,11 @@ public final class KioskStatus: Sendable {
         public var slowStorage: [String: SlowRead] = [:]
         /// Live network sources that are down: URL -> since when, and why (KioskSession+Network.swift).
         public var liveSourcesDown: [String: (since: ContinuousClock.Instant, reason: String)] = [:]
+        /// Live sources' outages since the session began: how many began, how many ended with
+        /// the source back (a reconnect), and the seconds of those that ended.
+        public var liveSourceOutages = 0
+        public var liveSourceReconnects = 0
+        public var liveSourceOutageSeconds = 0.0
         /// The id the next playlist entry gets.
         public var nextEntryID = 1
 

@@ -14,6 +14,14 @@ public struct MQTTSettings: Sendable, Equatable {
     public var prefix = "marquee"
     /// `mqtt.statusInterval`: seconds between status messages (also sent after each command).
     public var statusInterval = 10.0
+    /// `mqtt.username`: the name the player logs in with; nil: anonymous.
+    public var username: String?
+    /// `mqtt.passwordFile`: the file whose first line is the password (read when the client starts,
+    /// never logged); nil: no password.
+    public var passwordFile: String?
+    /// `mqtt.tls.ca`: the PEM certificate(s) the broker's certificate must chain to; given: TLS to
+    /// the broker (its name or address checked against its certificate); nil: plain TCP.
+    public var tlsCA: String?
 
     public init() {}
 
@@ -26,12 +34,26 @@ public struct MQTTSettings: Sendable, Equatable {
 }
 
 extension ConfigReader {
-    mutating func readMQTT(_ value: JSONValue) -> MQTTSettings {
+    mutating func readMQTT(_ value: JSONValue, baseDirectory: String) -> MQTTSettings {
         var settings = MQTTSettings()
-        guard let fields = members(value, at: "mqtt", allowed: ["broker", "id", "groups", "prefix", "statusInterval"]) else { return settings }
+        guard let fields = members(value, at: "mqtt", allowed: ["broker", "id", "groups", "prefix", "statusInterval", "username",
+                                                                "passwordFile", "tls"]) else { return settings }
         for (field, v) in fields {
             let path = "mqtt.\(field)"
             switch field {
+            case "username":
+                guard let s = string(v, at: path) else { continue }
+                if s.isEmpty || s.utf8.count > 256 || s.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+                    problem(path, "expected 1 to 256 characters, no control characters")
+                } else {
+                    settings.username = s
+                }
+            case "passwordFile":
+                settings.passwordFile = fileName(v, at: path, baseDirectory: baseDirectory)
+            case "tls":
+                guard let tls = members(v, at: path, allowed: ["ca"]) else { continue }
+                for (_, entry) in tls { settings.tlsCA = fileName(entry, at: "\(path).ca", baseDirectory: baseDirectory) }
+                if tls.isEmpty { problem(path, "give ca: the certificate authority's PEM file") }
             case "broker":
                 guard let s = string(v, at: path) else { continue }
                 guard let colon = s.lastIndex(of: ":"), let port = Int(s[s.index(after: colon)...]), (1...65535).contains(port),
@@ -61,6 +83,9 @@ extension ConfigReader {
                 }
                 do { settings.statusInterval = try checkedNumber(n, in: 0.5...3600, field: path) } catch { problem(error) }
             }
+        }
+        if settings.passwordFile != nil && settings.username == nil {
+            problem("mqtt.passwordFile", "a password needs mqtt.username")
         }
         return settings
     }

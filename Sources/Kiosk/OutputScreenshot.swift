@@ -9,14 +9,15 @@ extension PresentationTasks {
     static let screenshotEncoder = ThreadPool(name: "marquee-screenshot", limit: 1, maxWaiting: 2)
 
     /// A screenshot of the output presenting through these tasks: the presenting thread only copies the
-    /// pixels (a few milliseconds at 1080p); the PNG is encoded on a thread of its own at nice 10,
+    /// pixels (a few milliseconds at 1080p; less for a thumbnail the output scales as it copies); the PNG is encoded on a thread of its own at nice 10,
     /// while the caller waits (at most 4 s for the copy and 30 s for the PNG).
-    func screenshot(of output: String?) -> KioskCommandResult {
+    /// `maxWidth`: scaled down (on the encoding thread) to at most that many pixels wide.
+    func screenshot(of output: String?, maxWidth: Int? = nil) -> KioskCommandResult {
         let readBack = run(timeout: 4) { context -> Result<(RGBAImage, String), ScreenshotFailure> in
             if let output, output != context.name { return .failure(.init("no output named \(output) (this one is \(context.name))")) }
             guard let source = context.screenshots else { return .failure(.init("the \(context.name) output cannot take screenshots")) }
             do {
-                return .success((try source.readBack(), context.name))
+                return .success((try maxWidth.map(source.readBack(maxWidth:)) ?? source.readBack(), context.name))
             } catch {
                 return .failure(.init("screenshot of \(context.name) failed: \(error)"))
             }
@@ -26,12 +27,13 @@ extension PresentationTasks {
             return .failed("the output did not answer within 4 s")
         case .failure(let failure)?:
             return .failed(failure.message)
-        case .success(let (image, name))?:
+        case .success(let (full, name))?:
             // At low priority: the presenting and decoding threads come first for the CPU.
-            let encoded = Latch<Result<Data, any Error>>()
+            let encoded = Latch<Result<(Data, Int, Int), any Error>>()
             guard Self.screenshotEncoder.tryRun({
                 lowerThisThreadsPriority()
-                encoded.set(Result { try image.pngData() })
+                let picture = maxWidth.map { full.scaledDown(toWidth: $0) } ?? full
+                encoded.set(Result { (try picture.pngData(), picture.width, picture.height) })
             }) else {
                 return .failed("screenshot of \(name): earlier screenshots are still being encoded; try again later")
             }
@@ -39,7 +41,7 @@ extension PresentationTasks {
                 return .failed("screenshot of \(name): the PNG was not encoded within 30 s")
             }
             switch result {
-            case .success(let png): return .screenshot(png: png, width: image.width, height: image.height, output: name)
+            case .success(let (png, width, height)): return .screenshot(png: png, width: width, height: height, output: name)
             case .failure(let error): return .failed("screenshot of \(name) failed: \(error)")
             }
         }

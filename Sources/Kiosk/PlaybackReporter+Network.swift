@@ -9,9 +9,12 @@ extension PlaybackReporter {
         outputStatus.update { s in
             if let reason {
                 changed = s.liveSourcesDown[uri] == nil
+                if changed { s.liveSourceOutages += 1 }
                 s.liveSourcesDown[uri] = (s.liveSourcesDown[uri]?.since ?? .now, reason)
-            } else {
-                changed = s.liveSourcesDown.removeValue(forKey: uri) != nil
+            } else if let down = s.liveSourcesDown.removeValue(forKey: uri) {
+                changed = true
+                s.liveSourceReconnects += 1
+                s.liveSourceOutageSeconds += (ContinuousClock.now - down.since).seconds
             }
         }
         guard changed else { return }

@@ -65,6 +65,9 @@ public struct MetricsCounters: Sendable {
     public var cadenceDropped = MonotonicCounter()
     public var delayed = MonotonicCounter()
     public var loopPasses = MonotonicCounter()
+    public var sourceOutages = MonotonicCounter()
+    public var sourceReconnects = MonotonicCounter()
+    public var sourceOutageSeconds = MonotonicCounter()
     /// Per output: repeated, skipped, restarts (wall sync).
     public var sync: [String: [MonotonicCounter]] = [:]
     public init() {}
@@ -114,6 +117,17 @@ func metricsText(_ s: KioskStatus.Snapshot, health: String, counters: inout Metr
     m.sample("marquee_playlist_items", [], Double(s.items.count))
     m.family("marquee_loop_passes_total", "counter", "Passes through the playlist.")
     m.sample("marquee_loop_passes_total", [], counters.loopPasses.observe(Double(s.loopPass)))
+    m.family("marquee_source_outages_total", "counter", "Times a live network source went down.")
+    m.sample("marquee_source_outages_total", [], counters.sourceOutages.observe(Double(s.liveSourceOutages)))
+    m.family("marquee_source_reconnects_total", "counter", "Times a live network source came back after going down.")
+    m.sample("marquee_source_reconnects_total", [], counters.sourceReconnects.observe(Double(s.liveSourceReconnects)))
+    // The outages that ended, and the running ones so far: it grows while a source is down.
+    let running = s.liveSourcesDown.values.reduce(0.0) { $0 + max(0, (now - $1.since).seconds) }
+    m.family("marquee_source_outage_seconds_total", "counter", "Seconds live network sources were down (those down now included).")
+    m.sample("marquee_source_outage_seconds_total", [],
+             (counters.sourceOutageSeconds.observe(s.liveSourceOutageSeconds + running) * 1000).rounded() / 1000)
+    m.family("marquee_sources_down", "gauge", "Live network sources down now.")
+    m.sample("marquee_sources_down", [], Double(s.liveSourcesDown.count))
     m.family("marquee_paused", "gauge", "1 while paused by command.")
     m.sample("marquee_paused", [], s.paused ? 1 : 0)
     m.family("marquee_display_fps", "gauge", "The first output's refresh rate.")

@@ -191,7 +191,14 @@ public final class RemoteAPI: HTTPHandler, @unchecked Sendable {
         case (_, "/api/v1/outputs"):
             return .respond(command(["get_property", "outputs"]))
         case (_, "/api/v1/outputs/{name}/screenshot"):
-            return .respond(screenshot(output: name ?? ""))
+            var width: Int?
+            if let text = request.query["width"] {
+                guard let n = Int(text), (16...7680).contains(n) else {
+                    return .respond(error(400, "width: \"\(text.prefix(32))\" is not a whole number of pixels from 16 to 7680"))
+                }
+                width = n
+            }
+            return .respond(screenshot(output: name ?? "", maxWidth: width))
         case (_, "/api/v1/events"):
             guard let stream = events.subscribe() else { return .respond(error(503, "at most \(events.maxClients) event streams at once")) }
             return .respond(HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store")], body: .stream(stream)))
@@ -274,7 +281,19 @@ public final class RemoteAPI: HTTPHandler, @unchecked Sendable {
         return .object(members)
     }
 
-    private func screenshot(output: String) -> HTTPResponse {
+    private func screenshot(output: String, maxWidth: Int?) -> HTTPResponse {
+        // The PNG as the player made it, where the handler offers it (no base64 and JSON of
+        // megabytes on the way); else through the socket's command.
+        do {
+            if let png = try context.controller.screenshotPNG(output: output, maxWidth: maxWidth) {
+                return HTTPResponse(status: 200, contentType: "image/png", Array(png), headers: [("Cache-Control", "no-store")])
+            }
+        } catch {
+            // As the socket's reply would say it (`command`).
+            var members: [(key: String, value: JSONValue)] = [("error", .string(error.replyText))]
+            if case .commandFailed(let detail) = error { members.append(("detail", .string(detail))) }
+            return json(members.count == 2 ? 409 : 400, .object(members))
+        }
         let reply = command(["screenshot", .string(output)])
         guard reply.status == 200, let bytes = reply.bodyBytes, let value = try? JSONParser.parse(String(decoding: bytes, as: UTF8.self)),
               let base64 = value["data"]?["data"]?.stringValue, let png = Data(base64Encoded: base64) else {

@@ -40,6 +40,23 @@ public final class Framebuffer {
         try readPixelsAsStored().topRowFirst()
     }
 
+    /// The target's pixels scaled down to at most `maxWidth` pixels wide (the aspect kept) by a
+    /// linear blit into a small target, as GL stores them: a thumbnail reads back a fraction of
+    /// the bytes. The whole picture when it is that narrow already.
+    public func readPixelsAsStored(maxWidth: Int) throws -> RGBAImage {
+        guard maxWidth > 0, maxWidth < width else { return try readPixelsAsStored() }
+        let h = max(1, Int((Double(height) * Double(maxWidth) / Double(width)).rounded()))
+        let small = try Framebuffer(width: maxWidth, height: h)
+        glBindFramebuffer(GLenum(GL_READ_FRAMEBUFFER), framebuffer)
+        glBindFramebuffer(GLenum(GL_DRAW_FRAMEBUFFER), small.framebuffer)
+        glBlitFramebuffer(0, 0, GLint(width), GLint(height), 0, 0, GLint(maxWidth), GLint(h),
+                          GLbitfield(GL_COLOR_BUFFER_BIT), GLenum(GL_LINEAR))
+        try checkGL("glBlitFramebuffer(screenshot \(width)x\(height) to \(maxWidth)x\(h))")
+        let image = try small.readPixelsAsStored()
+        bind()
+        return image
+    }
+
     /// The target's pixels as GL stores them (bottom row first): one copy and nothing else, for a
     /// thread that must not be held up (a screenshot on the presenting thread; the rows are put in
     /// order where the picture is encoded).
@@ -94,6 +111,36 @@ public struct RGBAImage: Sendable {
 }
 
 extension RGBAImage {
+    /// The picture at most `maxWidth` pixels wide (the aspect kept, at least 1 x 1): each pixel the
+    /// average of the block it covers. Itself when it is that narrow already.
+    public func scaledDown(toWidth maxWidth: Int) -> RGBAImage {
+        guard maxWidth > 0, maxWidth < width, width > 0, height > 0 else { return self }
+        let w = maxWidth, h = max(1, Int((Double(height) * Double(maxWidth) / Double(width)).rounded()))
+        var out = [UInt8](repeating: 0, count: w * h * 4)
+        pixels.withUnsafeBufferPointer { source in
+            out.withUnsafeMutableBufferPointer { target in
+                for y in 0..<h {
+                    let y0 = y * height / h, y1 = max(y0 + 1, (y + 1) * height / h)
+                    for x in 0..<w {
+                        let x0 = x * width / w, x1 = max(x0 + 1, (x + 1) * width / w)
+                        var sum = (0, 0, 0, 0)
+                        for sy in y0..<y1 {
+                            var i = (sy * width + x0) * 4
+                            for _ in x0..<x1 {
+                                sum.0 += Int(source[i]); sum.1 += Int(source[i + 1]); sum.2 += Int(source[i + 2]); sum.3 += Int(source[i + 3])
+                                i += 4
+                            }
+                        }
+                        let n = (y1 - y0) * (x1 - x0), o = (y * w + x) * 4
+                        target[o] = UInt8(sum.0 / n); target[o + 1] = UInt8(sum.1 / n)
+                        target[o + 2] = UInt8(sum.2 / n); target[o + 3] = UInt8(sum.3 / n)
+                    }
+                }
+            }
+        }
+        return RGBAImage(width: w, height: h, pixels: out, bottomRowFirst: bottomRowFirst)
+    }
+
     /// The picture as PNG bytes (libavcodec's PNG encoder).
     public func pngData() throws -> Data {
         try PNGEncoder.encode(rgba: pixels, width: width, height: height, bottomRowFirst: bottomRowFirst)

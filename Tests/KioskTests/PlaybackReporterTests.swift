@@ -36,6 +36,22 @@ import TestSupport
         #expect(lines.all.filter { $0.contains("cannot play item") }.count == 3)
     }
 
+    /// A live source down then back: one outage, one reconnect, its seconds added; a second
+    /// report while down is the same outage.
+    @Test func liveSourceOutagesAndReconnectsAreCounted() {
+        let status = KioskStatus()
+        let reporter = reporter(status: status)
+        reporter.liveSourceChanged(uri: "rtsp://127.0.0.1/cam", reason: "connection refused")
+        reporter.liveSourceChanged(uri: "rtsp://127.0.0.1/cam", reason: "no picture for 2.0 s")
+        var s = status.snapshot
+        #expect(s.liveSourceOutages == 1 && s.liveSourceReconnects == 0 && s.liveSourcesDown.count == 1)
+        reporter.liveSourceChanged(uri: "rtsp://127.0.0.1/cam", reason: nil)
+        reporter.liveSourceChanged(uri: "rtsp://127.0.0.1/cam", reason: nil)
+        s = status.snapshot
+        #expect(s.liveSourceOutages == 1 && s.liveSourceReconnects == 1 && s.liveSourcesDown.isEmpty)
+        #expect(s.liveSourceOutageSeconds >= 0 && s.liveSourceOutageSeconds < 5)
+    }
+
     /// Slow reads count in the output's status (a follower's in its leader's) within the window;
     /// only the first of a window is logged.
     @Test func slowStorageCountsInTheOutputsStatusAndLogsOncePerWindow() throws {

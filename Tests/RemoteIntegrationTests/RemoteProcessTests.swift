@@ -178,9 +178,12 @@ import TestSupport
                 let operation = try #require(raw as? [String: Any])
                 let responses = try #require(operation["responses"] as? [String: Any])
                 var concrete = path
+                var query: [String] = []
                 for parameter in operation["parameters"] as? [[String: Any]] ?? [] {
-                    concrete = concrete.replacingOccurrences(of: "{\(parameter["name"] as! String)}", with: parameter["example"] as! String)
+                    let name = try #require(parameter["name"] as? String), example = "\(try #require(parameter["example"], "\(path): \(name) has no example"))"
+                    if parameter["in"] as? String == "query" { query.append("\(name)=\(example)") } else { concrete = concrete.replacingOccurrences(of: "{\(name)}", with: example) }
                 }
+                if !query.isEmpty { concrete += "?" + query.joined(separator: "&") }
                 var body: [UInt8]?
                 if let content = (operation["requestBody"] as? [String: Any])?["content"] as? [String: [String: Any]] {
                     if let example = content["application/json"]?["example"] {
@@ -220,6 +223,17 @@ import TestSupport
             }
         }
         #expect(checked == routed.count)
+
+        // A screenshot scaled down to a thumbnail: the PNG's header says its size; a bad width is refused.
+        let thumbnail = try #require(player.ask("GET", "/api/v1/outputs/headless-0/screenshot?width=32", timeout: 40))
+        let png = thumbnail.body
+        #expect(thumbnail.status == 200 && png.count > 24, "\(thumbnail.status): \(thumbnail.text.prefix(200))")
+        if png.count > 24 {
+            let width = png[16..<20].reduce(0) { $0 << 8 | Int($1) }
+            #expect(width == 32, "the thumbnail is \(width) pixels wide")
+        }
+        let refused = try #require(player.ask("GET", "/api/v1/outputs/headless-0/screenshot?width=wide"))
+        #expect(refused.status == 400 && refused.text.contains("width"), "\(refused.status): \(refused.text)")
         #expect(player.process.isRunning, "log:\n\(player.log)")
     }
 

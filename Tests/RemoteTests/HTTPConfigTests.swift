@@ -65,6 +65,16 @@ import Testing
         #expect(try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}]}"#, baseDirectory: "/").mqtt.brokerHost == nil)
     }
 
+    @Test func aLoginAndTLSWithFilesBesideTheConfig() throws {
+        let config = try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}], "mqtt": {"broker": "broker.lan:8883", "username": "lobby-1", "passwordFile": "mqtt-password", "tls": {"ca": "/etc/ssl/fleet-ca.pem"}}}"#,
+                                           baseDirectory: "/etc/marquee")
+        #expect(config.mqtt.username == "lobby-1")
+        #expect(config.mqtt.passwordFile == "/etc/marquee/mqtt-password")
+        #expect(config.mqtt.tlsCA == "/etc/ssl/fleet-ca.pem")
+        let anonymous = try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}], "mqtt": {"broker": "broker.lan:1883"}}"#, baseDirectory: "/")
+        #expect(anonymous.mqtt.username == nil && anonymous.mqtt.passwordFile == nil && anonymous.mqtt.tlsCA == nil)
+    }
+
     @Test func topicLevelsCannotHoldWildcardsOrSlashes() {
         let cases: [(String, String)] = [
             (#"{"broker": "broker.lan"}"#, "mqtt.broker: \"broker.lan\" is not host:port"),
@@ -74,6 +84,12 @@ import Testing
             (#"{"groups": ["lobby", "+"]}"#, "mqtt.groups[1]:"),
             (#"{"statusInterval": 0}"#, "mqtt.statusInterval:"),
             (#"{"password": "x"}"#, "mqtt.password: unknown key"),
+            (#"{"passwordFile": "pw"}"#, "mqtt.passwordFile: a password needs mqtt.username"),
+            (#"{"username": ""}"#, "mqtt.username:"),
+            (#"{"username": "a\nb"}"#, "mqtt.username:"),
+            (#"{"username": "u", "passwordFile": ""}"#, "mqtt.passwordFile: the file name is empty"),
+            (#"{"tls": {}}"#, "mqtt.tls: give ca"),
+            (#"{"tls": {"ca": "ca.pem", "insecure": true}}"#, "mqtt.tls.insecure: unknown key"),
         ]
         for (mqtt, expected) in cases {
             var found: [String] = []

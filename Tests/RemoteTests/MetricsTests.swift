@@ -45,4 +45,24 @@ import Testing
         #expect(again.contains("marquee_frames_dropped_total 4\n"))
         #expect(!again.contains("marquee_audio_delay_seconds"))
     }
+    @Test func liveSourceOutagesCountTheRunningOneToo() {
+        var s = KioskStatus.Snapshot()
+        s.liveSourceOutages = 3
+        s.liveSourceReconnects = 2
+        s.liveSourceOutageSeconds = 4.5
+        s.liveSourcesDown["rtsp://127.0.0.1:8554/cam"] = (since: s.started + .seconds(80), reason: "no picture for 2.0 s")
+        var counters = MetricsCounters()
+        let text = metricsText(s, health: "degraded", counters: &counters, audioDelay: nil, now: s.started + .seconds(90))
+        #expect(text.contains("marquee_source_outages_total 3\n"))
+        #expect(text.contains("marquee_source_reconnects_total 2\n"))
+        #expect(text.contains("marquee_source_outage_seconds_total 14.5\n"), "\(text)")
+        #expect(text.contains("marquee_sources_down 1\n"))
+        // The source back 2 s later: its 12 s move to the ended ones; the total goes on from there.
+        s.liveSourcesDown = [:]
+        s.liveSourceReconnects = 3
+        s.liveSourceOutageSeconds = 16.5
+        let back = metricsText(s, health: "ok", counters: &counters, audioDelay: nil, now: s.started + .seconds(95))
+        #expect(back.contains("marquee_source_outage_seconds_total 16.5\n"))
+        #expect(back.contains("marquee_sources_down 0\n"))
+    }
 }

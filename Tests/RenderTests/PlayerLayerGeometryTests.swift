@@ -187,6 +187,34 @@ let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
         }
     }
 
+    /// A thumbnail scaled by GL as it is read back: its size, its colours where they were, and
+    /// the rest of the output's drawing undisturbed (the target bound again).
+    @Test func aThumbnailIsScaledAsItIsReadBack() throws {
+        let width = 96, height = 64
+        var rgba = [UInt8](repeating: 255, count: width * height * 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                rgba.replaceSubrange((y * width + x) * 4..<(y * width + x) * 4 + 3, with: x < width / 2 ? [230, 30, 40] : [40, 60, 220])
+            }
+        }
+        let path = TestMedia.folder + "/halves-\(UUID().uuidString).png"
+        try PNGEncoder.encode(rgba: rgba, width: width, height: height).write(to: URL(fileURLWithPath: path))
+        let frame = try #require(try VideoDecoder(path: path).nextFrame())
+        let output = try HeadlessOutput(mode: DisplayMode(width: width, height: height, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        output.layer.gravity = .resize
+        try output.draw([frame])
+        let thumbnail = try output.screenshotAsStored(maxWidth: 24).topRowFirst()
+        #expect(thumbnail.width == 24 && thumbnail.height == 16)
+        for (x, c) in [(3, [230, 30, 40]), (20, [40, 60, 220])] {
+            let p = thumbnail.pixel(x: x, y: 8)
+            #expect(zip([p.r, p.g, p.b], c).map { abs(Int($0) - $1) }.max()! <= 4, "at x \(x): \([p.r, p.g, p.b]), expected \(c)")
+        }
+        #expect(try output.screenshotAsStored(maxWidth: 500).width == width)
+        try output.draw([frame])
+        let p = try output.screenshot().pixel(x: 80, y: 30)
+        #expect(abs(Int(p.b) - 220) <= 4, "drawn after the thumbnail: \([p.r, p.g, p.b])")
+    }
+
     @Test func dmaBufImportSaysWhatIsMissing() throws {
         let context = try GLContext.surfaceless()
         let layer = try PlayerLayer()
