@@ -26,6 +26,20 @@ extension PlaybackReporter {
     }
 }
 
+extension PlaybackReporter {
+    /// A live source's reader went while the source was down (its item ended or was skipped):
+    /// nothing waits for it any more, so health no longer names it; not a reconnect.
+    func liveSourceClosed(uri: String) {
+        var closed = false
+        outputStatus.update { s in
+            guard let down = s.liveSourcesDown.removeValue(forKey: uri) else { return }
+            s.liveSourceOutageSeconds += (ContinuousClock.now - down.since).seconds
+            closed = true
+        }
+        if closed { logger.info("live source no longer played while down", ["uri": uri]) }
+    }
+}
+
 extension KioskConfig.Item {
     /// A network item's `duration`: how long it plays before the playlist goes on (a live source
     /// has no end of its own); nil for a file (its `duration` is a still's).

@@ -16,7 +16,13 @@ extension ReportingBackend {
             reporter.decoderOpened(uri: uri, info: info, path: path)
         }
         ffmpeg.limits = config.network.limits
-        ffmpeg.onLiveChange = { uri, reason in reporter.liveSourceChanged(uri: uri, reason: reason) }
+        ffmpeg.onLiveChange = { uri, change in
+            switch change {
+            case .down(let reason): reporter.liveSourceChanged(uri: uri, reason: reason)
+            case .back: reporter.liveSourceChanged(uri: uri, reason: nil)
+            case .closedWhileDown: reporter.liveSourceClosed(uri: uri)
+            }
+        }
         ffmpeg.onDownscale = { uri, from, to in
             guard reporter.firstTime("downscale|\(uri)") else { return }
             logger.warning("picture larger than the output's largest texture; scaled down with swscale",

@@ -34,8 +34,8 @@ public struct FFmpegBackend: MediaBackend {
     public var limits = MediaIOLimits.standard
     /// A live network source's stall limit and reopening backoff (`LiveReader`).
     public var live = LiveSourceHealth.Policy()
-    /// Told when a live source goes down (the reason) and comes back (nil): its URL first.
-    public var onLiveChange: (@Sendable (String, String?) -> Void)?
+    /// Told when a live source goes down, comes back, or its reader goes while it is down: its URL first.
+    public var onLiveChange: (@Sendable (String, LiveSourceChange) -> Void)?
 
     public init(threads: Int = 0, hardware: HardwareDecoding = .none, output: OutputCapabilities = .unconstrained,
                 interop: (any FrameInteropTarget)? = nil,

@@ -7,13 +7,14 @@ import Synchronization
 /// back by itself. A read that fails, times out (the stall limit) or ends closes the decoder; the
 /// source is reopened with capped, jittered backoff (`LiveSourceHealth`) until it answers, while
 /// the player keeps the last picture up. Frames after a reopen go on from where the picture was.
-/// `onChange` hears each change: the reason while down, nil once pictures come again.
+/// `onChange` hears each change: down (why), back once pictures come again, and closed when the
+/// reader goes while its source is down (its item ended: nobody waits for that source now).
 final class LiveReader: FrameReader {
     let uri: String
     private let open: () throws -> DecoderReader
     private var reader: DecoderReader?
     private var health: LiveSourceHealth
-    private let onChange: (@Sendable (String, String?) -> Void)?
+    private let onChange: (@Sendable (String, LiveSourceChange) -> Void)?
     /// Set from another thread (`canceller`); holds the canceller of the decoder in use.
     private let stop = LiveStop()
     /// Where the next frame goes on the item's timeline (the end of the last one handed out).
@@ -26,13 +27,17 @@ final class LiveReader: FrameReader {
     static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
     init(uri: String, first: DecoderReader, policy: LiveSourceHealth.Policy,
-         onChange: (@Sendable (String, String?) -> Void)?, open: @escaping () throws -> DecoderReader) {
+         onChange: (@Sendable (String, LiveSourceChange) -> Void)?, open: @escaping () throws -> DecoderReader) {
         self.uri = uri
         self.open = open
         self.onChange = onChange
         reader = first
         stop.current.withLock { $0 = first.canceller }
         health = LiveSourceHealth(policy: policy, now: Self.now())
+    }
+
+    deinit {
+        if reportedDown { onChange?(uri, .closedWhileDown) }
     }
 
     func nextFrame() throws -> (any PresentableFrame)? {
@@ -44,7 +49,7 @@ final class LiveReader: FrameReader {
                     health.picture(at: Self.now())
                     if reportedDown {
                         reportedDown = false
-                        onChange?(uri, nil)
+                        onChange?(uri, .back)
                     }
                     timelineEnd = frame.pts + frame.duration
                     return frame
@@ -87,7 +92,7 @@ final class LiveReader: FrameReader {
         stop.current.withLock { $0 = nil }
         health.failed(at: Self.now(), reason: reason, random: Double.random(in: 0..<1, using: &generator))
         reportedDown = true
-        onChange?(uri, reason)
+        onChange?(uri, .down(reason))
     }
 
     /// A live source has no positions to go to: the picture is always the live one.
@@ -105,6 +110,16 @@ final class LiveReader: FrameReader {
         discardEndingBy = clock
         reader?.setFrameDrop(drop, discardingFramesEndingBy: clock)
     }
+}
+
+/// What a live source's reader reports (`FFmpegBackend.onLiveChange`).
+public enum LiveSourceChange: Sendable, Equatable {
+    /// No picture now, and why; the reader is reopening it.
+    case down(String)
+    /// Pictures again.
+    case back
+    /// The reader went (its item ended or was skipped) while the source was down.
+    case closedWhileDown
 }
 
 /// A live reader's cancel, shared with the thread that cancels it.

@@ -52,6 +52,18 @@ import TestSupport
         #expect(s.liveSourceOutageSeconds >= 0 && s.liveSourceOutageSeconds < 5)
     }
 
+    /// A live item that ends while its source is down (a playlist moving on): health no longer
+    /// names the source, and it is not counted as a reconnect.
+    @Test func aLiveSourceWhoseReaderGoesWhileDownLeavesHealth() {
+        let status = KioskStatus()
+        let reporter = reporter(status: status)
+        reporter.liveSourceChanged(uri: "http://127.0.0.1/live.m3u8", reason: "connection refused")
+        #expect(status.snapshot.liveSourcesDown.count == 1)
+        reporter.liveSourceClosed(uri: "http://127.0.0.1/live.m3u8")
+        let s = status.snapshot
+        #expect(s.liveSourcesDown.isEmpty && s.liveSourceOutages == 1 && s.liveSourceReconnects == 0)
+    }
+
     /// Slow reads count in the output's status (a follower's in its leader's) within the window;
     /// only the first of a window is logged.
     @Test func slowStorageCountsInTheOutputsStatusAndLogsOncePerWindow() throws {

@@ -94,7 +94,13 @@ import TestSupport
         var backend = FFmpegBackend(threads: 1)
         backend.limits.network = try NetworkAllowList(entries: [allow])
         let seen = Seen()
-        backend.onLiveChange = { _, reason in seen.changes.withLock { $0.append((Self.now(), reason)) } }
+        backend.onLiveChange = { _, change in
+            switch change {
+            case .down(let reason): seen.changes.withLock { $0.append((Self.now(), reason)) }
+            case .back: seen.changes.withLock { $0.append((Self.now(), nil)) }
+            case .closedWhileDown: break
+            }
+        }
         let reader = try backend.openReader(URL(string: url)!)
         let stop = Atomic(false)
         let done = DispatchSemaphore(value: 0)
@@ -167,7 +173,13 @@ import TestSupport
         var backend = FFmpegBackend(threads: 1)
         backend.limits.network = try NetworkAllowList(entries: ["http://127.0.0.1"])
         let seen = Seen()
-        backend.onLiveChange = { _, reason in seen.changes.withLock { $0.append((Self.now(), reason)) } }
+        backend.onLiveChange = { _, change in
+            switch change {
+            case .down(let reason): seen.changes.withLock { $0.append((Self.now(), reason)) }
+            case .back: seen.changes.withLock { $0.append((Self.now(), nil)) }
+            case .closedWhileDown: break
+            }
+        }
         let owned = ReaderBox(try backend.openReader(URL(string: "\(proxy.url)/index.m3u8")!))
         let cancel = owned.reader.canceller
         let stop = Atomic(false)
