@@ -42,14 +42,20 @@ put_content() {
 }
 
 # boot DISK: starts QEMU on DISK in the background ($qemu is its PID); the guest's journal is forwarded
-# to its serial console ($run/serial.log) with the kernel's timestamps.
+# to its serial console ($run/serial.log) with the kernel's timestamps. One virtual CPU unless
+# IMAGE_VM_SMP says otherwise: with two, under TCG on a loaded host, boots showed soft lockups in
+# modprobe and once hung (likely one vCPU spinning in the guest kernel for the other, whose host thread
+# waited for a CPU: module loading patches code on every CPU); one vCPU has no one to wait for.
 boot() {
+    local smp=${IMAGE_VM_SMP:-1}
+    [[ $smp =~ ^[1-8]$ ]] || { echo "$0: IMAGE_VM_SMP must be 1 to 8, not $smp" >&2; exit 2; }
     : > "$run/serial.log"
     rm -f "$run/qmp.sock"
-    qemu-system-x86_64 -machine q35,accel=tcg -smp 2 -m 2048 \
+    # -nodefaults: no NIC, CD-ROM or parallel port the image has no use for (fewer modules for udev to load).
+    qemu-system-x86_64 -machine q35,accel=tcg -smp "$smp" -m 2048 -nodefaults \
         -kernel "$image_dir/vmlinuz" -initrd "$image_dir/initrd.img" \
         -append "$(cat "$image_dir/cmdline") console=ttyS0 loglevel=4 consoleblank=0 systemd.show_status=0 systemd.journald.forward_to_console=1 systemd.journald.max_level_console=info" \
-        -no-reboot -display none -serial "file:$run/serial.log" -monitor none -vga none -device virtio-gpu-pci \
+        -no-reboot -display none -serial "file:$run/serial.log" -monitor none -device virtio-gpu-pci \
         -drive "file=$1,format=raw,if=virtio,cache=writeback" \
         -qmp "unix:$run/qmp.sock,server=on,wait=off" > "$run/qemu.log" 2>&1 &
     qemu=$!
