@@ -182,10 +182,12 @@ image: deb
 	echo "make image: $(IMAGE_DIR)/marquee.img, $$(du -m --apparent-size $(IMAGE_DIR)/marquee.img | cut -f1) MiB" \
 		"($$(du -m $(IMAGE_DIR)/marquee.img | cut -f1) MiB allocated), image built in $$(( $$(date +%s) - start )) s"
 
-# Boots the image built by `make image` (not rebuilt here) under QEMU TCG: about 2 minutes.
-image-test: DEBIAN_PACKAGES += $(VM_PACKAGES) $(IMAGE_PACKAGES)
+# Boots the image built by `make image` (not rebuilt here) under QEMU TCG twice, its kernel booted
+# directly, then by UEFI firmware (OVMF) and the image's boot loader: about 2 minutes.
+image-test: DEBIAN_PACKAGES += $(VM_PACKAGES) $(IMAGE_PACKAGES) ovmf
 image-test: deps
-	$(SUDO) deploy/image/image-test $(IMAGE_DIR)
+	$(SUDO) env IMAGE_BOOT=kernel deploy/image/image-test $(IMAGE_DIR)
+	$(SUDO) env IMAGE_BOOT=efi deploy/image/image-test $(IMAGE_DIR)
 
 # 20 power cuts (POWER_CUTS=N for another count) of the image while it plays and imports media.
 POWER_CUTS ?= 20

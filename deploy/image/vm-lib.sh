@@ -3,7 +3,7 @@
 # Needs: image_dir (build-image's output), run (a scratch folder), vm_dir (deploy/vm).
 
 image_need() {
-    for tool in qemu-system-x86_64 python3 ffmpeg e2fsck debugfs dumpe2fs fsck.vfat mcopy mdeltree; do
+    for tool in qemu-system-x86_64 python3 ffmpeg e2fsck debugfs dumpe2fs fsck.vfat mcopy mdeltree mtype; do
         command -v $tool >/dev/null || { echo "$0: $tool is missing (make image-test installs the VM and image packages)" >&2; exit 125; }
     done
     for file in marquee.img vmlinuz initrd.img cmdline partitions; do
@@ -42,18 +42,46 @@ put_content() {
 }
 
 # boot DISK: starts QEMU on DISK in the background ($qemu is its PID); the guest's journal is forwarded
-# to its serial console ($run/serial.log) with the kernel's timestamps.
+# to its serial console ($run/serial.log) with the kernel's timestamps. IMAGE_BOOT=kernel (default)
+# boots the image's kernel and initramfs directly; IMAGE_BOOT=efi boots the disk through UEFI firmware
+# (OVMF) and the image's own boot loader, with the same command line (set_efi_cmdline). One virtual
+# CPU unless IMAGE_VM_SMP says otherwise: with two, under TCG on a loaded host, boots showed soft
+# lockups in modprobe and once hung (likely one vCPU spinning in the guest kernel for the other, whose
+# host thread waited for a CPU: module loading patches code on every CPU); one vCPU has no one to wait for.
 boot() {
+    local smp=${IMAGE_VM_SMP:-1} start=()
+    [[ $smp =~ ^[1-8]$ ]] || { echo "$0: IMAGE_VM_SMP must be 1 to 8, not $smp" >&2; exit 2; }
+    case ${IMAGE_BOOT:-kernel} in
+        kernel) start=(-kernel "$image_dir/vmlinuz" -initrd "$image_dir/initrd.img" -append "$(cat "$image_dir/cmdline") $test_cmdline");;
+        efi) local firmware; firmware=$(ovmf) || exit 125; start=(-bios "$firmware"); set_efi_cmdline "$1";;
+        *) echo "$0: IMAGE_BOOT is kernel or efi, not $IMAGE_BOOT" >&2; exit 2;;
+    esac
     : > "$run/serial.log"
     rm -f "$run/qmp.sock"
-    qemu-system-x86_64 -machine q35,accel=tcg -smp 2 -m 2048 \
-        -kernel "$image_dir/vmlinuz" -initrd "$image_dir/initrd.img" \
-        -append "$(cat "$image_dir/cmdline") console=ttyS0 loglevel=4 consoleblank=0 systemd.show_status=0 systemd.journald.forward_to_console=1 systemd.journald.max_level_console=info" \
-        -no-reboot -display none -serial "file:$run/serial.log" -monitor none -vga none -device virtio-gpu-pci \
+    # -nodefaults: no NIC, CD-ROM or parallel port the image has no use for (fewer modules for udev to load).
+    qemu-system-x86_64 -machine q35,accel=tcg -smp "$smp" -m 2048 -nodefaults "${start[@]}" \
+        -no-reboot -display none -serial "file:$run/serial.log" -monitor none -device virtio-gpu-pci \
         -drive "file=$1,format=raw,if=virtio,cache=writeback" \
         -qmp "unix:$run/qmp.sock,server=on,wait=off" > "$run/qemu.log" 2>&1 &
     qemu=$!
     boot_started=$(date +%s.%N)
+}
+# What the tests add to the image's command line: the journal forwarded to the serial console.
+test_cmdline="console=ttyS0 loglevel=4 consoleblank=0 systemd.show_status=0 systemd.journald.forward_to_console=1 systemd.journald.max_level_console=info"
+
+ovmf() {
+    local f
+    for f in /usr/share/ovmf/OVMF.fd /usr/share/OVMF/OVMF.fd; do [ -f "$f" ] && { echo "$f"; return 0; }; done
+    echo "$0: no OVMF firmware (the ovmf package) for IMAGE_BOOT=efi" >&2; exit 125
+}
+
+# set_efi_cmdline DISK: the boot loader entry on DISK's EFI partition boots with the tests' command
+# line too (mtools, as on any FAT partition).
+set_efi_cmdline() {
+    local img="$1@@$(part_offset esp)" entry="$run/marquee.conf"
+    mtype -i "$img" ::/loader/entries/marquee.conf > "$entry"
+    grep -q "$test_cmdline" "$entry" || sed -i "s|^options .*|& $test_cmdline|" "$entry"
+    mcopy -o -i "$img" "$entry" ::/loader/entries/marquee.conf
 }
 
 since_boot() { awk -v s="$boot_started" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f", e - s}'; }
