@@ -925,6 +925,114 @@ def bench_before_after(marquee, before, reps, results):
     }
 
 
+# The start's marks in the trace's `startup` line (Diagnostics/StartupMarks.swift), in the order
+# they come when every step waits for the one before.
+STARTUP_MARKS = [
+    ("main", "main entered (loader, libraries' constructors, Swift runtime)"),
+    ("config-read", "arguments and config read"),
+    ("output-chosen", "output kind chosen"),
+    ("output-open-start", "trace file opened"),
+    ("egl-context", "EGL display initialised, context made (the GL driver loaded)"),
+    ("layer-made", "offscreen target and player layer made (shaders compiled)"),
+    ("output-open", "output open (its capabilities read)"),
+    ("session-made", "session made (players, sound, control)"),
+    ("probed", "first item probed"),
+    ("decoder-open", "decoder open"),
+    ("first-decoded", "first frame decoded"),
+    ("prerolled", "preroll's frames decoded"),
+    ("first-present", "first picture uploaded, drawn, shown"),
+]
+
+
+def loader_statistics(binary, args):
+    """The dynamic loader's own figures for one start (LD_DEBUG=statistics): milliseconds (its
+    cycles at the CPU's clock, /proc/cpuinfo) and relocations; and how many libraries it maps."""
+    env = dict(os.environ, LD_DEBUG="statistics")
+    done = subprocess.run([binary] + args, env=env, capture_output=True, text=True, timeout=60)
+    text = done.stderr
+    cycles = re.search(r"total startup time in dynamic loader: (\d+) cycles", text)
+    relocations = re.search(r"number of relocations: (\d+)", text)
+    mhz = machine().get("cpu_mhz")
+    listed = subprocess.run([binary], env=dict(os.environ, LD_TRACE_LOADED_OBJECTS="1"), capture_output=True,
+                            text=True, timeout=60).stdout
+    return {"cycles": int(cycles.group(1)) if cycles else None,
+            "ms": int(cycles.group(1)) / (mhz * 1000) if cycles and mhz else None,
+            "relocations": int(relocations.group(1)) if relocations else None,
+            "libraries": sum(1 for l in listed.splitlines() if "=>" in l or l.strip().startswith("/"))}
+
+
+def bench_startup(players, reps, results):
+    """Where the time from exec to the first picture goes: Marquee's trace writes a `startup` line
+    of monotonic-clock marks at its first picture; the exec is the benchmark's own monotonic time
+    just before it starts the process (so the first phase includes the fork and exec). Start to
+    exit after one picture, 1080p30 H.264, real clock, headless; medians of `reps` runs.
+    `players`: (label, Marquee) pairs, run alternated (A B, then B A) when there are two, each
+    kept under its label in results.json (labels measured in earlier runs are kept)."""
+    clip = make_media("h264-1080p30")
+    runs = {label: [] for label, _ in players}
+    for rep in range(reps):
+        for label, player in (players if rep % 2 == 0 else list(reversed(players))):
+            log(f"  startup, {label}, run {rep + 1}/{reps}")
+            trace = RUNS / f"startup-{label}-{rep}.jsonl"
+            started = time.monotonic()
+            m = run_measured(player.command(clip, "real", None, trace, frames=1), f"startup-{label}-{rep}").check(label)
+            line = next((l for l in read_trace(trace) if l.get("type") == "startup"), None)
+            if not line:
+                sys.exit(f"bench: {player.binary} wrote no startup line (trace {trace}): a build from before the marks?")
+            marks = {name: 1000 * (t - started) for name, t in line["marks"].items()}
+            marks["exit"] = 1000 * m.wall
+            runs[label].append(marks)
+
+    # Each mark's time after the mark just before it in the same run (marks of threads that run
+    # side by side may come in another order than the list's).
+    def before(r, n):
+        earlier = [t for k, t in r.items() if k != n and t <= r[n]]
+        return max(earlier) if earlier else 0.0
+
+    for label, player in players:
+        names = {n for r in runs[label] for n in r}
+        entry = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                 "marquee": player.label or marquee_label(results), "binary": player.binary,
+                 "alternated_with": [l for l, _ in players if l != label],
+                 "load_average": os.getloadavg(), "reps": reps, "runs": runs[label],
+                 "median_since_exec_ms": {n: median([r[n] for r in runs[label] if n in r]) for n in names},
+                 "median_since_previous_ms": {n: median([r[n] - before(r, n) for r in runs[label] if n in r]) for n in names},
+                 "loader": loader_statistics(player.binary, player.command(clip, "real", None, RUNS / "startup-ld.jsonl",
+                                                                            frames=1)[1:])}
+        results.setdefault("startup", {})[label] = entry
+
+
+def startup_markdown(st):
+    if not st:
+        return []
+    labels = list(st)
+    lines = ["", "## 12. Where the start goes", "",
+             "1080p30 H.264, headless, `--clock real --frames 1`: the time of each step of the start after the "
+             "benchmark started the process (fork and exec included), from the monotonic-clock marks Marquee's trace "
+             "writes at its first picture (`type: startup`); medians of each run's figures. \"after the step "
+             "before\": after the mark that came just before it in that run (steps on other threads may overlap)."]
+    for label in labels:
+        e = st[label]
+        ld = e["loader"]
+        lines.append("")
+        alternated = f" (alternated with {', '.join(e['alternated_with'])} in one run)" if e.get("alternated_with") else ""
+        lines.append(f"- {label}: Marquee {e['marquee']}, {e['date']}, load average {e['load_average'][0]:.2f}, "
+                     f"{e['reps']} runs{alternated}; the dynamic loader (`LD_DEBUG=statistics`): {fmt(ld['ms'], 1)} ms "
+                     f"({ld['relocations']} relocations, {ld['libraries']} libraries)")
+    header = "| step | " + " | ".join(f"{l}: ms after exec | {l}: ms after the step before" for l in labels) + " |"
+    lines += ["", header, "|---|" + "---|---|" * len(labels)]
+    names = [n for n, _ in STARTUP_MARKS] + ["exit"]
+    described = dict(STARTUP_MARKS, exit="process exited")
+    for n in names:
+        if not any(n in st[l]["median_since_exec_ms"] for l in labels):
+            continue
+        cells = []
+        for l in labels:
+            cells += [fmt(st[l]["median_since_exec_ms"].get(n), 1), fmt(st[l]["median_since_previous_ms"].get(n), 1)]
+        lines.append(f"| {described[n]} (`{n}`) | " + " | ".join(cells) + " |")
+    return lines
+
+
 def marquee_label(results):
     return results.get("versions", {}).get("marquee", {}).get("commit", "this build")
 
@@ -1190,6 +1298,7 @@ def write_markdown(results, path):
     lines += audio_markdown(results.get("audio"))
     lines += before_after_markdown(results.get("before_after"))
     lines += http_markdown(results.get("http"))
+    lines += startup_markdown(results.get("startup"))
     path.write_text("\n".join(lines))
 
 
@@ -1536,12 +1645,12 @@ def vm_offsets_line(off, title):
 
 # The sections in the order they run, and the keys of results.json each one writes.
 SECTIONS = ["throughput", "realtime", "first_frame", "loop_memory", "pacing", "layer", "overlay", "transition", "audio",
-            "before_after", "http"]
+            "before_after", "http", "startup"]
 SECTION_KEYS = {"throughput": ["throughput", "renderer_ceiling"], "realtime": ["realtime"],
                 "first_frame": ["first_frame"], "loop_memory": ["loop_memory"],
                 "pacing": ["pacing", "pacing_total_errors"], "layer": ["layer"],
                 "overlay": ["overlay"], "transition": ["transition"], "audio": ["audio"],
-                "before_after": ["before_after"], "http": ["http"]}
+                "before_after": ["before_after"], "http": ["http"], "startup": ["startup"]}
 
 
 def main():
@@ -1551,6 +1660,11 @@ def main():
                         help="an earlier marquee release binary, measured beside this one (section before_after; "
                              "`make bench BEFORE=REV` builds one)")
     parser.add_argument("--before-label", metavar="NAME", help="what --before is (a commit); by default its path")
+    parser.add_argument("--startup-label", metavar="NAME", default="latest",
+                        help="the name the startup section's figures are kept under in results.json (e.g. before, "
+                             "after); RESULTS.md shows every name's figures side by side")
+    parser.add_argument("--startup-before-label", metavar="NAME", default="before",
+                        help="with --before: the name the startup section keeps the earlier build's figures under")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of the throughput and first-frame runs")
     parser.add_argument("--report-only", action="store_true",
                         help="rewrite RESULTS.md and the plot from results.json and the cached traces")
@@ -1595,6 +1709,9 @@ def main():
                    "renderer": mpv.renderer(make_media("h264-1080p30"))}
         this_run = {"date": results["date"], "marquee": results["versions"]["marquee"]["commit"],
                     "load_average_at_start": results["machine"]["load_average_at_start"]}
+        # The startup section adds its figures under its label to those kept.
+        if isinstance(kept.get("startup"), dict):
+            results["startup"] = dict(kept["startup"])
         for section in SECTIONS:
             if section not in only:
                 continue
@@ -1627,6 +1744,13 @@ def main():
                     log("bench: before_after skipped: no --before binary (make bench BEFORE=REV)")
             elif section == "http":
                 bench_http(marquee, results, reps=args.reps)
+            elif section == "startup":
+                players = [(args.startup_label, marquee)]
+                if args.before:
+                    earlier = Marquee(Path(args.before).resolve())
+                    earlier.label = args.before_label or args.before
+                    players = [(args.startup_before_label, earlier)] + players
+                bench_startup(players, max(args.reps, 5), results)
         # Which run each section's figures come from.
         results["section_runs"] = {section: (this_run if section in only else kept.get("section_runs", {}).get(
             section, {"date": kept.get("date"), "marquee": kept.get("versions", {}).get("marquee", {}).get("commit")}))
