@@ -8,9 +8,14 @@ import Timing
 /// Only a step's first time counts (later items and reopened decoders pass the same steps).
 public enum StartupMarks {
     private static let marks = Mutex<[(name: String, seconds: Double)]>([])
+    /// Set once the first picture is shown: the start is over, and marks called for every frame
+    /// (`first-upload`) cost one atomic load from then on.
+    private static let over = Atomic(false)
 
     /// Marks `name` now, unless it was already marked.
     public static func mark(_ name: String) {
+        guard !over.load(ordering: .relaxed) else { return }
+        if name == "first-present" { over.store(true, ordering: .relaxed) }
         let now = monotonicSeconds()
         marks.withLock { marks in
             guard !marks.contains(where: { $0.name == name }) else { return }
