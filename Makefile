@@ -10,9 +10,9 @@ SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri \
 	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libasound2-dev ffmpeg \
 	libfreetype-dev fonts-dejavu-core liblo-dev libevdev-dev libgpiod-dev libmicrohttpd-dev libmosquitto-dev
-# `make bench` also needs the peers it compares with (mpv; Xvfb so that mpv renders through EGL on
+# `make bench` also needs the peers it compares with (mpv and GStreamer; Xvfb so that they render through EGL on
 # llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv).
-BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv
+BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav gstreamer1.0-gl
 # The KMS tests boot Debian's kernel under QEMU with a virtio-gpu display (deploy/vm/kms-run): QEMU,
 # a static busybox for the guest's initramfs, netpbm for the screen captures, python3 for QMP;
 # systemd, udev and kmod for deploy/vm/boot-test (systemd as PID 1, udev loading the GPU driver) and

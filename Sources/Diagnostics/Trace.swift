@@ -9,6 +9,8 @@ public final class TraceWriter: Sendable {
     private let handle: FileHandle
     /// Lines not yet written. Written with the lock held, so lines reach the file in order.
     private let buffer = Mutex([UInt8]())
+    /// Whether the first frame line (and the start's marks after it) is written.
+    private let firstFrameWritten = Atomic(false)
 
     public struct OpenError: LocalizedError, CustomStringConvertible {
         public var errorDescription: String? { description }
@@ -38,6 +40,10 @@ public final class TraceWriter: Sendable {
                       wall: Double = Date().timeIntervalSince1970, late: Int64 = 0, extraFields: String) {
         let extra = (late > 0 ? ",\"late\":\(late)" : "") + extraFields
         append("{\"type\":\"frame\",\"vsync\":\(vsync),\"t\":\(t.seconds.formatted(decimals: 6)),\"output\":\(jsonStringLiteral(output)),\"item\":\(item),\"uri\":\(jsonStringLiteral(uri)),\"pts\":\(pts.seconds.formatted(decimals: 6)),\"wall\":\(wall.formatted(decimals: 6))\(extra)}")
+        if !firstFrameWritten.exchange(true, ordering: .relaxed) {
+            StartupMarks.mark("first-present")
+            append(StartupMarks.traceLine())
+        }
     }
 
     public func blank(vsync: Int64, t: MediaTime, output: String) {

@@ -34,8 +34,10 @@ public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
         self.name = name
         self.mode = mode
         context = try GLContext.surfaceless()
+        StartupMarks.mark("egl-context")
         target = try Framebuffer(width: mode.width, height: mode.height)
         layer = try PlayerLayer()
+        StartupMarks.mark("layer-made")
         layer.background = background
         switch kind {
         case .real:

@@ -40,6 +40,7 @@ public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
                      onVsync: ((Int64) -> Void)? = nil, shouldContinue: @escaping () -> Bool) throws -> PresentationStats {
     let (kind, reason) = try selectOutput(config.display.output, waitForCard: config.display.waitForCard, logger: logger,
                                           shouldContinue: shouldContinue)
+    StartupMarks.mark("output-chosen")
     logger.info("decoder chosen", ["hwdec": config.hardwareDecoding.rawValue,
                                    "order": config.hardwareDecoding == .auto ? HardwareDecoding.autoOrder.map(\.rawValue).joined(separator: ",") : config.hardwareDecoding.rawValue,
                                    "fallback": "software (FFmpeg libavcodec, frame threads)"])
@@ -115,6 +116,7 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
         var settings = config.display.kms
         if let connector = wallOutput?.connector { settings.connector = connector }
         // The presentation (GL or planes) is chosen as the output opens (`KMSOutput.presentationTable`).
+        StartupMarks.mark("output-open-start")
         let output = try KMSOutput(settings: settings, card: card, scanout: config.display.scanout, untimed: options.clock == .virtual,
                                    background: config.display.background, logger: logger)
         defer { output.close() }  // the saved display state goes back on every way out
@@ -124,23 +126,27 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
         output.pictureBlending = !config.overlays.isEmpty ? "overlays" : config.hasTransitions ? "transitions" : nil
         applyWall(config, output: wallOutput, to: output.layer, logger: logger)
         let capabilities = output.openCapabilities(conversion: config.display.conversion)
+        StartupMarks.mark("output-open")
         logger.log(.info, "output chosen", fields: [("output", output.name), ("kind", kind.rawValue), ("why", reason)] + output.openedFields)
         logCapabilities(capabilities, setting: config.display.conversion, logger: logger)
         return try presentOnDisplay(output, makeSession: makeSession, capabilities: capabilities, options: options, trace: trace,
                                     shouldContinue: shouldContinue, onVsync: onVsync)
     }
+    StartupMarks.mark("output-open-start")
     let output = try HeadlessOutput(name: wallOutput.map { "headless-\($0.name)" } ?? "headless-0", mode: config.display.mode,
                                     clock: options.clock, background: config.display.background)
     output.layer.gravity = config.display.gravity
     output.layer.rotation = config.display.rotation
     applyWall(config, output: wallOutput, to: output.layer, logger: logger)
     let capabilities = output.openCapabilities(conversion: config.display.conversion)
+    StartupMarks.mark("output-open")
     logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason,
                                   "mode": "\(config.display.mode)", "rotation": "\(output.layer.rotation.rawValue)",
                                   "clock": options.clock.rawValue,
                                   "renderer": output.context.renderer])
     logCapabilities(capabilities, setting: config.display.conversion, logger: logger)
     let session = try makeSession(capabilities)
+    StartupMarks.mark("session-made")
     return try session.present(on: output, options: options, trace: trace, shouldContinue: shouldContinue, onVsync: onVsync)
 }
 

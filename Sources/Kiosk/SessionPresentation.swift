@@ -79,6 +79,7 @@ struct SessionPresentation {
             // opened): the first pictures are decoded before the first vsync is asked for.
             // (Under wall sync the start is a moment on the clock, half a second or more ahead.)
             Preroll.wait(for: ([session] + regions).map(\.preroll), output: output.name, logger: session.logger)
+            StartupMarks.mark("prerolled")
         }
         if let sync = current.wall?.sync, sync.mode == .clock {
             try session.startClockSync(current, epoch: sync.epoch, clock: output.clock)

@@ -268,6 +268,7 @@ final class ItemFeeder: @unchecked Sendable {
             guard description.tracks.contains(where: { $0.mediaType == .video }) else {
                 throw AssetError(url: asset.url, reason: "no video track")
             }
+            StartupMarks.mark("probed")
             guard send(.ready(description)) else { return }
             // The item's opened file, held for the whole run: a parked preroll's reader closes,
             // the file stays open for the reader that follows it.
@@ -276,6 +277,7 @@ final class ItemFeeder: @unchecked Sendable {
             // closed once they are queued; its item's own reader opens when it is resumed.
             var prerolling = isParking
             var reader: (any FrameReader)? = try openReader(source, preroll: prerolling)
+            StartupMarks.mark("decoder-open")
             let skipBefore = start - toleranceBefore
             var sizedFor = 0
             var policy = FrameDropPolicy()
@@ -322,6 +324,7 @@ final class ItemFeeder: @unchecked Sendable {
                     sizedFor = bytes
                     ahead.withLock { applyAhead(&$0, frameBytes: bytes) }
                 }
+                StartupMarks.mark("first-decoded")
                 guard send(.frame(frame)) else { return }
             }
         } catch {

@@ -101,7 +101,8 @@ public final class PlayerLayer {
         }
         glGenVertexArrays(1, &vertexArray)
         programs.reserveCapacity(3)
-        _ = try program(.float)
+        // Each program is compiled when a picture first needs it: with the cpu conversion a 1:1
+        // picture is copied, not drawn, and the Y'CbCr program would cost the start 5-10 ms for nothing.
         try checkGL("PlayerLayer setup")
     }
 
@@ -276,6 +277,7 @@ public final class PlayerLayer {
             let copyRect = piece == nil ? oneToOneRect(frame, bounds: bounds, gravity: gravity) : nil
             do {
                 let bottomUp = try uploadConverted(frame, bottomUp: copyRect != nil)
+                StartupMarks.mark("first-upload")
                 kind = .rgb
                 if bottomUp, let copyRect {
                     try copyPicture(frame, to: copyRect, targetHeight: targetHeight)
@@ -286,7 +288,10 @@ public final class PlayerLayer {
             }
         }
         let program = try program(kind)
-        if kind != .rgb || format == .rgba { try upload(frame, integer: kind == .integer) }
+        if kind != .rgb || format == .rgba {
+            try upload(frame, integer: kind == .integer)
+            StartupMarks.mark("first-upload")
+        }
 
         let turn = frame.rotation + rotation
         let rect = piece?.destination ?? Render.videoRect(contentWidth: frame.displayWidth, contentHeight: frame.height, bounds: bounds,

@@ -8,6 +8,7 @@ import Playback
 
 // SIGTERM, SIGINT and SIGHUP are handled from here on, before the arguments and the config are
 // read: until the session exists SIGTERM and SIGINT exit with status 0, and a SIGHUP is remembered.
+StartupMarks.mark("main")
 let signals = ProcessSignals.install()
 // Two malloc arenas: with one per decoder thread, resident memory creeps up by MB over thousands
 // of items without a leak (make soak measures it).
@@ -210,6 +211,7 @@ let overrides: @Sendable (inout KioskConfig) -> Void = { [arguments] config in
     if arguments.run.clock == .virtual, let start = arguments.startTime { config.virtualClockStart = start }
 }
 overrides(&config)
+StartupMarks.mark("config-read")
 
 let logger = Logger.forService(level: arguments.logLevel ?? config.logLevel, identifier: "marquee")
 FFmpegLog.route(to: logger)

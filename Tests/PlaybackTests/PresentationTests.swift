@@ -71,14 +71,19 @@ import Testing
             trace.blank(vsync: 121, t: MediaTime(value: 121, timescale: 60), output: "headless-0")
         }
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
-        #expect(lines.count == 2)
+        #expect(lines.count == 3)
         let frame = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as! [String: Any]
         #expect(frame["type"] as? String == "frame")
         #expect(frame["vsync"] as? Int == 120)
         #expect(frame["t"] as? Double == 2.0)
         #expect(frame["uri"] as? String == "a \"b\".mp4")
         #expect(abs((frame["pts"] as! Double) - 59.0 / 30) < 1e-6)
-        let blank = try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as! [String: Any]
+        // After the first frame, the start's marks: the first picture's among them, on the monotonic clock.
+        let startup = try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as! [String: Any]
+        #expect(startup["type"] as? String == "startup" && startup["clock"] as? String == "monotonic")
+        let shown = try #require((startup["marks"] as? [String: Any])?["first-present"] as? Double)
+        #expect(abs(shown - StartupMarks.monotonicSeconds()) < 60)
+        let blank = try JSONSerialization.jsonObject(with: Data(lines[2].utf8)) as! [String: Any]
         #expect(blank["type"] as? String == "blank" && blank["vsync"] as? Int == 121)
     }
 }
