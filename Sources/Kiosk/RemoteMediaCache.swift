@@ -163,13 +163,18 @@ public final class RemoteMediaCache: Sendable {
 
     public func stop() { _ = stopped.set(true) }
 
-    /// One look: the first due download of the playlist, done, verified and swapped in.
+    /// One look: the download due first (files with no copy yet before refreshes, then the one
+    /// waiting longest; none starves), done, verified and swapped in.
     public func step() {
         let at = now()
-        let due = wanted.withLock { $0 }.first { url in
-            entries.withLock { $0[url]?.copy.tick(at: at) == .download }
+        let urls = wanted.withLock { $0 }
+        let chosen = entries.withLock { entries -> (url: String, file: String)? in
+            let due = urls.enumerated().compactMap { i, url in entries[url]?.copy.due(at: at).map { (url, i, $0.hasCopy, $0.since) } }
+            guard let first = due.min(by: { ($0.2 ? 1 : 0, $0.3, $0.1) < ($1.2 ? 1 : 0, $1.3, $1.1) }),
+                  entries[first.0]?.copy.tick(at: at) == .download, let file = entries[first.0]?.file else { return nil }
+            return (first.0, file)
         }
-        guard let url = due, let file = entries.withLock({ $0[url]?.file }) else { return }
+        guard let (url, file) = chosen else { return }
         let temporary = file + ".part"
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         var reason: String?

@@ -60,8 +60,9 @@ public enum RemoteFetch {
             let n = withExtendedLifetime(deadline) { buffer.withUnsafeMutableBufferPointer { avio_read(context, $0.baseAddress, Int32($0.count)) } }
             if n == averrorEOF || n == 0 { break }
             guard n > 0 else {
+                let why = deadline.passed ? "not complete within \(limits.maxSeconds) s" : ffmpegErrorString(n)
                 throw MediaError(uri: url, call: "avio_read", code: n,
-                                 reason: deadline.passed ? "not complete within \(limits.maxSeconds) s (\(total) bytes)" : "\(ffmpegErrorString(n)) after \(total) bytes")
+                                 reason: announced >= 0 ? "the body ended after \(total) of the \(announced) bytes announced (\(why))" : "\(why) after \(total) bytes")
             }
             total += Int64(n)
             guard total <= limits.maxBytes else {

@@ -69,6 +69,18 @@ public struct RemoteCopy: Sendable, Equatable {
     /// What the caller must do now.
     public enum Action: Sendable, Equatable { case none, download }
 
+    /// Since when a download has been due (nil: none is), and whether a copy plays meanwhile: the
+    /// caller starts the first copies before the refreshes, the longest waiting first.
+    public func due(at now: Double) -> (since: Double, hasCopy: Bool)? {
+        switch state {
+        case .absent: (-.infinity, false)
+        case .ready(_, let at) where now >= at: (at, true)
+        case .stale(_, let at, _, _) where now >= at: (at, true)
+        case .failed(let at, _, _) where now >= at: (at, false)
+        default: nil
+        }
+    }
+
     /// A download is due (the first, a retry, or a refresh): the state becomes `downloading`.
     public mutating func tick(at now: Double) -> Action {
         switch state {

@@ -132,3 +132,21 @@ import Testing
         }
     }
 }
+
+extension RemoteMediaCacheTests {
+    /// Refreshes due every step never keep a later file from its first copy.
+    @Test func firstCopiesComeBeforeRefreshes() throws {
+        let server = Server()
+        let clock = Clock()
+        let urls = (0..<5).map { "http://127.0.0.1/\($0).mp4" }
+        server.bodies.withLock { for u in urls { $0[u] = u } }
+        let cache = try make(server, clock: clock, refresh: 0.5)
+        cache.want(urls)
+        for t in 0..<5 {
+            clock.set(Double(t))  // every earlier copy is due for its check again
+            cache.step()
+        }
+        #expect(urls.allSatisfy { cache.localFile(for: $0) != nil }, "\(urls.map { cache.state(of: $0) })")
+        #expect(server.requests.withLock { $0 } == urls)
+    }
+}

@@ -96,3 +96,16 @@ import Testing
         #expect(c.tick(at: 5) == .download)
     }
 }
+
+extension RemoteCopyTests {
+    @Test func dueSaysSinceWhenAndWhetherACopyPlays() {
+        var c = RemoteCopy(policy: policy)
+        #expect(c.due(at: 0)?.hasCopy == false)
+        _ = c.tick(at: 0)
+        #expect(c.due(at: 100) == nil, "not while downloading")
+        c.downloaded(at: 1)
+        c.verified(at: 1, changed: true)
+        #expect(c.due(at: 60) == nil)
+        #expect(c.due(at: 70)! == (since: 61, hasCopy: true))
+    }
+}
