@@ -14,7 +14,6 @@ extension KioskSession {
         }
         guard let cache else { return nil }
         cache.onHealth.withLock { $0 = { url, reason in reporter.remoteFileHealth(uri: url, reason: reason) } }
-        cache.want(config.cachedRemoteURLs)
         return cache
     }
 

@@ -110,7 +110,7 @@ public final class KioskSession: @unchecked Sendable {
         remoteCache = Self.startCache(config, reporter: reporter, logger: logger)
         backend = .session(config: config, output: output, reporter: reporter, preroll: preroll,
                            slowLimit: slowStorageLimit, mediaLayer: mediaLayer, cache: remoteCache)
-        driver = PlaylistDriver(player: player, backend: backend)
+        driver = PlaylistDriver(player: player, backend: backend, cache: remoteCache)
         watch = PlayerWatch(state: state, driver: driver, reporter: reporter,
                             reader: PlaylistReader(state: state, driver: driver, reporter: reporter, logger: logger))
         commands = PlaybackCommands(state: state, driver: driver, reporter: reporter, logger: logger) { [weak self] in self?.isStopped ?? true }
