@@ -227,8 +227,11 @@ public final class RemoteMediaCache: Sendable {
             try? fm.removeItem(atPath: f.path)
             total -= f.size
             logger.info("cached file evicted (network.cache.maxSize)", ["file": f.path, "bytes": "\(f.size)"])
+            let at = now()
             entries.withLock { entries in
-                for (u, e) in entries where e.file == f.path { entries[u]?.copy = RemoteCopy(policy: e.copy.policy) }
+                for (u, e) in entries where e.file == f.path {
+                    entries[u]?.copy.evicted(at: at, reason: "evicted: the playlist's files take more than network.cache.maxSize")
+                }
             }
         }
     }

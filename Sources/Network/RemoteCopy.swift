@@ -131,6 +131,13 @@ public struct RemoteCopy: Sendable, Equatable {
         }
     }
 
+    /// The copy was deleted to make room: downloaded again no sooner than `refresh` seconds on,
+    /// so a playlist larger than the cache costs one download per file per refresh, not a loop.
+    public mutating func evicted(at now: Double, reason: String) {
+        previousFailures += 1
+        state = .failed(retryAt: now + policy.refresh, failures: previousFailures, reason: reason)
+    }
+
     /// Failures in a row, kept across the download that follows a `stale` or `failed`.
     public private(set) var previousFailures = 0
 

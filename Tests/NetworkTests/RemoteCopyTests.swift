@@ -109,3 +109,16 @@ extension RemoteCopyTests {
         #expect(c.due(at: 70)! == (since: 61, hasCopy: true))
     }
 }
+
+extension RemoteCopyTests {
+    @Test func anEvictedCopyWaitsARefreshBeforeItsNextDownload() {
+        var c = RemoteCopy(policy: policy)
+        _ = c.tick(at: 0)
+        c.downloaded(at: 0)
+        c.verified(at: 0, changed: true)
+        c.evicted(at: 10, reason: "evicted")
+        #expect(c.copy == nil)
+        #expect(c.tick(at: 69.9) == .none)
+        #expect(c.tick(at: 70) == .download)
+    }
+}
