@@ -17,7 +17,7 @@ extension KioskSession {
         return cache
     }
 
-    /// A cached file's new copy (its first, or a changed one) is taken at the next item boundary:
+    /// Cached files' new copies (first ones, or changed) are taken at the next item boundary:
     /// the playlist is queued again from the item after the current one, with new assets (an
     /// asset keeps the file it opened).
     func cachedCopySwapped() {

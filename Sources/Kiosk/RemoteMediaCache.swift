@@ -69,7 +69,9 @@ public final class RemoteMediaCache: Sendable {
     private let stopped = Latch<Bool>()
     /// Told when a copy is swapped in (the first, or a changed one): the playlist takes it at the
     /// next item boundary.
-    let onSwap = Mutex<(@Sendable (String) -> Void)?>(nil)
+    let onSwap = Mutex<(@Sendable ([String]) -> Void)?>(nil)
+    /// Copies swapped in and not yet told (`step`).
+    private let pendingSwaps = Mutex<[String]>([])
     /// Told when a file's health changes: why it is degraded, or nil.
     let onHealth = Mutex<(@Sendable (String, String?) -> Void)?>(nil)
 
@@ -157,7 +159,9 @@ public final class RemoteMediaCache: Sendable {
     /// Runs the downloads on a thread of their own until `stop`; `tick` seconds between looks.
     public func start(tick: Double = 0.25) {
         startThread(named: "marquee-cache") { [weak self] in
-            while let self, self.stopped.wait(timeout: tick) == nil { self.step() }
+            // Work due is done back to back; the wait comes once none is.
+            var idle = true
+            while let self, idle ? self.stopped.wait(timeout: tick) == nil : !self.stopped.isSet { idle = !self.step() }
         }
     }
 
@@ -165,7 +169,10 @@ public final class RemoteMediaCache: Sendable {
 
     /// One look: the download due first (files with no copy yet before refreshes, then the one
     /// waiting longest; none starves), done, verified and swapped in.
-    public func step() {
+    /// Returns whether it downloaded; with none due, the copies swapped in meanwhile are told
+    /// (`onSwap`) all at once: the playlist takes a new set at one boundary, not at each file.
+    @discardableResult
+    public func step() -> Bool {
         let at = now()
         let urls = wanted.withLock { $0 }
         let chosen = entries.withLock { entries -> (url: String, file: String)? in
@@ -174,8 +181,14 @@ public final class RemoteMediaCache: Sendable {
                   entries[first.0]?.copy.tick(at: at) == .download, let file = entries[first.0]?.file else { return nil }
             return (first.0, file)
         }
-        guard let (url, file) = chosen else { return }
-        let temporary = file + ".part"
+        guard let (url, file) = chosen else {
+            if let swapped = pendingSwaps.withLock({ p -> [String]? in defer { p = [] }; return p.isEmpty ? nil : p }) {
+                onSwap.withLock { $0 }?(swapped)
+            }
+            return false
+        }
+        // A name of its own: a wall's sessions in one process each have a cache on the folder.
+        let temporary = file + "." + UUID().uuidString.prefix(8) + ".part"
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         var reason: String?
         var changed = false
@@ -206,8 +219,11 @@ public final class RemoteMediaCache: Sendable {
         } else if changed {
             logger.info(copy?.copy?.version == 1 ? "remote file cached" : "remote file changed; the new copy plays from the next item boundary",
                         ["uri": url, "file": file])
-            onSwap.withLock { $0 }?(url)
+            // The first copy of all is told at once: the screen need not wait for the rest.
+            let first = entries.withLock { e in !e.contains { $0.key != url && $0.value.copy.copy != nil } }
+            if first { onSwap.withLock { $0 }?([url]) } else { pendingSwaps.withLock { $0.append(url) } }
         }
+        return true
     }
 
     /// Files leave, least recently played first, until `bytes` more fit under `maxSize`: files of

@@ -50,7 +50,7 @@ import Testing
         let cache = try make(server, clock: clock)
         defer { try? FileManager.default.removeItem(atPath: cache.folder) }
         let swaps = Mutex<[String]>([])
-        cache.onSwap.withLock { $0 = { url in swaps.withLock { $0.append(url) } } }
+        cache.onSwap.withLock { $0 = { urls in swaps.withLock { $0.append(contentsOf: urls) } } }
         cache.want([a, b])
         #expect(cache.isCached(a) && !cache.isCached("http://127.0.0.1/c.mp4"))
         #expect(cache.localFile(for: a) == nil, "nothing plays before its copy is complete")
@@ -152,5 +152,27 @@ extension RemoteMediaCacheTests {
         }
         #expect(urls.allSatisfy { cache.localFile(for: $0) != nil }, "\(urls.map { cache.state(of: $0) })")
         #expect(server.requests.withLock { $0 } == urls)
+    }
+}
+
+extension RemoteMediaCacheTests {
+    /// The first copy of all is told at once (the screen need not wait); the rest together once
+    /// no download is due, so the playlist takes them at one boundary.
+    @Test func swapsAreToldTogetherOnceNoDownloadIsDue() throws {
+        let server = Server()
+        let clock = Clock()
+        let urls = (0..<3).map { "http://127.0.0.1/\($0).mp4" }
+        server.bodies.withLock { for u in urls { $0[u] = u } }
+        let cache = try make(server, clock: clock)
+        defer { try? FileManager.default.removeItem(atPath: cache.folder) }
+        let told = Mutex<[[String]]>([])
+        cache.onSwap.withLock { $0 = { urls in told.withLock { $0.append(urls) } } }
+        cache.want(urls)
+        #expect(cache.step() && told.withLock { $0 } == [[urls[0]]])
+        #expect(cache.step() && cache.step())
+        #expect(told.withLock { $0 } == [[urls[0]]], "not yet: downloads were due")
+        #expect(!cache.step())
+        #expect(told.withLock { $0 } == [[urls[0]], [urls[1], urls[2]]])
+        #expect(!cache.step() && told.withLock { $0.count } == 2, "told once")
     }
 }
