@@ -2,7 +2,8 @@
 """Loopback servers for the network tests (standard library only).
 
   netfixture.py serve DIR ADDRESS [PORT]   HTTP from DIR; /redirect/N answers 302 to the URL in
-                                    DIR/redirect-N.txt; /stall/NAME sends half of NAME, then holds
+                                    DIR/redirect-N.txt; /stall/NAME sends half of NAME, then holds;
+                                    /cut/NAME announces NAME's whole length, sends half, closes
   netfixture.py hang ADDRESS        accepts connections and never answers
   netfixture.py count ADDRESS       accepts connections, closes them, counts them
   netfixture.py proxy TARGET ADDRESS  forwards each connection to 127.0.0.1:TARGET; SIGUSR1
@@ -42,6 +43,17 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             self.send_header("Location", target)
             self.send_header("Content-Length", "0")
             self.end_headers()
+            return
+        if self.path.startswith("/cut/"):
+            name = os.path.join(self.directory, os.path.basename(self.path))
+            with open(name, "rb") as f:
+                data = f.read()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
             return
         if self.path.startswith("/stall/"):
             name = os.path.join(self.directory, os.path.basename(self.path))

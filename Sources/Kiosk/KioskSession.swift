@@ -50,6 +50,8 @@ public final class KioskSession: @unchecked Sendable {
     private(set) var watch: PlayerWatch!
     /// The control commands on the player and its playlist.
     private(set) var commands: PlaybackCommands!
+    /// `network.cache`'s remote files (nil: none cached).
+    private(set) var remoteCache: RemoteMediaCache?
     /// Which part of the wall this session plays, and so where its output reports.
     let role: WallRole
     let node: String
@@ -105,9 +107,10 @@ public final class KioskSession: @unchecked Sendable {
         player.slowOpenLimit = 0.5  // a source that hangs never holds the picture at its turn
         outputPower = OutputPower(status: status, logger: logger) { [player] on in if on { player.play() } else { player.pause() } }
         reporter.playlist = { [weak self] in self?.state.withLock { s in s.config.playlist } ?? [] }
+        remoteCache = Self.startCache(config, reporter: reporter, logger: logger)
         backend = .session(config: config, output: output, reporter: reporter, preroll: preroll,
-                           slowLimit: slowStorageLimit, mediaLayer: mediaLayer)
-        driver = PlaylistDriver(player: player, backend: backend)
+                           slowLimit: slowStorageLimit, mediaLayer: mediaLayer, cache: remoteCache)
+        driver = PlaylistDriver(player: player, backend: backend, cache: remoteCache)
         watch = PlayerWatch(state: state, driver: driver, reporter: reporter,
                             reader: PlaylistReader(state: state, driver: driver, reporter: reporter, logger: logger))
         commands = PlaybackCommands(state: state, driver: driver, reporter: reporter, logger: logger) { [weak self] in self?.isStopped ?? true }
@@ -120,6 +123,8 @@ public final class KioskSession: @unchecked Sendable {
         // The folder's skipped entries are logged, and an empty playlist read again, by the status
         // thread (`PlayerWatch`): a folder of any size is never read on the presenting thread.
         watch.start()
+        remoteCache?.onSwap.withLock { $0 = { [weak self] _ in self?.cachedCopySwapped() } }
+        remoteCache?.start()
         // With wall sync by the clock, playback starts when the output's vsyncs are known.
         if config.wall?.sync.mode != .clock {
             driver.start(config, afterCurrentItem: false)
@@ -133,6 +138,7 @@ public final class KioskSession: @unchecked Sendable {
     public func stop() {
         stopped.store(true, ordering: .relaxed)
         stopRequested.set(true)
+        remoteCache?.stop()
         for follower in state.withLock({ s in s.followers }) { follower.stop() }
     }
 

@@ -180,6 +180,8 @@ public final class KioskStatus: Sendable {
         public var liveSourceOutages = 0
         public var liveSourceReconnects = 0
         public var liveSourceOutageSeconds = 0.0
+        /// Cached remote files not fresh: URL -> why (RemoteMediaCache.swift).
+        public var remoteFilesStale: [String: String] = [:]
         /// The id the next playlist entry gets.
         public var nextEntryID = 1
 
@@ -328,6 +330,7 @@ public final class KioskStatus: Sendable {
         for (uri, down) in s.liveSourcesDown.sorted(by: { $0.key < $1.key }) {
             reasons.append("live source \(uri): down for \((now - down.since).seconds.formatted(decimals: 1)) s (\(down.reason)); reopening")
         }
+        for (_, stale) in s.remoteFilesStale.sorted(by: { $0.key < $1.key }) { reasons.append("remote file \(stale)") }
         for output in s.outputs where !output.connected { reasons.append("output \(output.name): no display connected") }
         for output in s.outputs where output.framesNotDrawn > 0 {
             reasons.append("output \(output.name): \(output.framesNotDrawn) hardware frames could be neither imported nor copied (shown as background)")

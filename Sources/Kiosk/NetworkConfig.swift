@@ -18,6 +18,8 @@ public struct NetworkSettings: Sendable, Equatable {
     public var openTimeout = 10.0
     /// One read of a network source waiting for data (seconds).
     public var readTimeout = 5.0
+    /// `cache`: remote files kept on disk and played from there (RemoteMediaCache.swift); nil: none.
+    public var cache: RemoteCacheSettings?
 
     /// The media I/O limits these settings give FFmpeg.
     public var limits: MediaIOLimits {
@@ -33,7 +35,7 @@ let longestNetworkWait = 600.0
 extension ConfigReader {
     mutating func readNetwork(_ value: JSONValue) -> NetworkSettings {
         var settings = NetworkSettings()
-        guard let fields = members(value, at: "network", allowed: ["allow", "openTimeout", "readTimeout"]) else { return settings }
+        guard let fields = members(value, at: "network", allowed: ["allow", "openTimeout", "readTimeout", "cache"]) else { return settings }
         for (key, v) in fields {
             let path = "network.\(key)"
             switch key {
@@ -63,10 +65,43 @@ extension ConfigReader {
                 } catch {
                     problem(error)
                 }
+            case "cache":
+                settings.cache = readCache(v, at: path)
             default: break
             }
         }
         return settings
+    }
+
+    /// `network.cache`: `folder`, `maxSize` (megabytes), `refresh` (seconds).
+    mutating func readCache(_ value: JSONValue, at path: String) -> RemoteCacheSettings? {
+        guard let fields = members(value, at: path, allowed: ["folder", "maxSize", "refresh"]) else { return nil }
+        var cache = RemoteCacheSettings()
+        for (key, v) in fields {
+            let field = "\(path).\(key)"
+            switch key {
+            case "folder":
+                guard let text = string(v, at: field) else { continue }
+                guard text.hasPrefix("/") else { problem(field, "\"\(Self.clipped(text))\" is not an absolute folder path"); continue }
+                cache.folder = text
+            case "maxSize", "refresh":
+                guard case .number(let n) = v else {
+                    problem(field, key == "maxSize" ? "expected a number of megabytes, found \(v.typeName)" : "expected a number of seconds, found \(v.typeName)")
+                    continue
+                }
+                do {
+                    if key == "maxSize" {
+                        cache.maxSize = Int64(try checkedNumber(n, in: 1...1_000_000, field: field) * 1_048_576)
+                    } else {
+                        cache.refresh = try checkedNumber(n, in: 1...86_400, field: field)
+                    }
+                } catch {
+                    problem(error)
+                }
+            default: break
+            }
+        }
+        return cache
     }
 
     /// Every network item's scheme must be in `network.allow` (its host is checked, with DNS, each

@@ -45,3 +45,13 @@ extension KioskConfig.Item {
     /// has no end of its own); nil for a file (its `duration` is a still's).
     var liveDuration: Double? { NetworkURL.hasNetworkScheme(path) ? duration : nil }
 }
+
+extension PlaybackReporter {
+    /// A cached remote file is stale or not cached (`reason`), or fresh again (nil): health is
+    /// degraded naming it while it is not fresh.
+    func remoteFileHealth(uri: String, reason: String?) {
+        outputStatus.update { s in
+            if let reason { s.remoteFilesStale[uri] = reason } else { s.remoteFilesStale.removeValue(forKey: uri) }
+        }
+    }
+}

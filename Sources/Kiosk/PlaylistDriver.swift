@@ -8,12 +8,15 @@ import Synchronization
 final class PlaylistDriver: Sendable {
     let player: QueuePlayer
     let backend: any MediaBackend
+    /// `network.cache`: told the remote files of each playlist queued (nil: none cached).
+    let cache: RemoteMediaCache?
     /// The looper of the playlist queued last (nil: it plays once, or none was queued).
     private let looper = Mutex<PlayerLooper?>(nil)
 
-    init(player: QueuePlayer, backend: any MediaBackend) {
+    init(player: QueuePlayer, backend: any MediaBackend, cache: RemoteMediaCache? = nil) {
         self.player = player
         self.backend = backend
+        self.cache = cache
     }
 
     /// How many times the looped playlist came round (0 without a looper).
@@ -61,6 +64,7 @@ final class PlaylistDriver: Sendable {
     /// `replacingQueued`: items queued without a looper (a playlist without loop) behind the
     /// current one leave the queue first (a schedule's change of playlist).
     func start(_ config: KioskConfig, from first: Int = 0, afterCurrentItem: Bool, replacingQueued: Bool = false) {
+        cache?.want(config.cachedRemoteURLs)
         let old = looper.withLock { looper -> PlayerLooper? in
             defer { looper = nil }
             return looper
@@ -86,6 +90,7 @@ final class PlaylistDriver: Sendable {
     /// (nothing changed) where none does.
     func appendLooped(_ config: KioskConfig, range: Range<Int>) -> Bool {
         guard let looper = looper.withLock({ $0 }) else { return false }
+        cache?.want(config.cachedRemoteURLs)
         looper.append(templates: templates(config, range: range))
         return true
     }

@@ -9,7 +9,8 @@ extension ReportingBackend {
     /// whose openings, conversions, failures and slow reads `reporter` reports. `preroll` is
     /// raised when a reader has its first frames, reached its end, or a file failed.
     static func session(config: KioskConfig, output: OutputCapabilities, reporter: PlaybackReporter, preroll: Preroll,
-                        slowLimit: Double, mediaLayer: ((any MediaBackend) -> any MediaBackend)?) -> ReportingBackend {
+                        slowLimit: Double, mediaLayer: ((any MediaBackend) -> any MediaBackend)?,
+                        cache: RemoteMediaCache? = nil) -> ReportingBackend {
         let (logger, status) = (reporter.logger, reporter.status)
         var ffmpeg = FFmpegBackend(hardware: config.hardwareDecoding, output: output,
                                    interop: DMABufInterop(support: output.dmabuf)) { uri, info, path in
@@ -39,7 +40,9 @@ extension ReportingBackend {
             logger.info("pixel format converted with swscale once per frame", ["uri": uri, "from": from, "to": to])
             status.update { $0.conversions[uri] = "\(from) -> \(to)" }
         }
-        return ReportingBackend(inner: mediaLayer?(ffmpeg) ?? ffmpeg, slowLimit: slowLimit, onFailure: { url, error in
+        // A cached remote item opens its local copy (RemoteMediaCache.swift).
+        let base: any MediaBackend = cache.map { CachedBackend(inner: ffmpeg, cache: $0) } ?? ffmpeg
+        return ReportingBackend(inner: mediaLayer?(base) ?? base, slowLimit: slowLimit, onFailure: { url, error in
             preroll.raise()
             reporter.logFailure(uri: url.path, reason: "\(error)")
         }, onSlow: { url, operation, seconds in

@@ -51,7 +51,7 @@ import Testing
             == ["network.allow: expected an array of scheme://host entries, found a string"])
         #expect(problems(#"{"playlist": [{"uri": "a.mp4"}], "network": {"openTimeout": 601, "readTimeout": 0, "proxy": 1}}"#).sorted()
             == ["network.openTimeout: 601 is out of range (0.1 to 600)",
-                "network.proxy: unknown key (allowed here: allow, openTimeout, readTimeout)",
+                "network.proxy: unknown key (allowed here: allow, openTimeout, readTimeout, cache)",
                 "network.readTimeout: 0 is out of range (0.1 to 600)"].sorted())
     }
 }
