@@ -202,8 +202,10 @@ import TestSupport
         // together) load it for a moment as a fleet's machines never are: a step under a second
         // then is the machine's, as the control player's are. Anywhere else it is the player's.
         let back = restarted.timeIntervalSince1970
+        let arrivals = reconnects.filter(\.isFinite)
+        let burst = (from: back + (arrivals.min() ?? 0) - 1, to: back + (arrivals.max() ?? 0) + 1.5)
         func inReconnectBurst(_ step: (at: Double, length: Double)) -> Bool {
-            step.length < 1 && step.at < back + 1.5 && step.at + step.length > back - 0.5
+            step.length < 1 && step.at < burst.to && step.at + step.length > burst.from
         }
         let expected = 30 * (end - outage - 0.5)
         print("fleet: the player without MQTT showed \(alone.count) frames of \(Int(expected)) while the broker was gone and back; "
