@@ -9,11 +9,9 @@ import Synchronization
 /// control socket reports, and the commands it sends. `run` presents on the calling thread;
 /// `perform` may be called from any thread.
 public final class KioskSession: @unchecked Sendable {
-    // @unchecked: what changes after init is in `state` (a lock), or set before `run` (`onEvent`,
-    // `onPicture`, `backend`, `clockSyncCheck`); the player, the status and the task queue are
-    // thread-safe themselves. Never call into the player with `state` locked: the presentation
-    // thread holds the player's lock while it waits for a decode
-    // thread, and decode threads report here.
+    // @unchecked: what changes after init is in `state` (a lock), or set before `run` (`onEvent`, `onPicture`,
+    // `backend`, `clockSyncCheck`); the player, the status and the task queue are thread-safe. Never call into the
+    // player with `state` locked: the presentation thread holds its lock while it waits for decode threads, which report here.
     public let status: KioskStatus
     public let player: QueuePlayer
     /// Sends control-socket events (`start-file`, `end-file`); set before `run`.
@@ -107,23 +105,18 @@ public final class KioskSession: @unchecked Sendable {
         player.slowOpenLimit = 0.5  // a source that hangs never holds the picture at its turn
         outputPower = OutputPower(status: status, logger: logger) { [player] on in if on { player.play() } else { player.pause() } }
         reporter.playlist = { [weak self] in self?.state.withLock { s in s.config.playlist } ?? [] }
-        remoteCache = Self.startCache(config, reporter: reporter, logger: logger)
+        remoteCache = RemoteMediaCache.forSession(config, reporter: reporter, logger: logger)
         backend = .session(config: config, output: output, reporter: reporter, preroll: preroll,
                            slowLimit: slowStorageLimit, mediaLayer: mediaLayer, cache: remoteCache)
         driver = PlaylistDriver(player: player, backend: backend, cache: remoteCache)
         watch = PlayerWatch(state: state, driver: driver, reporter: reporter,
                             reader: PlaylistReader(state: state, driver: driver, reporter: reporter, logger: logger))
         commands = PlaybackCommands(state: state, driver: driver, reporter: reporter, logger: logger) { [weak self] in self?.isStopped ?? true }
-        status.update {
-            $0.schedule = ScheduleStep.status(config.schedule, entry: entry)
-            $0.replaceItems(PlaybackReporter.statusItems(config))
-            $0.hwdecRequested = config.hardwareDecoding.rawValue
-            $0.playlistProblem = PlaybackReporter.emptyPlaylistProblem(config)
-        }
+        status.update { PlaybackReporter.describeStart(&$0, config, schedule: ScheduleStep.status(config.schedule, entry: entry)) }
         // The folder's skipped entries are logged, and an empty playlist read again, by the status
         // thread (`PlayerWatch`): a folder of any size is never read on the presenting thread.
         watch.start()
-        remoteCache?.onSwap.withLock { $0 = { [weak self] _ in self?.cachedCopySwapped() } }
+        remoteCache?.onSwap.withLock { $0 = { [weak self] _ in if let self, !self.isStopped { self.driver.takeNewCopies(self.state.withLock { $0.config }) } } }
         remoteCache?.start()
         // With wall sync by the clock, playback starts when the output's vsyncs are known.
         if config.wall?.sync.mode != .clock {

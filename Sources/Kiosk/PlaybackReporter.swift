@@ -213,6 +213,15 @@ final class PlaybackReporter: @unchecked Sendable {
 
     /// Why `config`'s playlist has nothing to play, when it is a folder or M3U playlist that is
     /// empty now (the status thread reads it again and says more); nil otherwise.
+    /// What the status says of `config` before it plays: its items, the schedule, the decoding
+    /// asked for, and an empty playlist.
+    static func describeStart(_ s: inout KioskStatus.Snapshot, _ config: KioskConfig, schedule: KioskStatus.ScheduleState?) {
+        s.schedule = schedule
+        s.replaceItems(statusItems(config))
+        s.hwdecRequested = config.hardwareDecoding.rawValue
+        s.playlistProblem = emptyPlaylistProblem(config)
+    }
+
     static func emptyPlaylistProblem(_ config: KioskConfig) -> String? {
         guard config.playlist.isEmpty, !config.playlistUnread else { return nil }
         switch config.playlistOrigin {

@@ -108,4 +108,14 @@ final class PlaylistDriver: Sendable {
         start(config, from: target, afterCurrentItem: true)
         player.advanceToNextItem()
     }
+
+    /// Cached files' new copies (first ones, or changed) are taken at the next item boundary:
+    /// the playlist is queued again from the item after the current one, with new assets (an
+    /// asset keeps the file it opened).
+    func takeNewCopies(_ config: KioskConfig) {
+        let count = config.playlist.count
+        guard count > 0 else { return }
+        let next = player.currentItem?.playlistIndex.map { ($0 + 1) % count } ?? 0
+        start(config, from: next, afterCurrentItem: true)
+    }
 }

@@ -99,6 +99,20 @@ public final class RemoteMediaCache: Sendable {
     }
 
     /// The cache of a kiosk: FFmpeg's downloads and checks, with the config's allow-list and limits.
+    /// `network.cache`'s downloads for `config`'s remote files, reporting to `reporter` (nil: no
+    /// cache, or its folder cannot be made: logged, and those items stream as uncached ones do).
+    static func forSession(_ config: KioskConfig, reporter: PlaybackReporter, logger: Logger) -> RemoteMediaCache? {
+        let cache: RemoteMediaCache?
+        do {
+            cache = try make(config, logger: logger)
+        } catch {
+            logger.error("network.cache cannot be used; remote files stream", ["error": "\(error)"])
+            return nil
+        }
+        cache?.onHealth.withLock { $0 = { url, reason in reporter.remoteFileHealth(uri: url, reason: reason) } }
+        return cache
+    }
+
     static func make(_ config: KioskConfig, logger: Logger) throws -> RemoteMediaCache? {
         guard let settings = config.network.cache else { return nil }
         let limits = RemoteFetch.Limits(io: config.network.limits, maxBytes: settings.maxSize, maxSeconds: RemoteCacheSettings.downloadLimit)

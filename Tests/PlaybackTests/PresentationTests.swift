@@ -82,7 +82,8 @@ import Testing
         let startup = try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as! [String: Any]
         #expect(startup["type"] as? String == "startup" && startup["clock"] as? String == "monotonic")
         let shown = try #require((startup["marks"] as? [String: Any])?["first-present"] as? Double)
-        #expect(abs(shown - StartupMarks.monotonicSeconds()) < 60)
+        // The process's first picture: this one, or an earlier test's in the same process.
+        #expect(shown > 0 && shown <= StartupMarks.monotonicSeconds())
         let blank = try JSONSerialization.jsonObject(with: Data(lines[2].utf8)) as! [String: Any]
         #expect(blank["type"] as? String == "blank" && blank["vsync"] as? Int == 121)
     }
