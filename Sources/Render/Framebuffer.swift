@@ -45,7 +45,7 @@ public final class Framebuffer {
     /// the bytes. The whole picture when it is that narrow already.
     public func readPixelsAsStored(maxWidth: Int) throws -> RGBAImage {
         guard maxWidth > 0, maxWidth < width else { return try readPixelsAsStored() }
-        let h = max(1, Int((Double(height) * Double(maxWidth) / Double(width)).rounded()))
+        let h = scaledHeight(width: width, height: height, toWidth: maxWidth)
         let small = try Framebuffer(width: maxWidth, height: h)
         glBindFramebuffer(GLenum(GL_READ_FRAMEBUFFER), framebuffer)
         glBindFramebuffer(GLenum(GL_DRAW_FRAMEBUFFER), small.framebuffer)
@@ -115,7 +115,7 @@ extension RGBAImage {
     /// average of the block it covers. Itself when it is that narrow already.
     public func scaledDown(toWidth maxWidth: Int) -> RGBAImage {
         guard maxWidth > 0, maxWidth < width, width > 0, height > 0 else { return self }
-        let w = maxWidth, h = max(1, Int((Double(height) * Double(maxWidth) / Double(width)).rounded()))
+        let w = maxWidth, h = scaledHeight(width: width, height: height, toWidth: maxWidth)
         var out = [UInt8](repeating: 0, count: w * h * 4)
         pixels.withUnsafeBufferPointer { source in
             out.withUnsafeMutableBufferPointer { target in
@@ -145,4 +145,10 @@ extension RGBAImage {
     public func pngData() throws -> Data {
         try PNGEncoder.encode(rgba: pixels, width: width, height: height, bottomRowFirst: bottomRowFirst)
     }
+}
+
+/// The height of a `width` x `height` picture scaled to `newWidth` (its aspect kept, at least 1);
+/// `width` and `newWidth` above 0.
+func scaledHeight(width: Int, height: Int, toWidth newWidth: Int) -> Int {
+    max(1, Int((Double(height) * Double(newWidth) / Double(width)).rounded()))
 }
