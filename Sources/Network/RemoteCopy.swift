@@ -141,11 +141,14 @@ public struct RemoteCopy: Sendable, Equatable {
     /// Failures in a row, kept across the download that follows a `stale` or `failed`.
     public private(set) var previousFailures = 0
 
-    /// The wait after `failures` failures in a row (1 and up).
+    /// The wait after `failures` failures in a row (1 and up): doubling up to `maximumDelay`, and
+    /// never past `refresh` (a server that is away is asked no less often than one that answers,
+    /// so a copy comes back within a refresh of its server's return).
     public func delay(afterFailures failures: Int) -> Double {
+        let cap = max(policy.initialDelay, min(policy.maximumDelay, policy.refresh))
         var d = policy.initialDelay
-        for _ in 1..<max(1, min(failures, 64)) where d < policy.maximumDelay { d *= 2 }
-        return min(d, policy.maximumDelay)
+        for _ in 1..<max(1, min(failures, 64)) where d < cap { d *= 2 }
+        return min(d, cap)
     }
 
     /// Health's words for this file: nil while it is fresh (or its first download is under way

@@ -111,7 +111,7 @@ import TestSupport
             #expect(back["uri"] as? String == run.loop)
             // The frame after the one it left: frame 0 of the next pass when it left on its last.
             let left = before["pts"] as! Double, resumed = back["pts"] as! Double
-            #expect(abs(resumed - (left + 1.0 / 30).truncatingRemainder(dividingBy: 7)) < 1e-3, "left the loop at \(left), came back at \(resumed)")
+            #expect(abs(resumed - (left + 1.0 / 30).truncatingRemainder(dividingBy: 7)) < 1e-3, "left the loop at \(left), came back at \(resumed); log:\n\(run.log)")
             #expect((back["vsync"] as! Int) - (filmFrames.last!["vsync"] as! Int) == 2)
         }
     }

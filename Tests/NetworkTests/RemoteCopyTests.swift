@@ -46,6 +46,14 @@ import Testing
         #expect(c.previousFailures == 0 && c.copy?.version == 1)
     }
 
+    @Test func theBackoffNeverWaitsLongerThanARefresh() {
+        let short = RemoteCopy(policy: RemoteCopy.Policy(refresh: 3, initialDelay: 1, maximumDelay: 60))
+        #expect((1...6).map { short.delay(afterFailures: $0) } == [1, 2, 3, 3, 3, 3])
+        let tiny = RemoteCopy(policy: RemoteCopy.Policy(refresh: 0.5, initialDelay: 1, maximumDelay: 60))
+        #expect(tiny.delay(afterFailures: 5) == 1, "at least the first wait")
+        #expect(RemoteCopy(policy: policy).delay(afterFailures: 10) == 8, "the maximum below a longer refresh")
+    }
+
     @Test func theServerAwayMakesTheCopyStaleNotGone() {
         var c = RemoteCopy(policy: policy)
         _ = c.tick(at: 0)
