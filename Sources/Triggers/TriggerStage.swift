@@ -12,8 +12,9 @@ public final class TriggerStage: @unchecked Sendable {
     struct State {
         /// Per rule, the items ready to cut in (the first one prerolled).
         var ready: [Int: [PlayerItem]] = [:]
-        /// The items cut in that have not left the queue yet.
-        var triggered: [ObjectIdentifier] = []
+        /// The items cut in that have not left the queue yet. Held, not named by `ObjectIdentifier`:
+        /// a freed item's address is soon another item's (a loop's next pass taken for a film).
+        var triggered: [PlayerItem] = []
     }
     let state = Mutex(State())
 
@@ -53,14 +54,14 @@ public final class TriggerStage: @unchecked Sendable {
         let replacing = isTriggered(current)
         if replacing { leaveTriggered(advancing: false) }
         // Marked before the cut: the player's report of the new current item finds it triggered.
-        state.withLock { s in s.triggered = (items + (replacing ? current.map { [$0] } ?? [] : [])).map(ObjectIdentifier.init) }
+        state.withLock { s in s.triggered = items + (replacing ? current.map { [$0] } ?? [] : []) }
         do {
             try player.cutIn(items, then: replacing ? .next : then)
         } catch {
             state.withLock { $0.triggered = [] }
             return false
         }
-        state.withLock { $0.triggered = items.map(ObjectIdentifier.init) }
+        state.withLock { $0.triggered = items }
         if prerollAgain { prepare(rules: [rule]) }
         return true
     }
@@ -68,7 +69,7 @@ public final class TriggerStage: @unchecked Sendable {
     /// Whether `item` is one cut in by a trigger.
     public func isTriggered(_ item: PlayerItem?) -> Bool {
         guard let item else { return false }
-        return state.withLock { $0.triggered.contains(ObjectIdentifier(item)) }
+        return state.withLock { $0.triggered.contains { $0 === item } }
     }
 
     /// Leaves the triggered items for what follows them (an idle timeout, a cut to another target).
@@ -80,8 +81,8 @@ public final class TriggerStage: @unchecked Sendable {
             return s.triggered
         }
         let queued = player.items()
-        for item in queued where triggered.contains(ObjectIdentifier(item)) && item !== queued.first { player.remove(item) }
-        if advancing, let first = queued.first, triggered.contains(ObjectIdentifier(first)) { player.advanceToNextItem() }
+        for item in queued where triggered.contains(where: { $0 === item }) && item !== queued.first { player.remove(item) }
+        if advancing, let first = queued.first, triggered.contains(where: { $0 === first }) { player.advanceToNextItem() }
     }
 
     /// Stops the prerolls (the session ends, or the rules change).

@@ -81,6 +81,20 @@ struct PressToPictureTests {
         withExtendedLifetime(looper) {}
     }
 
+    @Test("items made after a film has gone are never taken for it, though one may sit at its freed address")
+    func aFreedFilmIsNotAnotherItem() throws {
+        let (player, _, stage, display) = try makeShow()
+        stage.prepare(rules: [0])
+        display.step(10)
+        _ = try press(stage, display, at: display.vsync + 5, then: .resume)
+        #expect(!player.items().contains { stage.isTriggered($0) }, "the film has left the queue")
+        let url = backend.add("other.mp4", .init(frames: 10, fps: 30))
+        // One at a time, each freed before the next: the allocator hands freed addresses out again.
+        var taken = 0
+        for _ in 0..<200 where stage.isTriggered(PlayerItem(url: url, backend: backend)) { taken += 1 }
+        #expect(taken == 0, "\(taken) of 200 new items were taken for the film")
+    }
+
     @Test("then restart: the loop comes back on its frame 0; then next: the item queued after it")
     func restartAndNext() throws {
         let (_, looper, stage, display) = try makeShow()
