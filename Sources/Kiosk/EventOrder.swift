@@ -17,8 +17,9 @@ final class EventOrder: Sendable {
         var stopPending = false
         /// Failures of items that never started, sent at the next change.
         var pending: [JSONValue] = []
-        /// The last item whose end-file went out (a late failure report of it is not sent again).
-        var lastEnded: ObjectIdentifier?
+        /// The last item whose end-file went out (a late failure report of it is not sent again);
+        /// weak, so that a later item at its freed address is not taken for it.
+        weak var lastEnded: PlayerItem?
     }
     private let state = Mutex(State())
 
@@ -41,7 +42,7 @@ final class EventOrder: Sendable {
                                                              ("playlist_entry_id", .number(Double(startedID)))]
                 if failed && !s.stopPending, let error = s.started?.error { end.append(("file_error", .string("\(error)"))) }
                 out.append(.object(end))
-                s.lastEnded = s.started.map(ObjectIdentifier.init)
+                s.lastEnded = s.started
             }
             out += s.pending
             s.pending = []
@@ -68,10 +69,10 @@ final class EventOrder: Sendable {
             if item === s.started {
                 guard !s.startedEnded else { return }
                 s.startedEnded = true
-                s.lastEnded = ObjectIdentifier(item)
+                s.lastEnded = item
                 send?(end)
-            } else if s.lastEnded != ObjectIdentifier(item) {
-                s.lastEnded = ObjectIdentifier(item)
+            } else if s.lastEnded !== item {
+                s.lastEnded = item
                 s.pending += [["event": "start-file", "playlist_entry_id": .number(Double(id))], end]
             }
         }

@@ -30,12 +30,12 @@ struct SessionPresentation {
                       scanout: output.scanout)
         // Supervision: the players this output shows, idle only when all of them are.
         let shownPlayers = [session.player] + regions.map(\.player)
-        var lastItem: ObjectIdentifier?
+        weak var lastItem: PlayerItem?  // weak: a later item at a freed one's address is another item
         presenter.willPresent = { [unowned session] lane, item in
             // The item's own gravity, else the display's: looked up when the item changes (a
             // mosaic's regions have theirs).
-            guard lane == 0, regions.isEmpty, ObjectIdentifier(item) != lastItem else { return }
-            lastItem = ObjectIdentifier(item)
+            guard lane == 0, regions.isEmpty, item !== lastItem else { return }
+            lastItem = item
             let index = item.playlistIndex ?? -1
             let config = session.state.withLock { $0.config }
             layer.gravity = config.playlist.indices.contains(index) ? config.playlist[index].gravity ?? config.display.gravity

@@ -36,7 +36,7 @@ extension Player {
         package var playing = false
         package var rate = 1.0
         package var item: PlayerItem?
-        package var run: ObjectIdentifier?
+        package var run: Int?
         package var runStart = MediaTime.zero
         package var runOrigin = MediaTime.zero
         package var next: PlayerItem?
@@ -65,7 +65,7 @@ extension Player {
             view.lastVsync = lastVsync
             view.position = currentPositionLocked()
             if let run {
-                view.run = ObjectIdentifier(run)
+                view.run = run.serial
                 view.runStart = run.start
                 view.runOrigin = run.origin ?? run.seek?.target ?? .zero
                 view.playing = _rate != 0 && anchor != nil && !pullState.isHoldingStart && !pullState.isStalled && !run.ended && lastVsync != nil

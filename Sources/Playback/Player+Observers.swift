@@ -67,7 +67,7 @@ extension Player {
 
     func fireProgressLocked(_ outbox: inout Outbox) {
         guard _rate != 0, let run, let now = itemTimeLocked() else { return }
-        let runID = ObjectIdentifier(run)
+        let runID = run.serial
         let previous = lastObserved.flatMap { $0.run == runID ? $0.time : nil }
         lastObserved = (runID, now)
         for observer in observers.values {

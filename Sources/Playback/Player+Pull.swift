@@ -131,7 +131,7 @@ extension Player {
     }
 
     func currentPicture(isNew: Bool, waiting: Bool = false, newMix: Bool = false) -> Picture {
-        let mix = currentMix.flatMap { current in run.map(ObjectIdentifier.init) == current.run && shown?.run === run ? current.mix : nil }
+        let mix = currentMix.flatMap { current in run?.serial == current.run && shown?.run === run ? current.mix : nil }
         return Picture(frame: shown?.frame, item: shown?.item, isNew: isNew, itemTime: itemTimeLocked() ?? .zero, isWaiting: waiting,
                        mix: mix, isNewMix: newMix && !isNew, dueVsync: shown?.due, askedVsync: lastVsync)
     }
@@ -282,9 +282,9 @@ extension Player {
         reportClockLocked(n)
         fireProgressLocked(&outbox)
         // A transition's weights change every vsync: the picture is drawn again with each.
-        let previousMix = currentMix.flatMap { current in run.map(ObjectIdentifier.init) == current.run ? current.mix : nil }
+        let previousMix = currentMix.flatMap { current in run?.serial == current.run ? current.mix : nil }
         let mix = mixLocked(n)
-        currentMix = (mix != nil && run != nil) ? (ObjectIdentifier(run!), mix!) : nil
+        currentMix = (mix != nil && run != nil) ? (run!.serial, mix!) : nil
         var picture = currentPicture(isNew: selected != nil, waiting: pullState.isWaiting(n), newMix: mix != previousMix)
         if startsTimeline && selected != nil {
             timelineStartVsync = n
@@ -368,7 +368,7 @@ extension Player {
                 run.seek = nil
                 fireJumpLocked(&outbox)
             }
-            lastObserved = (ObjectIdentifier(run), itemTimeLocked() ?? .zero)
+            lastObserved = (run.serial, itemTimeLocked() ?? .zero)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Plays items on a timeline paced by a display's vsyncs (`AVPlayer`).
 ///
@@ -102,7 +103,7 @@ public class Player: @unchecked Sendable {
     var lateDropRate = 0.0
     /// Frames skipped by the decoders of this player's items (their feeders count).
     let decoderDrops = DropCounter()
-    var lastObserved: (run: ObjectIdentifier, time: MediaTime)?
+    var lastObserved: (run: Int, time: MediaTime)?
     var _stats = PresentationStats()
 
     // Seams and idleness (Player+Seams.swift).
@@ -115,10 +116,14 @@ public class Player: @unchecked Sendable {
 
     // Transitions (Transition.swift).
     /// The mix of the picture shown last, with the run it belongs to.
-    var currentMix: (run: ObjectIdentifier, mix: PictureMix)?
+    var currentMix: (run: Int, mix: PictureMix)?
 
     /// One stretch of one item on the timeline: from its start (or a seek's target) to its end.
     final class Run {
+        /// Names this run for those that keep a run's name past its life (the sound's match, time
+        /// observers, a mix): unlike `ObjectIdentifier`, never a later run's as well.
+        let serial = Run.serials.add(1, ordering: .relaxed).newValue
+        private static let serials = Atomic(0)
         let item: PlayerItem
         let feeder: ItemFeeder
         /// Timeline position where the run begins.

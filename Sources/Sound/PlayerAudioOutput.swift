@@ -111,7 +111,7 @@ public final class PlayerAudioOutput: @unchecked Sendable {
     private var sync = AudioClockSync()
     private var current: Segment?
     private var upcoming: Segment?
-    private var matchedRun: ObjectIdentifier?
+    private var matchedRun: Int?
     private var placement = AudioPlacement(tolerance: settleTolerance, settleTime: settleTime, tries: settleTries)
     private var active = false
     private var held: PCMBuffer?

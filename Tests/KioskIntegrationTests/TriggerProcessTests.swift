@@ -94,8 +94,8 @@ import TestSupport
                         log: log, loop: loop, film: film, coldFilm: coldFilm)
     }
 
-    /// Forty presses, with loop passes made and freed between them: a pass at a freed film's
-    /// address once made the stage cut from "the film" to the next, and the loop came back at 0.
+    /// Forty presses, with loop passes made and freed between them: a new pass may sit at a freed
+    /// film's address, and must still be brought back where it was left.
     @Test func onTheVirtualClockEveryCutIsGaplessAndTheLoopResumesOnItsNextFrame() throws {
         let run = try pressRun(clock: "virtual", count: 40, spacing: 0.5, cold: true, filmHeight: 90, strict: true)
         let frames = run.frames
