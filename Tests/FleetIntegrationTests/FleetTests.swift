@@ -218,6 +218,8 @@ import TestSupport
                     && !machineStalls.contains { $0.0 < step.at + step.length + 0.5 && $0.1 > step.at - 0.5 }
             }
             let longest = steps.map(\.length).max() ?? .infinity
+            let holds = steps.filter { $0.length >= 0.25 }.map { "\((($0.length) * 100).rounded() / 100) s at \((($0.at - back) * 100).rounded() / 100)" }
+            print("fleet: \(id) held a picture 0.25 s or more: \(holds.isEmpty ? "never" : holds.joined(separator: ", ")) (seconds from the broker's return; the window around its players' reconnects: \(((burst.from - back) * 100).rounded() / 100) to \(((burst.to - back) * 100).rounded() / 100))")
             #expect(Double(during.count) >= 0.95 * expected && own.isEmpty && longest < 2,
                     "\(id): \(during.count) frames of \(Int(expected)), longest step \(longest) s, steps over 0.25 s the player without MQTT did not have: \(own) (the broker came back at \(back))")
         }
