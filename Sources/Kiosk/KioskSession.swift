@@ -103,6 +103,7 @@ public final class KioskSession: @unchecked Sendable {
         self.logger = logger
         player = QueuePlayer(logger: logger)
         player.slowOpenLimit = 0.5  // a source that hangs never holds the picture at its turn
+        audio.take(config.audio, player: player)  // the socket answers before the output opens
         outputPower = OutputPower(status: status, logger: logger) { [player] on in if on { player.play() } else { player.pause() } }
         reporter.playlist = { [weak self] in self?.state.withLock { s in s.config.playlist } ?? [] }
         remoteCache = RemoteMediaCache.forSession(config, reporter: reporter, logger: logger)

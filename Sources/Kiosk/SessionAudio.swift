@@ -113,9 +113,7 @@ extension SessionAudio {
     func start(config: KioskConfig, role: WallRole, node: String, outputName: String?, player: QueuePlayer,
                clock: any VsyncClock, logger: Logger, playlist: @escaping @Sendable () -> [KioskConfig.Item]) {
         let settings = config.audio
-        player.volume = Float(settings.volume / 100)
-        player.isMuted = settings.mute
-        setDelay(settings.delay)
+        take(settings, player: player)
         state.withLock {
             $0.clock = clock
             $0.off = nil
@@ -157,6 +155,15 @@ extension SessionAudio {
         state.withLock { $0.make = make }
         do { try setDevice(settings.device) } catch { off("\(error)") }
         if device == nil { state.withLock { $0.off = "no sound card" } }
+    }
+
+    /// The config's volume, mute, delay and device, as the socket reads them from the session's
+    /// start on (the sound itself starts once the output's clock is known: `start`).
+    func take(_ settings: AudioSettings, player: QueuePlayer) {
+        player.volume = Float(settings.volume / 100)
+        player.isMuted = settings.mute
+        setDelay(settings.delay)
+        state.withLock { $0.requested = settings.device }
     }
 
     /// A reloaded config's `audio`: the settings that changed from `old`'s take effect now.
