@@ -7,7 +7,11 @@
   netfixture.py hang ADDRESS        accepts connections and never answers
   netfixture.py count ADDRESS       accepts connections, closes them, counts them
   netfixture.py proxy TARGET ADDRESS  forwards each connection to 127.0.0.1:TARGET; SIGUSR1
-                                    toggles holding: bytes stop flowing, connections stay open
+                                    toggles holding: bytes stop flowing, connections stay open;
+                                    SIGUSR2 cuts every connection open now ("cut N")
+  netfixture.py live ADDRESS        HTTP: each GET is a live picture (H.264 in live Matroska) from
+                                    an ffmpeg of its own, in real time, with no length, until the
+                                    client goes
 
 Each prints "port N" once listening (on PORT, or an ephemeral port of ADDRESS), then one line per
 connection or request ("conn", "GET /path"), flushed, so a test can read what reached it.
@@ -17,6 +21,7 @@ import http.server
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -69,6 +74,38 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         super().do_GET()
 
 
+class Live(http.server.BaseHTTPRequestHandler):
+    """A live picture per request, paced in real time, ended by the client. Matroska, not MPEG-TS:
+    a TS reader probes its first 5 s (its streams may change), this one its first few frames;
+    short clusters, so that the frames leave as they are made, not a second at a time."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        say("GET " + self.path)
+        encoder = subprocess.Popen(
+            ["ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25",
+             "-t", str(LIFETIME), "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "25",
+             "-pix_fmt", "yuv420p", "-f", "matroska", "-live", "1", "-cluster_time_limit", "40", "pipe:1"],
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # a client gone: broken pipe
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "video/x-matroska")
+            self.end_headers()
+            while True:
+                data = encoder.stdout.read1(65536)
+                if not data:
+                    break
+                self.wfile.write(data)
+                self.wfile.flush()
+        except OSError:
+            pass
+        finally:
+            encoder.kill()
+            encoder.wait()
+
+
 def listener(address, port):
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     s = socket.socket(family, socket.SOCK_STREAM)
@@ -79,6 +116,8 @@ def listener(address, port):
 
 
 HOLD = threading.Event()
+OPEN = set()  # the proxy's connections now: (client, upstream) pairs
+OPEN_LOCK = threading.Lock()
 
 
 def pump(source, sink):
@@ -97,6 +136,14 @@ def pump(source, sink):
             s.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+    with OPEN_LOCK:
+        # Both pumps of a pair end here; the second finds it gone.
+        pair = next((p for p in OPEN if source in p), None)
+        if pair:
+            OPEN.discard(pair)
+    if pair:
+        for s in pair:
+            s.close()
 
 
 def proxy(target, address, port):
@@ -106,15 +153,29 @@ def proxy(target, address, port):
         else:
             HOLD.set()
         say("hold" if HOLD.is_set() else "flow")
+    def cut(*_):
+        # shutdown wakes both pumps of each pair, which close it; the client sees its stream end.
+        with OPEN_LOCK:
+            pairs = list(OPEN)
+        for pair in pairs:
+            for s in pair:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        say("cut %d" % len(pairs))
     signal.signal(signal.SIGUSR1, toggle)
-    # A parent may start us with the signal blocked (its own mask is inherited).
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
+    signal.signal(signal.SIGUSR2, cut)
+    # A parent may start us with the signals blocked (its own mask is inherited).
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1, signal.SIGUSR2})
     s = listener(address, port)
     say("port %d" % s.getsockname()[1])
     while True:
         conn, _ = s.accept()
         say("conn")
         upstream = socket.create_connection(("127.0.0.1", target))
+        with OPEN_LOCK:
+            OPEN.add((conn, upstream))
         threading.Thread(target=pump, args=(conn, upstream), daemon=True).start()
         threading.Thread(target=pump, args=(upstream, conn), daemon=True).start()
 
@@ -124,6 +185,12 @@ def main():
     mode = sys.argv[1]
     if mode == "proxy":
         proxy(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 0)
+    if mode == "live":
+        http.server.ThreadingHTTPServer.allow_reuse_address = True
+        server = http.server.ThreadingHTTPServer((sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0), Live)
+        server.daemon_threads = True
+        say("port %d" % server.server_address[1])
+        server.serve_forever()
     if mode == "serve":
         directory, address = sys.argv[2], sys.argv[3]
         port = int(sys.argv[4]) if len(sys.argv) > 4 else 0

@@ -6,7 +6,8 @@ import Synchronization
 /// A live network source (no duration: RTSP, live HLS, UDP/RTP) as a frame reader that comes
 /// back by itself. A read that fails, times out (the stall limit) or ends closes the decoder; the
 /// source is reopened with capped, jittered backoff (`LiveSourceHealth`) until it answers, while
-/// the player keeps the last picture up. Frames after a reopen go on from where the picture was.
+/// the player keeps the last picture up. Frames after a reopen go on from where the picture was,
+/// plus the time it was away (`LiveSourceHealth.timelineGap`): live, not late.
 /// `onChange` hears each change: down (why), back once pictures come again, and closed when the
 /// reader goes while its source is down (its item ended: nobody waits for that source now).
 final class LiveReader: FrameReader {
@@ -17,7 +18,7 @@ final class LiveReader: FrameReader {
     private let onChange: (@Sendable (String, LiveSourceChange) -> Void)?
     /// Set from another thread (`canceller`); holds the canceller of the decoder in use.
     private let stop = LiveStop()
-    /// Where the next frame goes on the item's timeline (the end of the last one handed out).
+    /// Where the next frame goes on the item's timeline, the outage aside (the end of the last one handed out).
     private var timelineEnd = MediaTime.zero
     private var frameDrop = DecoderFrameDrop.none
     private var discardEndingBy: (@Sendable () -> MediaTime?)?
@@ -75,7 +76,7 @@ final class LiveReader: FrameReader {
         }
         do {
             let opened = try open()
-            opened.decoder.timelineShift = timelineEnd
+            opened.decoder.timelineShift = timelineEnd + MediaTime(seconds: health.timelineGap(at: Self.now()), preferredTimescale: 90_000)
             if frameDrop != .none || discardEndingBy != nil { opened.setFrameDrop(frameDrop, discardingFramesEndingBy: discardEndingBy) }
             stop.current.withLock { $0 = opened.canceller }
             reader = opened

@@ -48,7 +48,19 @@ public struct LiveSourceHealth: Sendable, Equatable {
     /// A picture arrived (the first after an open, or the next).
     public mutating func picture(at now: Double) {
         state = .playing(lastPicture: now)
+        lastPicture = now
         consecutive = 0
+    }
+
+    /// When the last picture arrived, kept while the source is down; nil before the first.
+    public private(set) var lastPicture: Double?
+
+    /// How far past the last picture's end a reopened source's pictures go on the item's
+    /// timeline: the time since that picture. The item's clock ran on meanwhile, and a live
+    /// source sends no faster than real time, so pictures placed right after the last would be
+    /// late by the outage for good (and dropped); this way they come as due as before it.
+    public func timelineGap(at now: Double) -> Double {
+        lastPicture.map { max(0, now - $0) } ?? 0
     }
 
     /// The open failed, the read failed, or the source ended: down until the next try.

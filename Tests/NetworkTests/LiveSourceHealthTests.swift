@@ -57,6 +57,23 @@ import Testing
         #expect(h.state == .down(since: t + 1, retryAt: t + 1.5, failures: 1, reason: "eof"), "a new outage starts from the first wait")
     }
 
+    /// The item's clock runs on while the source is away: the reopened source's pictures go on
+    /// the timeline that much later, however many reopens it took.
+    @Test func theTimelineGapIsTheTimeSinceTheLastPicture() {
+        var h = LiveSourceHealth(policy: policy, now: 0)
+        #expect(h.timelineGap(at: 3) == 0, "no picture yet: nothing to go on from")
+        h.picture(at: 1)
+        h.picture(at: 1.04)
+        h.failed(at: 1.1, reason: "eof", random: 0.5)
+        #expect(h.tick(at: 1.6) == .reopen)
+        h.failed(at: 2, reason: "connection refused", random: 0.5)
+        #expect(h.tick(at: 3) == .reopen)
+        #expect(abs(h.timelineGap(at: 3.5) - 2.46) < 1e-9, "\(h.timelineGap(at: 3.5))")
+        h.picture(at: 3.6)
+        #expect(h.timelineGap(at: 3.6) == 0)
+        #expect(h.timelineGap(at: 3.5) == 0, "never back in time")
+    }
+
     @Test func anOpenThatFailsFirstIsDownFromItsStart() {
         var h = LiveSourceHealth(policy: policy, now: 10)
         #expect(h.degradation(source: "s", now: 10) == nil, "opening for the first time is not yet down")
