@@ -229,6 +229,33 @@ let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
         #expect(abs(Int(p.b) - 220) <= 4, "drawn after the thumbnail: \([p.r, p.g, p.b])")
     }
 
+    /// At an odd whole ratio (3:1 on both sides) each thumbnail pixel is the source pixel at the
+    /// centre of the block it covers, as linear filtering samples it there.
+    @Test func aThumbnailAtAnOddWholeRatioTakesEachBlocksCentre() throws {
+        let width = 96, height = 48
+        var state: UInt32 = 7
+        let rgba = (0..<width * height * 4).map { i -> UInt8 in
+            state = state &* 1_664_525 &+ 1_013_904_223
+            return i % 4 == 3 ? 255 : UInt8(truncatingIfNeeded: state >> 24)
+        }
+        let path = TestMedia.folder + "/noise-\(UUID().uuidString).png"
+        try PNGEncoder.encode(rgba: rgba, width: width, height: height).write(to: URL(fileURLWithPath: path))
+        let frame = try #require(try VideoDecoder(path: path).nextFrame())
+        let output = try HeadlessOutput(mode: DisplayMode(width: width, height: height, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        output.layer.gravity = .resize
+        try output.draw([frame])
+        let full = try output.screenshot(), thumbnail = try output.screenshotAsStored(maxWidth: 32).topRowFirst()
+        #expect(thumbnail.width == 32 && thumbnail.height == 16)
+        var differing = 0
+        for y in 0..<16 {
+            for x in 0..<32 {
+                let a = thumbnail.pixel(x: x, y: y), b = full.pixel(x: 3 * x + 1, y: 3 * y + 1)
+                if zip([a.r, a.g, a.b], [b.r, b.g, b.b]).map({ abs(Int($0) - Int($1)) }).max()! > 1 { differing += 1 }
+            }
+        }
+        #expect(differing == 0, "\(differing) of 512 thumbnail pixels are not their block's centre")
+    }
+
     @Test func dmaBufImportSaysWhatIsMissing() throws {
         let context = try GLContext.surfaceless()
         let layer = try PlayerLayer()
