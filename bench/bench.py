@@ -1951,7 +1951,9 @@ def main():
     xvfb = Xvfb()
     try:
         marquee, mpv = Marquee(binary), Mpv(xvfb)
-        results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "reps": args.reps, "machine": machine(),
+        # "reps" is the throughput section's (its table says how many runs): kept when it is not run.
+        reps = args.reps if "throughput" in only else kept.get("reps", args.reps)
+        results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "reps": reps, "machine": machine(),
                    "versions": {"marquee": marquee.version(), "mpv": mpv.version(), "ffmpeg": ffmpeg_version()},
                    "renderer": mpv.renderer(make_media("h264-1080p30"))}
         this_run = {"date": results["date"], "marquee": results["versions"]["marquee"]["commit"],

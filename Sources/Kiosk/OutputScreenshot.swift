@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import Playback
 import Render
 import Synchronization
@@ -7,6 +8,8 @@ extension PresentationTasks {
     /// PNG encoding for screenshots: one thread, at low priority, two more waiting at most (an
     /// encode that outlives its request's 30 s keeps its thread, not a new one per request).
     static let screenshotEncoder = ThreadPool(name: "marquee-screenshot", limit: 1, maxWaiting: 2)
+    /// The PNG encoder, kept between thumbnails (a dashboard asks for one every few seconds).
+    static let screenshotPNG = KeptPNGEncoder()
 
     /// A screenshot of the output presenting through these tasks: the presenting thread only copies the
     /// pixels (a few milliseconds at 1080p; less for a thumbnail the output scales as it copies); the PNG is encoded on a thread of its own at nice 10,
@@ -33,7 +36,10 @@ extension PresentationTasks {
             guard Self.screenshotEncoder.tryRun({
                 lowerThisThreadsPriority()
                 let picture = maxWidth.map { full.scaledDown(toWidth: $0) } ?? full
-                encoded.set(Result { (try picture.pngData(), picture.width, picture.height) })
+                // Opaque: a screen shows no alpha.
+                encoded.set(Result { (try Self.screenshotPNG.encode(rgba: picture.pixels, width: picture.width, height: picture.height,
+                                                                    bottomRowFirst: picture.bottomRowFirst, opaque: true),
+                                      picture.width, picture.height) })
             }) else {
                 return .failed("screenshot of \(name): earlier screenshots are still being encoded; try again later")
             }

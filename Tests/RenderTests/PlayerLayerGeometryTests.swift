@@ -188,31 +188,72 @@ let fullHD = PixelRect(x: 0, y: 0, width: 1920, height: 1080)
     }
 
     /// A thumbnail scaled by GL as it is read back: its size, its colours where they were, and
-    /// the rest of the output's drawing undisturbed (the target bound again).
+    /// the rest of the output's drawing undisturbed (the target bound again). The next thumbnails
+    /// (the small target and its pixels kept) show the next pictures, and leave one still held as it was.
     @Test func aThumbnailIsScaledAsItIsReadBack() throws {
         let width = 96, height = 64
-        var rgba = [UInt8](repeating: 255, count: width * height * 4)
-        for y in 0..<height {
-            for x in 0..<width {
-                rgba.replaceSubrange((y * width + x) * 4..<(y * width + x) * 4 + 3, with: x < width / 2 ? [230, 30, 40] : [40, 60, 220])
+        let red: [UInt8] = [230, 30, 40], blue: [UInt8] = [40, 60, 220]
+        func halves(_ left: [UInt8], _ right: [UInt8]) throws -> VideoFrame {
+            var rgba = [UInt8](repeating: 255, count: width * height * 4)
+            for y in 0..<height {
+                for x in 0..<width {
+                    rgba.replaceSubrange((y * width + x) * 4..<(y * width + x) * 4 + 3, with: x < width / 2 ? left : right)
+                }
+            }
+            let path = TestMedia.folder + "/halves-\(UUID().uuidString).png"
+            try PNGEncoder.encode(rgba: rgba, width: width, height: height).write(to: URL(fileURLWithPath: path))
+            return try #require(try VideoDecoder(path: path).nextFrame())
+        }
+        func expectHalves(_ image: RGBAImage, _ left: [UInt8], _ right: [UInt8], _ what: String) {
+            #expect(image.width == 24 && image.height == 16, "\(what)")
+            for (x, c) in [(3, left), (20, right)] {
+                let p = image.pixel(x: x, y: 8)
+                #expect(zip([p.r, p.g, p.b], c).map { abs(Int($0) - Int($1)) }.max()! <= 4, "\(what) at x \(x): \([p.r, p.g, p.b]), expected \(c)")
             }
         }
-        let path = TestMedia.folder + "/halves-\(UUID().uuidString).png"
+        let frame = try halves(red, blue), swapped = try halves(blue, red)
+        let output = try HeadlessOutput(mode: DisplayMode(width: width, height: height, refresh: RefreshRate(numerator: 60)), clock: .virtual)
+        output.layer.gravity = .resize
+        try output.draw([frame])
+        let held = try output.screenshotAsStored(maxWidth: 24)
+        expectHalves(held, red, blue, "the first thumbnail")
+        try output.draw([swapped])
+        expectHalves(try output.screenshotAsStored(maxWidth: 24), blue, red, "the next picture's thumbnail")
+        expectHalves(held, red, blue, "the first thumbnail, still held")
+        try output.draw([frame])
+        expectHalves(try output.screenshotAsStored(maxWidth: 24), red, blue, "a third thumbnail")
+        #expect(try output.screenshotAsStored(maxWidth: 48).width == 48)
+        #expect(try output.screenshotAsStored(maxWidth: 500).width == width)
+        try output.draw([frame])
+        let p = try output.screenshot().pixel(x: 80, y: 30)
+        #expect(abs(Int(p.b) - 220) <= 4, "drawn after the thumbnail: \([p.r, p.g, p.b])")
+    }
+
+    /// At an odd whole ratio (3:1 on both sides) each thumbnail pixel is the source pixel at the
+    /// centre of the block it covers, as linear filtering samples it there.
+    @Test func aThumbnailAtAnOddWholeRatioTakesEachBlocksCentre() throws {
+        let width = 96, height = 48
+        var state: UInt32 = 7
+        let rgba = (0..<width * height * 4).map { i -> UInt8 in
+            state = state &* 1_664_525 &+ 1_013_904_223
+            return i % 4 == 3 ? 255 : UInt8(truncatingIfNeeded: state >> 24)
+        }
+        let path = TestMedia.folder + "/noise-\(UUID().uuidString).png"
         try PNGEncoder.encode(rgba: rgba, width: width, height: height).write(to: URL(fileURLWithPath: path))
         let frame = try #require(try VideoDecoder(path: path).nextFrame())
         let output = try HeadlessOutput(mode: DisplayMode(width: width, height: height, refresh: RefreshRate(numerator: 60)), clock: .virtual)
         output.layer.gravity = .resize
         try output.draw([frame])
-        let thumbnail = try output.screenshotAsStored(maxWidth: 24).topRowFirst()
-        #expect(thumbnail.width == 24 && thumbnail.height == 16)
-        for (x, c) in [(3, [230, 30, 40]), (20, [40, 60, 220])] {
-            let p = thumbnail.pixel(x: x, y: 8)
-            #expect(zip([p.r, p.g, p.b], c).map { abs(Int($0) - $1) }.max()! <= 4, "at x \(x): \([p.r, p.g, p.b]), expected \(c)")
+        let full = try output.screenshot(), thumbnail = try output.screenshotAsStored(maxWidth: 32).topRowFirst()
+        #expect(thumbnail.width == 32 && thumbnail.height == 16)
+        var differing = 0
+        for y in 0..<16 {
+            for x in 0..<32 {
+                let a = thumbnail.pixel(x: x, y: y), b = full.pixel(x: 3 * x + 1, y: 3 * y + 1)
+                if zip([a.r, a.g, a.b], [b.r, b.g, b.b]).map({ abs(Int($0) - Int($1)) }).max()! > 1 { differing += 1 }
+            }
         }
-        #expect(try output.screenshotAsStored(maxWidth: 500).width == width)
-        try output.draw([frame])
-        let p = try output.screenshot().pixel(x: 80, y: 30)
-        #expect(abs(Int(p.b) - 220) <= 4, "drawn after the thumbnail: \([p.r, p.g, p.b])")
+        #expect(differing == 0, "\(differing) of 512 thumbnail pixels are not their block's centre")
     }
 
     @Test func dmaBufImportSaysWhatIsMissing() throws {
