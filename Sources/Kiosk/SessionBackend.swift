@@ -44,8 +44,10 @@ extension ReportingBackend {
         let base: any MediaBackend = cache.map { CachedBackend(inner: ffmpeg, cache: $0) } ?? ffmpeg
         return ReportingBackend(inner: mediaLayer?(base) ?? base, slowLimit: slowLimit, onFailure: { url, error in
             preroll.raise()
-            reporter.logFailure(uri: url.path, reason: "\(error)")
+            reporter.logFailure(uri: url.mediaLocation, reason: "\(error)")
         }, onSlow: { url, operation, seconds in
+            // A network source's waits are its health's (live sources) or its download's, not storage.
+            guard url.isFileURL else { return }
             reporter.slowStorage(uri: url.path, operation: operation, seconds: seconds, limit: slowLimit)
         }, onFramesReady: {
             preroll.raise()

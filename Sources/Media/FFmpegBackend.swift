@@ -250,5 +250,5 @@ final class DecoderReader: FrameReader {
 
 extension URL {
     /// What FFmpeg opens for this URL: a file's path, or a network URL as written.
-    var mediaLocation: String { isFileURL ? path : absoluteString }
+    public var mediaLocation: String { isFileURL ? path : absoluteString }
 }

@@ -143,6 +143,8 @@ import TestSupport
         #expect(Set(shown.map(\.item)) == [0], "items shown: \(Set(shown.map(\.item)))")
         #expect(shown.count >= 60, "frames of the good clip: \(shown.count)")
         #expect(running.log.contains("the body ended after"), "\(running.log)")
+        // Passed over at its turn, named as the playlist has it: its number and its whole URL.
+        #expect(running.log.contains("msg=\"cannot play item; skipped\" item=3 uri=\(urls[2])"), "\(running.log)")
         #expect(server.events.filter { $0.contains("/cut/cut.mp4") }.count >= 2, "the cut file was tried again: \(server.events)")
         #expect(server.events.filter { $0.contains("/garbage.mp4") }.count >= 2, "the garbage was tried again: \(server.events)")
         // A download cut by the exit may leave its .part file (removed at the next start).
