@@ -269,6 +269,117 @@ struct KMSVMTests {
         }
     }
 
+    /// Issue 29: OSC presses to a trigger, sent from inside the guest next to marquee (tools/osc-presses.py),
+    /// alternately to a prerolled film and to one opened on the press (`preroll: false`). Latency is
+    /// counted in vsyncs as the trace numbers them (this display has no vblank: a flip completes as
+    /// soon as its commit does, and vsyncs are numbered from the flips' timestamps on the mode's
+    /// refresh), from the vsync the press came in to the one the film's first frame is on. The goal
+    /// is 2 vsyncs at worst for the prerolled film; under TCG on a shared host the guest is far
+    /// slower than a player's machine and frames come late, so the latency is printed for the
+    /// record, and what is held is what lateness cannot excuse: each film starts on its frame 0, every
+    /// frame shown is due on its place in the film's timeline (a frame is dropped only when late),
+    /// and the loop's timeline picks up, when the film's ends, on the frame after the one it left.
+    /// Planes scan-out at 640x480: llvmpipe under TCG took about 350 ms a picture at 1280x800.
+    @Test("OSC presses: each film cuts in on its frame 0 and the loop resumes on the frame after the one it left")
+    func pressToFlip() throws {
+        let count = 100, spacing = 1.5, port = 57120, fps = 30, loopFrames = 210
+        // A keyframe a second, as exhibits are encoded: the loop comes back by decoding from the
+        // keyframe before the frame it left, which with x264's default (one every 250 frames) took
+        // up to 0.9 s in this guest for a frame near the loop's end, the film's last frame held meanwhile.
+        let loop = try TestMedia.make("clip-320x180-30fps-7s-gop30.mp4", [
+            "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=\(fps)", "-frames:v", "\(loopFrames)",
+            "-c:v", "libx264", "-preset", "ultrafast", "-g", "\(fps)", "-pix_fmt", "yuv420p", "-f", "mp4",
+        ])
+        let film = try TestMedia.clip(seconds: 0.5, fps: fps, width: 160, height: 90)
+        let coldFilm = try TestMedia.clip(seconds: 0.5, fps: fps, width: 160, height: 98)
+        let filmFrames = 15
+        let name = "kms-presses"
+        let (traceFile, pressFile) = ("\(TestMedia.folder)/\(name)-trace.jsonl", "\(TestMedia.folder)/\(name)-guest.log")
+        for file in [traceFile, pressFile] { try? FileManager.default.removeItem(atPath: file) }
+        let sender = "python3 \(Command.repository)/tools/osc-presses.py \(port) \(count) \(spacing) /museum/play --alternate /museum/cold --delay 3"
+        let run = try KMSVM.run(config: """
+            {"playlist": [{"uri": "\(loop)"}], "loop": true,
+             "display": {"output": "kms", "mode": "640x480", "gravity": "resize", "kmsApi": "atomic", "scanout": "planes"},
+             "triggers": [{"on": {"osc": "/museum/play"}, "do": {"play": "\(film)", "then": "resume"}, "rearm": 0},
+                          {"on": {"osc": "/museum/cold"}, "do": {"play": "\(coldFilm)", "then": "resume"}, "rearm": 0, "preroll": false}],
+             "inputs": {"osc": "127.0.0.1:\(port)"}}
+            """, name: name, seconds: Int(Double(count) * spacing) + 20,
+            environment: ["KMS_RUN_TRACE": "1", "KMS_RUN_GUEST": sender, "KMS_RUN_KERNEL_ARGS": "tsc=reliable clocksource=tsc"])
+        #expect(run.status == 0, "marquee exited with \(run.status): \(run.output)")
+        // `press TIME ADDRESS` on the guest's clock, the one the trace's wall times are on.
+        let presses: [(time: Double, cold: Bool)] = try String(contentsOfFile: pressFile, encoding: .utf8)
+            .split(separator: "\n").compactMap { line in
+                let fields = line.split(separator: " ")
+                guard fields.count == 3, fields[0] == "press", let time = Double(fields[1]) else { return nil }
+                return (time, fields[2] == "/museum/cold")
+            }
+        try #require(presses.count == count, "\(presses.count) of \(count) presses sent: \(run.output)")
+        let lines = try String(contentsOfFile: traceFile, encoding: .utf8).split(separator: "\n").compactMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(!lines.contains { $0["type"] as? String == "blank" }, "the screen went blank")
+        let frames = lines.filter { $0["type"] as? String == "frame" }
+        try #require(frames.count > 100, "\(frames.count) frames traced: \(run.output)")
+        let isFilm = { (frame: [String: Any]) in [film, coldFilm].contains(frame["uri"] as? String ?? "") }
+        let vsync = { (i: Int) in frames[i]["vsync"] as! Int }, wall = { (i: Int) in frames[i]["wall"] as! Double }
+        let number = { (i: Int) in Int(((frames[i]["pts"] as! Double) * Double(fps)).rounded()) }
+        /// The vsync frame `i` was due on: the one it was shown on, less the vsyncs it came late.
+        let due = { (i: Int) in vsync(i) - (frames[i]["late"] as? Int ?? 0) }
+        let perFrame = 60 / fps
+        // Vsyncs per second of wall time, as the trace numbers them.
+        let refresh = Double(vsync(frames.count - 1) - vsync(0)) / (wall(frames.count - 1) - wall(0))
+        #expect(run.output.components(separatedBy: "msg=trigger ").count - 1 == count, "every press taken: \(run.output)")
+        #expect(run.output.components(separatedBy: "prerolled=yes").count - 1 == count / 2,
+                "every press of the prerolled film found its first frame decoded: \(run.output)")
+        let cuts = frames.indices.dropFirst().filter { isFilm(frames[$0]) && frames[$0 - 1]["uri"] as? String == loop }
+        var warm: [Double] = [], cold: [Double] = []
+        var bad: [String] = []
+        var dropped = 0, exactResumes = 0, worstReturn = 0
+        for (n, press) in presses.enumerated() {
+            let next = n + 1 < presses.count ? presses[n + 1].time : .infinity
+            guard let at = cuts.first(where: { wall($0) >= press.time }), wall(at) < next,
+                  let prior = frames.indices.last(where: { wall($0) <= press.time }) else { bad.append("press \(n): no cut from the loop"); continue }
+            // The vsync the press came in, from the last picture shown before it.
+            let latency = Double(vsync(at)) - (Double(vsync(prior)) + (press.time - wall(prior)) * refresh)
+            if press.cold { cold.append(latency) } else { warm.append(latency) }
+            if frames[at]["uri"] as? String != (press.cold ? coldFilm : film) { bad.append("press \(n): the other film") }
+            let shown = Array(frames[at...].prefix(while: isFilm).indices)
+            let numbers = shown.map(number)
+            dropped += filmFrames - shown.count
+            if numbers.first != 0 || zip(numbers, numbers.dropFirst()).contains(where: { $0 >= $1 }) || numbers.last! >= filmFrames {
+                bad.append("press \(n): film frames \(numbers)")
+            }
+            let start = due(at)
+            for i in shown where due(i) != start + perFrame * number(i) {
+                bad.append("press \(n): film frame \(number(i)) due \(due(i) - start) vsyncs after the first, not \(perFrame * number(i))")
+            }
+            let back = at + shown.count
+            guard back < frames.count else { continue }
+            // The film's timeline ends at `start` + its length; the loop's frame due then is the one
+            // after the one it left, and a later one shown first is as many frames on as it came late.
+            let afterEnd = due(back) - (start + perFrame * filmFrames)
+            let expected = (number(at - 1) + 1 + afterEnd / perFrame) % loopFrames
+            if frames[back]["uri"] as? String != loop || number(back) != expected || afterEnd % perFrame != 0 || afterEnd < 0 {
+                bad.append("press \(n): left the loop on frame \(number(at - 1)), came back on \(number(back)) due \(afterEnd) vsyncs after the film's end")
+            } else if afterEnd == 0 {
+                exactResumes += 1
+            }
+            worstReturn = max(worstReturn, vsync(back) - (start + perFrame * filmFrames))
+        }
+        func summary(_ values: [Double]) -> String {
+            let sorted = values.sorted()
+            guard let worst = sorted.last else { return "none" }
+            return String(format: "median %.1f worst %.1f", sorted[sorted.count / 2], worst)
+        }
+        print("vm press-to-flip: prerolled \(summary(warm)) vsyncs (\(warm.count) presses); cold \(summary(cold)) vsyncs (\(cold.count) presses); "
+              + "goal: prerolled worst <= 2; " + String(format: "%.1f vsyncs a second of wall time; ", refresh)
+              + "loop back on the next frame's vsync \(exactResumes) of \(warm.count + cold.count) (the rest later, frames dropped as late; "
+              + "the latest \(worstReturn) vsyncs after the film's end); "
+              + "film frames dropped as late \(dropped) of \((warm.count + cold.count) * filmFrames)")
+        #expect(bad.isEmpty, "\(bad.joined(separator: "\n"))")
+        #expect(warm.count == count / 2 && cold.count == count / 2)
+    }
+
     /// Overlays on a KMS display: the picture fills the right half (a wall region), the left half
     /// is the black background. A PNG of white at alpha 0.5 over the background and one of black
     /// at alpha 0.5 over the red quadrant, drawn by the GL layer or blended into the planes
