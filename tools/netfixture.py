@@ -11,7 +11,8 @@
                                     SIGUSR2 cuts every connection open now ("cut N")
   netfixture.py live ADDRESS        HTTP: each GET is a live picture (H.264 in live Matroska) from
                                     an ffmpeg of its own, in real time, with no length, until the
-                                    client goes
+                                    client goes; GET /burst/S/NAME holds the first S seconds back
+                                    and sends them at once (as an HLS window does), then goes on live
 
 Each prints "port N" once listening (on PORT, or an ephemeral port of ADDRESS), then one line per
 connection or request ("conn", "GET /path"), flushed, so a test can read what reached it.
@@ -89,10 +90,21 @@ class Live(http.server.BaseHTTPRequestHandler):
              "-t", str(LIFETIME), "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "25",
              "-pix_fmt", "yuv420p", "-f", "matroska", "-live", "1", "-cluster_time_limit", "40", "pipe:1"],
             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # a client gone: broken pipe
+        parts = self.path.split("/")
+        burst = float(parts[2]) if len(parts) > 3 and parts[1] == "burst" else 0.0
         try:
             self.send_response(200)
             self.send_header("Content-Type", "video/x-matroska")
             self.end_headers()
+            held, until = b"", time.monotonic() + min(burst, 10.0)
+            while time.monotonic() < until:
+                data = encoder.stdout.read1(65536)
+                if not data:
+                    break
+                held += data
+            if held:
+                self.wfile.write(held)
+                self.wfile.flush()
             while True:
                 data = encoder.stdout.read1(65536)
                 if not data:

@@ -79,6 +79,7 @@ public final class KioskController: ControlHandler, Sendable {
         "decoder-frame-drop-count", "cadence-frame-drop-count",
         "vo-delayed-frame-count", "display-fps", "vsync-jitter", "property-list", "command-list",
         "outputs", "health", "wall-sync", "schedule", "display-power", "overlays", "volume", "mute", "audio-device", "audio-delay", "current-ao",
+        "live-lag",
     ]
 
     /// The commands `run` takes, with their arguments as mpv's `command-list` describes them
@@ -142,6 +143,10 @@ public final class KioskController: ControlHandler, Sendable {
         case "vo-delayed-frame-count": return .number(Double(s.delayed))
         case "display-fps": return .float(s.displayFPS)
         case "vsync-jitter": return .float(s.vsyncJitter)
+        case "live-lag":
+            // Of the current item only: unavailable while it is not a live source.
+            guard let uri = currentURI, let lag = s.liveLag[uri] else { throw .propertyUnavailable }
+            return .float((lag * 1000).rounded() / 1000)
         case "property-list": return .array(propertyNames.map { .string($0) })
         case "command-list":
             return .array(Self.commands.map { command in

@@ -18,6 +18,9 @@ public struct NetworkSettings: Sendable, Equatable {
     public var openTimeout = 10.0
     /// One read of a network source waiting for data (seconds).
     public var readTimeout = 5.0
+    /// The longest a live source's picture may wait to be shown (`LiveLatency`, seconds): later
+    /// frames are dropped until it is back under this.
+    public var liveLatency = 1.0
     /// `cache`: remote files kept on disk and played from there (RemoteMediaCache.swift); nil: none.
     public var cache: RemoteCacheSettings?
 
@@ -35,7 +38,7 @@ let longestNetworkWait = 600.0
 extension ConfigReader {
     mutating func readNetwork(_ value: JSONValue) -> NetworkSettings {
         var settings = NetworkSettings()
-        guard let fields = members(value, at: "network", allowed: ["allow", "openTimeout", "readTimeout", "cache"]) else { return settings }
+        guard let fields = members(value, at: "network", allowed: ["allow", "openTimeout", "readTimeout", "liveLatency", "cache"]) else { return settings }
         for (key, v) in fields {
             let path = "network.\(key)"
             switch key {
@@ -62,6 +65,16 @@ extension ConfigReader {
                 do {
                     let s = try checkedNumber(n, in: 0.1...longestNetworkWait, field: path)
                     if key == "openTimeout" { settings.openTimeout = s } else { settings.readTimeout = s }
+                } catch {
+                    problem(error)
+                }
+            case "liveLatency":
+                guard case .number(let n) = v else {
+                    problem(path, "expected a number of seconds, found \(v.typeName)")
+                    continue
+                }
+                do {
+                    settings.liveLatency = try checkedNumber(n, in: 0.01...60, field: path)
                 } catch {
                     problem(error)
                 }

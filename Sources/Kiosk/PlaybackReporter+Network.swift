@@ -40,6 +40,13 @@ extension PlaybackReporter {
     }
 }
 
+extension PlaybackReporter {
+    /// How long a live source's last kept frame waits to be shown (`live-lag`); nil: its reader went.
+    func liveLag(uri: String, seconds: Double?) {
+        outputStatus.update { $0.liveLag[uri] = seconds }
+    }
+}
+
 extension KioskConfig.Item {
     /// A network item's `duration`: how long it plays before the playlist goes on (a live source
     /// has no end of its own); nil for a file (its `duration` is a still's).

@@ -128,6 +128,10 @@ final class TimedReader: FrameReader {
         inner.setFrameDrop(drop, discardingFramesEndingBy: clock)
     }
 
+    func follow(clock: @escaping @Sendable () -> MediaTime?, dropped: @escaping @Sendable (Int) -> Void) {
+        inner.follow(clock: clock, dropped: dropped)
+    }
+
     private func timed(_ operation: String, since start: ContinuousClock.Instant) {
         let took = (ContinuousClock.now - start).seconds
         if took > slowLimit { onSlow(url, operation, took) }

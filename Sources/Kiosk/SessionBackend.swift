@@ -17,11 +17,13 @@ extension ReportingBackend {
             reporter.decoderOpened(uri: uri, info: info, path: path)
         }
         ffmpeg.limits = config.network.limits
+        ffmpeg.liveLagBound = config.network.liveLatency
         ffmpeg.onLiveChange = { uri, change in
             switch change {
             case .down(let reason): reporter.liveSourceChanged(uri: uri, reason: reason)
             case .back: reporter.liveSourceChanged(uri: uri, reason: nil)
             case .closedWhileDown: reporter.liveSourceClosed(uri: uri)
+            case .lag(let seconds): reporter.liveLag(uri: uri, seconds: seconds)
             }
         }
         ffmpeg.onDownscale = { uri, from, to in

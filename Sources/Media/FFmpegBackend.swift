@@ -34,7 +34,11 @@ public struct FFmpegBackend: MediaBackend {
     public var limits = MediaIOLimits.standard
     /// A live network source's stall limit and reopening backoff (`LiveReader`).
     public var live = LiveSourceHealth.Policy()
-    /// Told when a live source goes down, comes back, or its reader goes while it is down: its URL first.
+    /// The longest a live source's frame may wait to be shown before frames are dropped to catch
+    /// up (`LiveLatency`, seconds); nil: unbounded.
+    public var liveLagBound: Double?
+    /// Told when a live source goes down, comes back, or its reader goes while it is down, and
+    /// each kept frame's lag: its URL first.
     public var onLiveChange: (@Sendable (String, LiveSourceChange) -> Void)?
 
     public init(threads: Int = 0, hardware: HardwareDecoding = .none, output: OutputCapabilities = .unconstrained,
@@ -118,7 +122,7 @@ public struct FFmpegBackend: MediaBackend {
     private func openReader(_ url: URL, threads: Int, firstPacketAlone: Bool = false) throws -> any FrameReader {
         let reader = try openDecoderReader(url, threads: threads, firstPacketAlone: firstPacketAlone)
         guard !url.isFileURL, !reader.decoder.info.duration.isNumeric else { return reader }
-        return LiveReader(uri: url.mediaLocation, first: reader, policy: live, onChange: onLiveChange) {
+        return LiveReader(uri: url.mediaLocation, first: reader, policy: live, lagBound: liveLagBound, onChange: onLiveChange) {
             try openDecoderReader(url, threads: threads)
         }
     }

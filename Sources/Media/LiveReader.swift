@@ -8,8 +8,10 @@ import Synchronization
 /// source is reopened with capped, jittered backoff (`LiveSourceHealth`) until it answers, while
 /// the player keeps the last picture up. Frames after a reopen go on from where the picture was,
 /// plus the time it was away (`LiveSourceHealth.timelineGap`): live, not late.
-/// `onChange` hears each change: down (why), back once pictures come again, and closed when the
-/// reader goes while its source is down (its item ended: nobody waits for that source now).
+/// `onChange` hears each change: down (why), back once pictures come again, closed when the
+/// reader goes while its source is down (its item ended: nobody waits for that source now), and
+/// the lag of each frame kept while the item plays (`LiveLatency`: frames that would wait longer
+/// than its bound to be shown are dropped, and counted through `follow`'s `dropped`).
 final class LiveReader: FrameReader {
     let uri: String
     private let open: () throws -> DecoderReader
@@ -23,13 +25,19 @@ final class LiveReader: FrameReader {
     private var frameDrop = DecoderFrameDrop.none
     private var discardEndingBy: (@Sendable () -> MediaTime?)?
     private var reportedDown = false
+    private var latency: LiveLatency?
+    private var clock: (@Sendable () -> MediaTime?)?
+    private var dropped: (@Sendable (Int) -> Void)?
+    private var reportedLag = false
     private var generator = SystemRandomNumberGenerator()
 
     static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
-    init(uri: String, first: DecoderReader, policy: LiveSourceHealth.Policy,
+    /// - Parameter lagBound: the largest wait before a frame is shown (seconds); nil: unbounded.
+    init(uri: String, first: DecoderReader, policy: LiveSourceHealth.Policy, lagBound: Double? = nil,
          onChange: (@Sendable (String, LiveSourceChange) -> Void)?, open: @escaping () throws -> DecoderReader) {
         self.uri = uri
+        latency = LiveLatency(bound: lagBound ?? .infinity)
         self.open = open
         self.onChange = onChange
         reader = first
@@ -39,6 +47,7 @@ final class LiveReader: FrameReader {
 
     deinit {
         if reportedDown { onChange?(uri, .closedWhileDown) }
+        if reportedLag { onChange?(uri, .lag(nil)) }
     }
 
     func nextFrame() throws -> (any PresentableFrame)? {
@@ -52,6 +61,7 @@ final class LiveReader: FrameReader {
                         reportedDown = false
                         onChange?(uri, .back)
                     }
+                    guard keep(frame, from: reader) else { continue }
                     timelineEnd = frame.pts + frame.duration
                     return frame
                 }
@@ -63,6 +73,27 @@ final class LiveReader: FrameReader {
             down(reason)
         }
         return nil
+    }
+
+    /// Whether `frame` is handed out (`LiveLatency`); a frame dropped moves the frames after it
+    /// into its place on the timeline, and is counted.
+    private func keep(_ frame: any PresentableFrame, from reader: DecoderReader) -> Bool {
+        guard var latency else { return true }
+        // The decoder's shift holds the pull-in so far: the frame's time before it is its pts plus that.
+        let clockNow = clock?()
+        let decision = latency.frame(at: frame.pts.seconds + latency.pullIn, duration: frame.duration.seconds,
+                                     clock: clockNow?.isNumeric == true ? clockNow?.seconds : nil)
+        self.latency = latency
+        guard decision == .drop else {
+            if let lag = latency.lag, clockNow != nil {
+                reportedLag = true
+                onChange?(uri, .lag(lag))
+            }
+            return true
+        }
+        reader.decoder.timelineShift = reader.decoder.timelineShift - frame.duration
+        dropped?(1)
+        return false
     }
 
     /// The decoder to read, opened again once the backoff allows; nil when this try failed (or
@@ -96,6 +127,11 @@ final class LiveReader: FrameReader {
         onChange?(uri, .down(reason))
     }
 
+    func follow(clock: @escaping @Sendable () -> MediaTime?, dropped: @escaping @Sendable (Int) -> Void) {
+        self.clock = clock
+        self.dropped = dropped
+    }
+
     /// A live source has no positions to go to: the picture is always the live one.
     func seek(to time: MediaTime) throws {}
 
@@ -121,6 +157,8 @@ public enum LiveSourceChange: Sendable, Equatable {
     case back
     /// The reader went (its item ended or was skipped) while the source was down.
     case closedWhileDown
+    /// How long the last frame kept waits to be shown (seconds, `LiveLatency`); nil: the reader went.
+    case lag(Double?)
 }
 
 /// A live reader's cancel, shared with the thread that cancels it.

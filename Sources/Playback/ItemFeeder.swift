@@ -345,6 +345,7 @@ extension ItemFeeder {
             if isStopped { cancel() }  // stopped while it opened
         }
         if start.isNumeric && start > .zero { try reader.seek(to: start) }
+        reader.follow(clock: { [weak self] in self?.presentation.withLock { $0.clock } }, dropped: { [drops] in drops.add($0) })
         return reader
     }
 }

@@ -100,11 +100,16 @@ public protocol FrameReader: AnyObject {
     /// end by then are late for good: the reader may discard them before any further work on
     /// them (a conversion).
     func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?)
+    /// Tells a live reader where presentation is (`clock`: the item time reached, nil while it
+    /// does not play), so that it can keep its frames near the live edge; the frames it drops for
+    /// that it counts through `dropped`. A reader of a file ignores it.
+    func follow(clock: @escaping @Sendable () -> MediaTime?, dropped: @escaping @Sendable (Int) -> Void)
 }
 
 extension FrameReader {
     public var canceller: (@Sendable () -> Void)? { nil }
     public func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?) {}
+    public func follow(clock: @escaping @Sendable () -> MediaTime?, dropped: @escaping @Sendable (Int) -> Void) {}
 }
 
 /// Frames a decoder skips without decoding them when decoding falls behind (as mpv's decoder

@@ -17,8 +17,10 @@ import Testing
     @Test func networkItemsAndTheirAllowList() throws {
         let config = try KioskConfig.parse("""
             {"playlist": [{"uri": "a.mp4"}, {"uri": "https://cdn.example.com/live/index.m3u8"}, {"uri": "rtsp://192.168.10.20/cam", "end": 30}],
-             "network": {"allow": ["https://cdn.example.com", "rtsp://192.168.10.0/24"], "openTimeout": 4, "readTimeout": 2}}
+             "network": {"allow": ["https://cdn.example.com", "rtsp://192.168.10.0/24"], "openTimeout": 4, "readTimeout": 2,
+                         "liveLatency": 0.3}}
             """, baseDirectory: "/srv")
+        #expect(config.network.liveLatency == 0.3)
         #expect(config.playlist.map(\.path) == ["/srv/a.mp4", "https://cdn.example.com/live/index.m3u8", "rtsp://192.168.10.20/cam"])
         #expect(config.network.allow.rules.map(\.description) == ["https://cdn.example.com", "rtsp://192.168.10.0/24"])
         let limits = config.network.limits
@@ -43,7 +45,7 @@ import Testing
         #expect(problems(#"{"playlist": [{"uri": "rtsp://cam/x"}], "network": {"allow": ["https://cam"]}}"#).count == 1)
     }
 
-    @Test func badEntriesAreNamedByTheirPath() {
+    @Test func badEntriesAreNamedByTheirPath() throws {
         #expect(problems(#"{"playlist": [{"uri": "a.mp4"}], "network": {"allow": ["https://ok.example", "ftp://x", 3]}}"#)
             == [#"network.allow[1]: "ftp://x": the scheme "ftp" is not one of http, https, rtmp, rtp, rtsp, rtsps, srt, udp"#,
                 "network.allow[2]: expected a string, found a number"])
@@ -51,7 +53,12 @@ import Testing
             == ["network.allow: expected an array of scheme://host entries, found a string"])
         #expect(problems(#"{"playlist": [{"uri": "a.mp4"}], "network": {"openTimeout": 601, "readTimeout": 0, "proxy": 1}}"#).sorted()
             == ["network.openTimeout: 601 is out of range (0.1 to 600)",
-                "network.proxy: unknown key (allowed here: allow, openTimeout, readTimeout, cache)",
+                "network.proxy: unknown key (allowed here: allow, openTimeout, readTimeout, liveLatency, cache)",
                 "network.readTimeout: 0 is out of range (0.1 to 600)"].sorted())
+        #expect(problems(#"{"playlist": [{"uri": "a.mp4"}], "network": {"liveLatency": 0}}"#)
+            == ["network.liveLatency: 0 is out of range (0.01 to 60)"])
+        #expect(problems(#"{"playlist": [{"uri": "a.mp4"}], "network": {"liveLatency": "1"}}"#)
+            == ["network.liveLatency: expected a number of seconds, found a string"])
+        #expect(try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}]}"#, baseDirectory: "/srv").network.liveLatency == 1)
     }
 }

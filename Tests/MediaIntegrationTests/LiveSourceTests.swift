@@ -98,7 +98,7 @@ import TestSupport
             switch change {
             case .down(let reason): seen.changes.withLock { $0.append((Self.now(), reason)) }
             case .back: seen.changes.withLock { $0.append((Self.now(), nil)) }
-            case .closedWhileDown: break
+            case .closedWhileDown, .lag: break
             }
         }
         let reader = try backend.openReader(URL(string: url)!)
@@ -177,7 +177,7 @@ import TestSupport
             switch change {
             case .down(let reason): seen.changes.withLock { $0.append((Self.now(), reason)) }
             case .back: seen.changes.withLock { $0.append((Self.now(), nil)) }
-            case .closedWhileDown: break
+            case .closedWhileDown, .lag: break
             }
         }
         let owned = ReaderBox(try backend.openReader(URL(string: "\(proxy.url)/index.m3u8")!))

@@ -64,5 +64,9 @@ import Testing
         let back = metricsText(s, health: "ok", counters: &counters, audioDelay: nil, now: s.started + .seconds(95))
         #expect(back.contains("marquee_source_outage_seconds_total 16.5\n"))
         #expect(back.contains("marquee_sources_down 0\n"))
+        #expect(!back.contains("marquee_live_lag_seconds"), "no live source plays")
+        s.liveLag["http://127.0.0.1:8000/live.mkv"] = 0.2504
+        #expect(metricsText(s, health: "ok", counters: &counters, audioDelay: nil, now: s.started + .seconds(96))
+            .contains("marquee_live_lag_seconds 0.25\n"))
     }
 }

@@ -1,0 +1,96 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+import TestSupport
+@testable import KioskTests
+
+/// marquee itself (headless, real clock) on a live source that sends a burst at each connect:
+/// the first 1.5 s held back and sent at once (as an HLS window is), then live. A loopback proxy
+/// cuts the connection once, so a reopen brings a second burst.
+@Suite(.serialized) struct LiveLagTests {
+    static func now() -> Double { Date().timeIntervalSince1970 }
+
+    struct Outcome {
+        var lags: [(t: Double, lag: Double)] = []
+        var dropsBeforeCut = 0, dropsAtEnd = 0
+        var back = 0.0
+        /// Seconds from the source back until drops stop growing (the catch-up's end).
+        var caughtUpAfter: Double?
+    }
+
+    /// Plays the burst source with `network.liveLatency` `bound` for 4 s, cuts the connection,
+    /// and plays 6 s more; `live-lag` is read every 50 ms throughout.
+    func play(bound: Double) throws -> Outcome {
+        let server = try LoopbackServer("live", [])
+        let proxy = try LoopbackServer("proxy", [String(server.port)])
+        let url = "\(proxy.url)/burst/1.5/live.mkv"
+        let path = TestMedia.folder + "/live-lag-config-\(UUID().uuidString).json"
+        try TestConfig.write(#"{"playlist": [{"uri": "\#(url)"}], "loop": true, "network": {"allow": ["http://127.0.0.1"], "liveLatency": \#(bound)}}"#, to: path)
+        let running = try MarqueeProcessTests.Running(config: path, clock: "real", exitAfter: 60)
+        let client = try running.connect()
+        func number(_ name: String) -> Double? { client.request(["get_property", .string(name)], id: 1)?["data"]?.numberValue }
+        func wait(within seconds: Double, _ test: () -> Bool) -> Bool {
+            let end = Self.now() + seconds
+            while Self.now() < end {
+                if test() { return true }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            return test()
+        }
+        var outcome = Outcome()
+        #expect(wait(within: 20) { number("live-lag") != nil }, "no live-lag; log:\n\(running.log)")
+        let started = Self.now()
+        func sample(for seconds: Double, drops: inout [(t: Double, n: Double)]) {
+            let end = Self.now() + seconds
+            while Self.now() < end {
+                if let lag = number("live-lag") { outcome.lags.append((Self.now() - started, lag)) }
+                if let n = number("decoder-frame-drop-count") { drops.append((Self.now(), n)) }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+        var drops: [(t: Double, n: Double)] = []
+        sample(for: 4, drops: &drops)
+        outcome.dropsBeforeCut = Int(drops.last?.n ?? 0)
+        let backs = running.log.components(separatedBy: "live source back").count
+        proxy.signal(SIGUSR2)
+        #expect(wait(within: 15) { running.log.components(separatedBy: "live source back").count > backs }, "not back; log:\n\(running.log)")
+        outcome.back = Self.now() - started
+        drops = []
+        sample(for: 6, drops: &drops)
+        outcome.dropsAtEnd = Int(drops.last?.n ?? 0)
+        if let last = drops.last, let firstAtLast = drops.first(where: { $0.n == last.n }) {
+            outcome.caughtUpAfter = firstAtLast.t - (started + outcome.back)
+        }
+        _ = client.request(["quit"], id: 2)
+        #expect(running.wait(timeout: 20) == 0, "\(running.log.suffix(2000))")
+        return outcome
+    }
+
+    static func rounded(_ s: Double) -> Double { (s * 1000).rounded() / 1000 }
+
+    /// Unbounded (60 s), each burst stays queued: the picture waits the decode-ahead queue's
+    /// length (over 0.15 s) for good and nothing is dropped. Bounded at 0.08 s: every frame
+    /// shown waited at most that, the bursts are dropped (over 20 frames of each 37), and the
+    /// catch-up after the reopen ends within 3 s of the source coming back.
+    @Test func aBurstAfterAReopenIsDroppedUntilTheLagIsUnderTheBound() throws {
+        let loose = try play(bound: 60)
+        let late = loose.lags.filter { $0.t > 2 }.map(\.lag)
+        print("live lag unbounded: lag \(late.min().map(Self.rounded) ?? -1)...\(late.max().map(Self.rounded) ?? -1) s, "
+              + "dropped \(loose.dropsBeforeCut) before the cut, \(loose.dropsAtEnd) at the end")
+        #expect(!late.isEmpty && late.sorted()[late.count / 2] > 0.15, "median lag \(late.sorted())")
+        #expect(loose.dropsAtEnd == 0)
+
+        let bound = 0.08
+        let tight = try play(bound: bound)
+        let lags = tight.lags.map(\.lag)
+        print("live lag bounded at \(bound): lag \(lags.min().map(Self.rounded) ?? -1)...\(lags.max().map(Self.rounded) ?? -1) s, "
+              + "dropped \(tight.dropsBeforeCut) in the first burst, \(tight.dropsAtEnd - tight.dropsBeforeCut) after the reopen, "
+              + "caught up \(tight.caughtUpAfter.map(Self.rounded) ?? -1) s after the source was back")
+        #expect(!lags.isEmpty && lags.allSatisfy { $0 <= bound + 0.001 }, "lags \(lags)")
+        #expect(tight.dropsBeforeCut >= 20, "dropped \(tight.dropsBeforeCut) of the first burst")
+        #expect(tight.dropsAtEnd - tight.dropsBeforeCut >= 20, "dropped \(tight.dropsAtEnd - tight.dropsBeforeCut) of the reopen's burst")
+        #expect((tight.caughtUpAfter ?? 99) < 3, "caught up after \(String(describing: tight.caughtUpAfter)) s")
+    }
+}
