@@ -145,7 +145,9 @@ public final class KioskController: ControlHandler, Sendable {
         case "vsync-jitter": return .float(s.vsyncJitter)
         case "live-lag":
             // Of the current item only: unavailable while it is not a live source.
-            guard let uri = currentURI, let lag = s.liveLag[uri] else { throw .propertyUnavailable }
+            // Keyed by the URL as played; the current entry's `uri` is that, its `path` a file's.
+            let uri = s.position.flatMap { s.items.indices.contains($0) ? s.items[$0].uri : nil }
+            guard s.currentPath != nil, let lag = uri.flatMap({ s.liveLag[$0] }) else { throw .propertyUnavailable }
             return .float((lag * 1000).rounded() / 1000)
         case "property-list": return .array(propertyNames.map { .string($0) })
         case "command-list":
