@@ -33,14 +33,7 @@ import TestSupport
         let running = try MarqueeProcessTests.Running(config: path, clock: "real", exitAfter: 60)
         let client = try running.connect()
         func number(_ name: String) -> Double? { client.request(["get_property", .string(name)], id: 1)?["data"]?.numberValue }
-        func wait(within seconds: Double, _ test: () -> Bool) -> Bool {
-            let end = Self.now() + seconds
-            while Self.now() < end {
-                if test() { return true }
-                Thread.sleep(forTimeInterval: 0.02)
-            }
-            return test()
-        }
+        func wait(within seconds: Double, _ test: () -> Bool) -> Bool { LiveReconnectTests.wait(within: seconds, test) }
         var outcome = Outcome()
         #expect(wait(within: 20) { number("live-lag") != nil }, "no live-lag; log:\n\(running.log)")
         let started = Self.now()

@@ -30,6 +30,16 @@ import TestSupport
 
     static func now() -> Double { Date().timeIntervalSince1970 }
 
+    /// Polls `test` every 20 ms for at most `seconds`; whether it came true.
+    static func wait(within seconds: Double, _ test: () -> Bool) -> Bool {
+        let end = now() + seconds
+        while now() < end {
+            if test() { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return test()
+    }
+
     /// A live stream (real-time H.264, no length) behind a proxy that cuts every connection on
     /// SIGUSR2, 100 times; each cycle waits until marquee reports the source back over a new
     /// connection. The figures are read once things settle after every 10th reconnect: from the
@@ -46,15 +56,7 @@ import TestSupport
         let client = try running.connect()
         func count(_ text: String) -> Int { running.log.components(separatedBy: text).count - 1 }
         func connections() -> Int { proxy.events.filter { $0 == "conn" }.count }
-        /// Polls `test` every 20 ms for at most `seconds`; whether it came true.
-        func wait(within seconds: Double, _ test: () -> Bool) -> Bool {
-            let end = Self.now() + seconds
-            while Self.now() < end {
-                if test() { return true }
-                Thread.sleep(forTimeInterval: 0.02)
-            }
-            return test()
-        }
+        func wait(within seconds: Double, _ test: () -> Bool) -> Bool { Self.wait(within: seconds, test) }
         func position() -> Double { client.request(["get_property", "time-pos"], id: 1)?["data"]?.numberValue ?? 0 }
         #expect(wait(within: 20) { position() > 1 }, "not playing: time-pos \(position()); log:\n\(running.log)")
 

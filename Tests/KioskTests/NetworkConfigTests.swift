@@ -62,3 +62,27 @@ import Testing
         #expect(try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}]}"#, baseDirectory: "/srv").network.liveLatency == 1)
     }
 }
+
+/// `live-lag`: the current item's, and only while that item is a live source.
+@Suite struct LiveLagPropertyTests {
+    @Test func itIsTheCurrentLiveItemsAndUnavailableOtherwise() throws {
+        let status = KioskStatus()
+        let live = "http://127.0.0.1:8000/live.mkv"
+        status.update { s in
+            s.replaceItems([.init(uri: "a.mp4", path: "/srv/a.mp4"), .init(uri: live, path: live)])
+            s.position = 0
+            s.currentPath = "/srv/a.mp4"
+            s.liveLag[live] = 0.2504
+        }
+        let controller = KioskController(status: status) { _ in .done }
+        #expect(controller.propertyNames.contains("live-lag"))
+        #expect(throws: ControlError.propertyUnavailable) { try controller.property("live-lag") }
+        status.update { s in
+            s.position = 1
+            s.currentPath = "/live.mkv"
+        }
+        #expect(try controller.property("live-lag").numberValue == 0.25)
+        status.update { $0.liveLag[live] = nil }  // its reader went
+        #expect(throws: ControlError.propertyUnavailable) { try controller.property("live-lag") }
+    }
+}
