@@ -80,9 +80,8 @@ final class LiveReader: FrameReader {
     private func keep(_ frame: any PresentableFrame, from reader: DecoderReader) -> Bool {
         guard var latency else { return true }
         // The decoder's shift holds the pull-in so far: the frame's time before it is its pts plus that.
-        let clockNow = clock?()
-        let decision = latency.frame(at: frame.pts.seconds + latency.pullIn, duration: frame.duration.seconds,
-                                     clock: clockNow?.isNumeric == true ? clockNow?.seconds : nil)
+        let clockNow = clock?().flatMap { $0.isNumeric ? $0.seconds : nil }
+        let decision = latency.frame(at: frame.pts.seconds + latency.pullIn, duration: frame.duration.seconds, clock: clockNow)
         self.latency = latency
         guard decision == .drop else {
             if let lag = latency.lag, clockNow != nil {
