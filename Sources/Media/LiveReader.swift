@@ -76,11 +76,12 @@ final class LiveReader: FrameReader {
     }
 
     /// Whether `frame` is handed out (`LiveLatency`); a frame dropped moves the frames after it
-    /// into its place on the timeline, and is counted.
+    /// earlier on the timeline by what `LiveLatency` pulls in, and is counted.
     private func keep(_ frame: any PresentableFrame, from reader: DecoderReader) -> Bool {
         guard var latency else { return true }
         // The decoder's shift holds the pull-in so far: the frame's time before it is its pts plus that.
         let clockNow = clock?().flatMap { $0.isNumeric ? $0.seconds : nil }
+        let pulledBefore = latency.pullIn
         let decision = latency.frame(at: frame.pts.seconds + latency.pullIn, duration: frame.duration.seconds, clock: clockNow)
         self.latency = latency
         guard decision == .drop else {
@@ -90,7 +91,8 @@ final class LiveReader: FrameReader {
             }
             return true
         }
-        reader.decoder.timelineShift = reader.decoder.timelineShift - frame.duration
+        reader.decoder.timelineShift = reader.decoder.timelineShift
+            - MediaTime(seconds: latency.pullIn - pulledBefore, preferredTimescale: 90_000)
         dropped?(1)
         return false
     }

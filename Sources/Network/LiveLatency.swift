@@ -30,14 +30,28 @@ public struct LiveLatency: Sendable, Equatable {
     /// the item's clock stood at `clock` (nil: the item does not play yet, so nothing is dropped).
     public mutating func frame(at time: Double, duration: Double, clock: Double?) -> Decision {
         let place = time - pullIn
-        guard let clock else { return .keep(place: place) }
+        guard let clock else {
+            keptUntil = place + duration
+            return .keep(place: place)
+        }
         let wait = max(0, place - clock)
         if wait > bound, duration > 0, duration.isFinite {
-            pullIn += duration
             dropped += 1
+            if let until = keptUntil, until > clock {
+                pullIn += duration
+            } else {
+                // Nothing kept waits to be shown (a reopen after the screen ran dry, a timeline
+                // held by a stall): the timeline jumps so that the next frame is due two frames
+                // (at most the bound) from now, instead of the screen waiting for this one.
+                pullIn += place - clock + duration - min(2 * duration, bound)
+            }
             return .drop
         }
         lag = wait
+        keptUntil = place + duration
         return .keep(place: place)
     }
+
+    /// Where the last frame kept ends on the timeline; nil before one.
+    public private(set) var keptUntil: Double?
 }

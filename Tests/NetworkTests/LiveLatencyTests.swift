@@ -20,6 +20,24 @@ import Testing
         #expect(l.lag == 0 && l.dropped == 0)
     }
 
+    /// A stall holds the item's timeline where the missing frame belongs (10 s) while the source
+    /// is away; the reopen's first frame comes 2 s past it. Nothing else waits to be shown, so
+    /// the screen does not wait for it: it is dropped and the timeline jumps, so that the next
+    /// frame is due two frames (within the bound) after the held clock: at 10.25.
+    @Test func withNothingToShowTheTimelineJumpsInsteadOfWaiting() {
+        var l = LiveLatency(bound: 0.25)
+        #expect(l.frame(at: 9.875, duration: d, clock: 9.75) == .keep(place: 9.875))
+        #expect(l.keptUntil == 10)
+        #expect(l.frame(at: 12, duration: d, clock: 10) == .drop)
+        #expect(l.frame(at: 12.125, duration: d, clock: 10) == .keep(place: 10.25))
+        #expect(l.lag == 0.25 && l.dropped == 1 && l.pullIn == 1.875)
+        // A bound under a frame's length: the next frame is due within it all the same.
+        var tight = LiveLatency(bound: 0.0625)
+        _ = tight.frame(at: 0, duration: d, clock: 0)
+        #expect(tight.frame(at: 3, duration: d, clock: 1) == .drop)
+        #expect(tight.frame(at: 3.125, duration: d, clock: 1) == .keep(place: 1.0625))
+    }
+
     /// A reopen hands the reader a burst: frames 0...24 (3 s) there at once, then one frame every
     /// 0.125 s as the source makes them. The player shows a frame each 0.125 s and lets decoding
     /// run 6 frames ahead. Unbounded, each frame waits 0.625 s (the queue) and is shown 3 s (the
@@ -39,12 +57,14 @@ import Testing
         #expect(Set(loose.behind) == [3], "behind the edge \(loose.behind)")
     }
 
-    /// A source that sends in real time with the queue a little over the bound (a start-up lead):
-    /// the two frames over it are dropped, and the lag is then held at the bound with nothing more dropped.
-    @Test func aLeadOverTheBoundCostsOnlyTheFramesOverIt() {
+    /// A source that sends in real time, its first frame read 0.5 s before it is due (a lead
+    /// over the bound of 0.25 s) with nothing else to show: that frame is dropped and the
+    /// timeline jumps so that the next would be due 0.25 s after the drop; made 0.125 s later, it
+    /// waits 0.125 s, as does every frame after it, and nothing more is dropped.
+    @Test func aLeadOverTheBoundWithNothingShownJumpsOnce() {
         let run = Self.play(burst: 0, bound: 0.25, firstWait: 0.5)
-        #expect(run.dropped == 2, "dropped \(run.dropped)")
-        #expect(run.lags.dropFirst().allSatisfy { $0 == 0.25 }, "lags \(run.lags)")
+        #expect(run.dropped == 1, "dropped \(run.dropped)")
+        #expect(!run.lags.isEmpty && run.lags.allSatisfy { $0 == 0.125 }, "lags \(run.lags)")
     }
 
     /// The feeder's loop, exactly: at each vsync decoding runs while the queue has room and the
