@@ -6,8 +6,8 @@ import Synchronization
 /// A live network source (no duration: RTSP, live HLS, UDP/RTP) as a frame reader that comes
 /// back by itself. A read that fails, times out (the stall limit) or ends closes the decoder; the
 /// source is reopened with capped, jittered backoff (`LiveSourceHealth`) until it answers, while
-/// the player keeps the last picture up. Frames after a reopen go on from where the picture was,
-/// plus the time it was away (`LiveSourceHealth.timelineGap`): live, not late.
+/// the player keeps the last picture up. Frames after a reopen go on from where the item's clock is
+/// (`resumePoint`): live, not late.
 /// `onChange` hears each change: down (why), back once pictures come again, closed when the
 /// reader goes while its source is down (its item ended: nobody waits for that source now), and
 /// the lag of each frame kept while the item plays (`LiveLatency`: frames that would wait longer
@@ -108,7 +108,7 @@ final class LiveReader: FrameReader {
         }
         do {
             let opened = try open()
-            opened.decoder.timelineShift = timelineEnd + MediaTime(seconds: health.timelineGap(at: Self.now()), preferredTimescale: 90_000)
+            opened.decoder.timelineShift = resumePoint()
             if frameDrop != .none || discardEndingBy != nil { opened.setFrameDrop(frameDrop, discardingFramesEndingBy: discardEndingBy) }
             stop.current.withLock { $0 = opened.canceller }
             reader = opened
@@ -118,6 +118,16 @@ final class LiveReader: FrameReader {
             down((error as? MediaError)?.reason ?? "\(error)")
             return nil
         }
+    }
+
+    /// Where a reopened source's frames go on the item's timeline: where the item's clock is when
+    /// it runs (the picture held, the clock ran on), else right after the last frame (the player
+    /// stalled, paused, or waits for frames: its timeline stopped there too). Without a clock to
+    /// follow, as far past the last frame as the source was away.
+    private func resumePoint() -> MediaTime {
+        guard let clock else { return timelineEnd + MediaTime(seconds: health.timelineGap(at: Self.now()), preferredTimescale: 90_000) }
+        guard let now = clock(), now.isNumeric, now > timelineEnd else { return timelineEnd }
+        return now
     }
 
     private func down(_ reason: String) {
