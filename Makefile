@@ -86,10 +86,10 @@ check: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --filter '^($(subst $(space),|,$(UNIT_TEST_TARGETS)))\.'
 
-# The suites that boot a QEMU guest run after the rest, one at a time: a TCG guest takes a core
-# (guest and host starve each other's real time otherwise: in CI the sound-against-picture guest,
-# run beside the other guest and the real-time tests, dropped 1.8% of its pictures and its sound
-# stepped 10.7 ms; alone it drops none and stays within 1.2 ms).
+# The suites that boot a QEMU guest run after the rest (kms-run already boots one guest at a time):
+# a TCG guest takes a core, and guest and real-time tests starve each other otherwise (in CI the
+# sound-against-picture guest, run beside the real-time tests, dropped 1.8% of its pictures and its
+# sound stepped 10.7 ms; alone it drops none and stays within 1.2 ms).
 VM_SUITES := AudioVMTests KMSVMTests
 test: DEBIAN_PACKAGES += $(VM_PACKAGES) $(TEST_PACKAGES)
 test: vm
