@@ -81,7 +81,7 @@ final class PlaybackReporter: @unchecked Sendable {
                 s.items[index].state = .played
                 s.items[index].error = nil
             }
-            logged.withLock { s in _ = s.errors.removeValue(forKey: event.item.asset.url.path) }
+            logged.withLock { s in _ = s.errors.removeValue(forKey: event.item.asset.url.mediaLocation) }
             // end-file is sent when the next item starts (or the playlist ends): mpv's order.
         case .failedToPlayToEndTime(let error):
             let reason = "\(error)"
@@ -91,7 +91,7 @@ final class PlaybackReporter: @unchecked Sendable {
                 s.items[index].error = reason
                 s.items[index].failedInLoop = loop
             }
-            logFailure(uri: event.item.asset.url.path, reason: reason)
+            logFailure(uri: event.item.asset.url.mediaLocation, reason: reason)
             let id = status.snapshot.entryID(at: index) ?? index + 1
             events.failed(event.item, id: id, reason: reason, send: onEvent)
         default:
@@ -143,7 +143,7 @@ final class PlaybackReporter: @unchecked Sendable {
         let index = item?.playlistIndex
         status.update { s in
             s.position = index
-            s.currentPath = item?.asset.url.path
+            s.currentPath = item?.asset.url.mediaLocation
             s.loopPass = loop
             if let index, index < s.items.count, s.items[index].state != .failed { s.items[index].state = .playing }
         }
@@ -153,7 +153,7 @@ final class PlaybackReporter: @unchecked Sendable {
         // One info line per item change, items counted from 1 as STATUS= and marqueectl count them.
         if let index, let item {
             logger.info("playing", ["item": "\(index + 1)", "of": "\(snapshot.items.count)", "uri": snapshot.items.indices.contains(index)
-                                        ? snapshot.items[index].uri : item.asset.url.path, "entry_id": id.map { "\($0)" } ?? "-"])
+                                        ? snapshot.items[index].uri : item.asset.url.mediaLocation, "entry_id": id.map { "\($0)" } ?? "-"])
         }
     }
 
@@ -163,7 +163,7 @@ final class PlaybackReporter: @unchecked Sendable {
         status.update { s in
             if let index = item?.playlistIndex, s.position != index {
                 s.position = index
-                s.currentPath = item?.asset.url.path
+                s.currentPath = item?.asset.url.mediaLocation
                 if index < s.items.count, s.items[index].state != .failed { s.items[index].state = .playing }
             }
             // As mpv: no time-pos (nor duration) before the item is loaded.

@@ -287,4 +287,5 @@ struct CachedBackend: MediaBackend {
     func checkFirstFrame(_ url: URL) throws { try inner.checkFirstFrame(local(url)) }
     func openAudioReader(_ url: URL) throws -> (any AudioReader)? { try inner.openAudioReader(local(url)) }
     func openSource(_ url: URL) throws -> any MediaSource { try inner.openSource(local(url)) }
+    func opensOneAtATime(_ url: URL) -> Bool { inner.opensOneAtATime(url) }
 }

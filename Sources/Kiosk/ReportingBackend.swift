@@ -29,6 +29,8 @@ struct ReportingBackend: MediaBackend {
     /// Sound that cannot be decoded is not the item's failure (it plays in silence): not reported.
     func openAudioReader(_ url: URL) throws -> (any AudioReader)? { try inner.openAudioReader(url) }
 
+    func opensOneAtATime(_ url: URL) -> Bool { inner.opensOneAtATime(url) }
+
     /// The file opened once for its asset (`MediaSource`), its probe and readers reported as above.
     func openSource(_ url: URL) throws -> any MediaSource {
         ReportingSource(inner: try reporting(url, "open") { try inner.openSource(url) }, url: url, backend: self)

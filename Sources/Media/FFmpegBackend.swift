@@ -58,8 +58,12 @@ public struct FFmpegBackend: MediaBackend {
         guard url.isFileURL else {
             // A network source: described from an open of its own (its reader opens it again:
             // `LiveReader` reopens it when it fails).
-            let input = try FileInput(path: url.mediaLocation, limits: limits)
-            return try withExtendedLifetime(input) { try describe(input.format, path: url.mediaLocation, sound: false) }
+            let describe = {
+                let input = try FileInput(path: url.mediaLocation, limits: limits)
+                return try withExtendedLifetime(input) { try self.describe(input.format, path: url.mediaLocation, sound: false) }
+            }
+            guard opensOneAtATime(url) else { return try describe() }
+            return try OneReaderStreams.shared.probe(url.mediaLocation, limit: limits.open, describe)
         }
         return try FFmpegSource(url: url, backend: self).describe()
     }
@@ -70,6 +74,8 @@ public struct FFmpegBackend: MediaBackend {
         guard url.isFileURL else { return BackendCalls(backend: self, url: url) }
         return try FFmpegSource(url: url, backend: self)
     }
+
+    public func opensOneAtATime(_ url: URL) -> Bool { !url.isFileURL && NetworkURL.isOneReaderStream(url.absoluteString) }
 
     /// The description of the open file `fmt` (`path`'s), its sound's track with it unless not
     /// `sound`; the caller keeps other readers away.
@@ -120,9 +126,11 @@ public struct FFmpegBackend: MediaBackend {
 
     /// A network source with no duration is live: its reader reopens it when it fails (`LiveReader`).
     private func openReader(_ url: URL, threads: Int, firstPacketAlone: Bool = false) throws -> any FrameReader {
+        // Held from before the open: a probe of the stream meanwhile takes its description instead of opening it.
+        let hold = opensOneAtATime(url) ? OneReaderStreams.shared.hold(url.mediaLocation) : nil
         let reader = try openDecoderReader(url, threads: threads, firstPacketAlone: firstPacketAlone)
         guard !url.isFileURL, !reader.decoder.info.duration.isNumeric else { return reader }
-        return LiveReader(uri: url.mediaLocation, first: reader, policy: live, lagBound: liveLagBound, onChange: onLiveChange) {
+        return LiveReader(uri: url.mediaLocation, first: reader, policy: live, lagBound: liveLagBound, holding: hold, onChange: onLiveChange) {
             try openDecoderReader(url, threads: threads)
         }
     }
@@ -252,7 +260,3 @@ final class DecoderReader: FrameReader {
     }
 }
 
-extension URL {
-    /// What FFmpeg opens for this URL: a file's path, or a network URL as written.
-    public var mediaLocation: String { isFileURL ? path : absoluteString }
-}

@@ -30,13 +30,16 @@ final class LiveReader: FrameReader {
     private var dropped: (@Sendable (Int) -> Void)?
     private var reportedLag = false
     private var generator = SystemRandomNumberGenerator()
+    /// The stream's hold (`OneReaderStreams`), kept as long as this reader is.
+    private let hold: OneReaderStreams.Hold?
 
     static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
     /// - Parameter lagBound: the largest wait before a frame is shown (seconds); nil: unbounded.
-    init(uri: String, first: DecoderReader, policy: LiveSourceHealth.Policy, lagBound: Double? = nil,
+    init(uri: String, first: DecoderReader, policy: LiveSourceHealth.Policy, lagBound: Double? = nil, holding hold: OneReaderStreams.Hold? = nil,
          onChange: (@Sendable (String, LiveSourceChange) -> Void)?, open: @escaping () throws -> DecoderReader) {
         self.uri = uri
+        self.hold = hold
         latency = LiveLatency(bound: lagBound ?? .infinity)
         self.open = open
         self.onChange = onChange

@@ -37,6 +37,13 @@ public struct NetworkURL: Sendable, Equatable, CustomStringConvertible {
         return scheme.lowercased() != "file"
     }
 
+    /// Whether `uri` is a stream one reader at a time can take: UDP and RTP bind their port, an
+    /// RTSP camera or an SRT listener serves few sessions.
+    public static func isOneReaderStream(_ uri: String) -> Bool {
+        guard let colon = uri.firstIndex(of: ":") else { return false }
+        return ["udp", "rtp", "rtsp", "rtsps", "srt"].contains(uri[..<colon].lowercased())
+    }
+
     public init(parsing uri: String) throws(ParseError) {
         guard let separator = uri.firstRange(of: "://") else {
             throw ParseError(reason: "\"\(Self.clipped(uri))\" has no scheme://host")

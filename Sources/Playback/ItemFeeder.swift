@@ -258,7 +258,7 @@ final class ItemFeeder: @unchecked Sendable {
         // clock's vsync: a later frame is due there) are discarded too.
         let presentationClock: @Sendable () -> MediaTime? = { [weak self] in self?.presentation.withLock { $0.clock } }
         reader.setFrameDrop(level, discardingFramesEndingBy: level == .none ? nil : presentationClock)
-        logger.debug("decoder frame drop", ["uri": asset.url.path, "skip": "\(level)",
+        logger.debug("decoder frame drop", ["uri": asset.url.mediaLocation, "skip": "\(level)",
                                             "lead": lead.isFinite ? lead.formatted(decimals: 3) : "none"])
     }
 
@@ -294,7 +294,7 @@ final class ItemFeeder: @unchecked Sendable {
                     reader = nil
                     cancelReader.withLock { $0 = nil }
                     guard waitForResume() else { return }
-                    logger.debug("decoder opens after its preroll", ["uri": asset.url.path, "skip": "\(handed)"])
+                    logger.debug("decoder opens after its preroll", ["uri": asset.url.mediaLocation, "skip": "\(handed)"])
                     prerolling = false
                     reader = try openReader(source, preroll: false)
                     repeating = handed
@@ -329,7 +329,7 @@ final class ItemFeeder: @unchecked Sendable {
             }
         } catch {
             if isStopped { return }  // a cancelled read: the item was skipped, nothing failed
-            logger.debug("decode failed", ["uri": asset.url.path, "error": "\(error)"])
+            logger.debug("decode failed", ["uri": asset.url.mediaLocation, "error": "\(error)"])
             failed.store(true, ordering: .relaxed)
             _ = send(.failed(error))
         }

@@ -156,6 +156,10 @@ public protocol MediaBackend: Sendable {
     /// Opens `url` once for an asset: its probe and every reader of its items read from it. By
     /// default the per-call methods above, each on its own.
     func openSource(_ url: URL) throws -> any MediaSource
+    /// Whether `url` can be read by one reader at a time only (a UDP port is bound by its reader;
+    /// a camera serves few RTSP sessions): the player then never opens it for a second item while
+    /// one still has it open or opening. By default false.
+    func opensOneAtATime(_ url: URL) -> Bool
 }
 
 extension MediaBackend {
@@ -163,6 +167,7 @@ extension MediaBackend {
     public func openAudioReader(_ url: URL) throws -> (any AudioReader)? { nil }
     public func openPrerollReader(_ url: URL) throws -> any FrameReader { try openReader(url) }
     public func openSource(_ url: URL) throws -> any MediaSource { BackendCalls(backend: self, url: url) }
+    public func opensOneAtATime(_ url: URL) -> Bool { false }
 }
 
 /// Why an asset cannot be used, when the backend's own error does not say.
@@ -174,5 +179,11 @@ public struct AssetError: LocalizedError, CustomStringConvertible, Sendable {
         self.url = url
         self.reason = reason
     }
-    public var description: String { "\(url.isFileURL ? url.path : url.absoluteString): \(reason)" }
+    public var description: String { "\(url.mediaLocation): \(reason)" }
+}
+
+extension URL {
+    /// What an item's URL names: a file's path, or a network URL as written (what FFmpeg opens,
+    /// and what logs, traces and the playlist show).
+    public var mediaLocation: String { isFileURL ? path : absoluteString }
 }

@@ -272,6 +272,7 @@ extension Player {
         while index < queue.count && index <= 3 {
             let item = queue[index]
             if item.preroll == nil {
+                if sourceHeldAheadLocked(of: item, before: index) { break }
                 // Only its first frames until it plays (the queue holds its ready event too):
                 // enough to start without a gap, and the memory of one queue, not two. The next
                 // item's decoder then closes until the current item's has gone (`parks`).
@@ -284,6 +285,19 @@ extension Player {
             }
             guard item.status == .failed || item.preroll?.hasFailed == true || isSlowOpenLocked(item) else { break }
             index += 1
+        }
+    }
+
+    /// Whether `item`'s source takes one reader at a time (`MediaBackend.opensOneAtATime`) and an
+    /// item ahead of it still has it open or opening: a second reader would find its UDP port bound
+    /// or take the camera's other session, so it opens once the one ahead has gone.
+    func sourceHeldAheadLocked(of item: PlayerItem, before index: Int) -> Bool {
+        let url = item.asset.url
+        guard item.asset.backend.opensOneAtATime(url) else { return false }
+        if let run, run.item !== item, !run.ended, run.item.asset.url == url, run.item.status != .failed, !run.feeder.hasFailed { return true }
+        return queue[..<index].contains { ahead in
+            ahead !== item && ahead !== run?.item && ahead.asset.url == url && ahead.status != .failed
+                && ahead.preroll.map { !$0.hasFailed } == true
         }
     }
 
@@ -318,11 +332,12 @@ extension Player {
     /// leave it while an item behind them can play instead.
     func passOverSlowOpensLocked(_ outbox: inout Outbox) {
         while queue.count >= 2, isSlowOpenLocked(queue[0]),
-              queue.dropFirst().contains(where: { !isSlowOpenLocked($0) && $0.status != .failed }) {
+              queue.dropFirst().contains(where: { !isSlowOpenLocked($0) && $0.status != .failed
+                  && !($0.asset.url == queue[0].asset.url && $0.asset.backend.opensOneAtATime($0.asset.url)) }) {
             let item = queue.removeFirst()
             let url = item.asset.url
             logger.warning("item still opening at its turn; passed over", [
-                "uri": url.isFileURL ? url.path : url.absoluteString,
+                "uri": url.mediaLocation,
                 "opening": "\((item.asset.openingFor ?? 0).formatted(decimals: 1)) s"])
             item.owner = nil
             item.preroll?.stop()

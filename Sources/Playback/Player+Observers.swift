@@ -99,7 +99,7 @@ extension Player {
         guard let trace = _trace else { return }
         let v = vsync ?? lastVsync ?? 0
         let t = traceSeconds(ofVsync: v)
-        var line = "{\"type\":\"event\",\"event\":\"\(name)\",\"item\":\(item.traceIndex),\"uri\":\(jsonStringLiteral(item.asset.url.path)),\"output\":\(jsonStringLiteral(outputName)),\"vsync\":\(v),\"t\":\(t.formatted(decimals: 6))"
+        var line = "{\"type\":\"event\",\"event\":\"\(name)\",\"item\":\(item.traceIndex),\"uri\":\(jsonStringLiteral(item.asset.url.mediaLocation)),\"output\":\(jsonStringLiteral(outputName)),\"vsync\":\(v),\"t\":\(t.formatted(decimals: 6))"
         if let reason { line += ",\"reason\":\"\(reason)\"" }
         if let error { line += ",\"error\":\(jsonStringLiteral("\(error)"))" }
         trace.event(line + "}")

@@ -196,7 +196,7 @@ public final class PlayerPresenter<Output: OutputDriver> {
             for i in changed {
                 if frames[i] != nil, let item = pictures[i].item, let presentable = pictures[i].frame {
                     trace?.frame(vsync: shown, t: clock.time(ofVsync: shown), output: traceNames[i], item: item.traceIndex,
-                                 uri: item.asset.url.path, pts: presentable.pts,
+                                 uri: item.asset.url.mediaLocation, pts: presentable.pts,
                                  wall: clock.wallTime(ofVsync: shown)?.unixSeconds ?? Date().timeIntervalSince1970,
                                  late: pictures[i].startsTimeline ? 0 : pictures[i].dueVsync.map { max(0, shown - $0) } ?? 0, mix: pictures[i].mix)
                     if !pictures[i].isNewMix { didPresent?(i, shown, pictures[i]) }

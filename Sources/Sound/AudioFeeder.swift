@@ -69,7 +69,7 @@ final class AudioFeeder: @unchecked Sendable {
             reader = opened
         } catch {
             logger.warning("audio cannot be played; the item plays in silence",
-                           ["uri": asset.url.path, "error": "\(error)"])
+                           ["uri": asset.url.mediaLocation, "error": "\(error)"])
             _ = send(.end(failure: "\(error)", corruptPackets: 0))
             return
         }
@@ -95,7 +95,7 @@ final class AudioFeeder: @unchecked Sendable {
         } catch {
             if isStopped { return }
             logger.warning("audio decoding failed; the rest of the item plays in silence",
-                           ["uri": asset.url.path, "error": "\(error)"])
+                           ["uri": asset.url.mediaLocation, "error": "\(error)"])
             _ = send(.end(failure: "\(error)", corruptPackets: reader.corruptPackets))
         }
     }

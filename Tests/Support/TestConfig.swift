@@ -48,7 +48,9 @@ public enum TestConfig {
         }
         // Exit 2 for files that cannot be played is the reader's verdict on the media, not the config.
         let lines = checked.errorText.split(separator: "\n").map(String.init)
-        let onlyMedia = lines.allSatisfy { $0.contains(": cannot be played: ") || $0.hasSuffix(": nothing in the playlist can be played") }
+        // FFmpeg's own messages (a source that refused the connection) are about the media too.
+        let onlyMedia = lines.allSatisfy { $0.contains(": cannot be played: ") || $0.hasSuffix(": nothing in the playlist can be played")
+            || $0.contains("msg=\"ffmpeg: ") }
         let readerAccepts = checked.status == 0 || (checked.status == 2 && onlyMedia)
         switch expectation {
         case .valid:
