@@ -15,6 +15,8 @@ final class ClockFollower {
     /// The vsync playback starts moving on; until then the frame of that moment is held, and is
     /// not checked against the clock.
     private(set) var startVsync: Int64 = 0
+    /// A trigger's film (cut in: no place in the playlist) is on screen: it is off the timeline.
+    private var showingCutIn = false
 
     init(plan: ClockPlan, clock: any VsyncClock, driver: PlaylistDriver, reporter: PlaybackReporter, logger: Logger) {
         (self.plan, self.clock, self.driver, self.reporter, self.logger) = (plan, clock, driver, reporter, logger)
@@ -46,6 +48,17 @@ final class ClockFollower {
     /// `picture` was shown on vsync `shown`.
     func check(shown: Int64, picture: Player.Picture) {
         let (sync, starts) = (plan.sync, plan.starts)
+        // After a trigger's film the loop rejoins the clock's position (the same on every node)
+        // rather than where it was left, which the clock has passed.
+        if let item = picture.item, item.playlistIndex == nil {
+            showingCutIn = true
+            return
+        }
+        if showingCutIn, picture.item != nil {
+            showingCutIn = false
+            logger.info("wall sync: back from a triggered item; rejoining the clock's position")
+            return start(earliest: shown, shared: nil)
+        }
         // The timeline against the clock where the picture was asked for: one the output showed
         // late (a busy machine) says nothing about the timeline.
         let asked = picture.askedVsync ?? shown
