@@ -188,10 +188,12 @@ public final class KioskTriggers: @unchecked Sendable {
     /// Cuts rule `index`'s target in on the first vsync at or after wall time `at` (a wall cue).
     func cut(_ index: Int, at: WallTime) {
         guard let session else { return }
-        let added = session.cueGate.add(at: at) { [weak self] lateBy in
+        let added = session.cueGate.add(at: at) { [weak self] lateBy, vsync, wall in
             guard let self else { return }
             if let lateBy { cues?.late(rule: index, at: at, by: lateBy) }
             play(index)
+            logger.info("wall cue cut", ["trigger": "\(index)", "cue_at": at.unixSeconds.formatted(decimals: 6), "vsync": "\(vsync)",
+                                         "vsync_wall": wall.map { $0.unixSeconds.formatted(decimals: 6) } ?? "-"])
         }
         if !added {
             failed("trigger \(index): too many wall cues waiting; this one is dropped")

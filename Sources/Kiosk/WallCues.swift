@@ -8,8 +8,9 @@ import Triggers
 /// whose wall time is at or after theirs, just before that vsync's picture is asked for: the
 /// film's first frame (prerolled) is that vsync's picture.
 final class CueGate: Sendable {
-    /// A cut: run with how many nanoseconds past its one-vsync window it came (nil: on time).
-    typealias Cut = @Sendable (_ lateBy: Int64?) -> Void
+    /// A cut: run with how many nanoseconds past its one-vsync window it came (nil: on time), and
+    /// the vsync (with its wall time, where the clock has one) whose picture it is.
+    typealias Cut = @Sendable (_ lateBy: Int64?, _ vsync: Int64, _ wall: WallTime?) -> Void
     private let schedule = Mutex(CueSchedule<Cut>())
 
     /// False when too many cuts wait already (a flood): this one is not made.
@@ -21,7 +22,7 @@ final class CueGate: Sendable {
         guard schedule.withLock({ !$0.waiting.isEmpty }) else { return }
         let interval = Int64(clock.refresh.interval.seconds * 1e9)
         let wall = clock.wallTime(ofVsync: n)
-        for cut in schedule.withLock({ $0.due(vsyncAt: wall, interval: interval) }) { cut.payload(cut.lateBy) }
+        for cut in schedule.withLock({ $0.due(vsyncAt: wall, interval: interval) }) { cut.payload(cut.lateBy, n, wall) }
     }
 }
 

@@ -1,0 +1,126 @@
+import Foundation
+import Kiosk
+import Playback
+import Testing
+import TestSupport
+@testable import KioskTests
+
+/// Issue 29's wall figure: two marquee processes (two nodes of one wall, headless outputs, clock
+/// sync, cue sockets on loopback) run the same config; OSC presses reach the first node only, and
+/// both show the triggered film's first frame on the same vsync of the wall's timeline: each on
+/// its own first vsync at or after the cue's wall time, so both inside [at, at + one vsync).
+@Suite(.serialized) struct WallCueProcessTests {
+    @Test func aPressOnOneNodeStartsTheFilmOnBothOnTheSameVsync() throws {
+        let presses = 10, interval = 1.0 / 60
+        let loop = try TestMedia.clip(seconds: 7, fps: 30)
+        let film = try TestMedia.clip(seconds: 0.5, fps: 30, width: 160, height: 90)
+        let helper = TriggerProcessTests()
+        let (oscPort, leftPort, rightPort) = (try helper.freePort(), try helper.freePort(), try helper.freePort())
+        let config = try TestConfig.write(#"""
+            {"playlist": [{"uri": "\#(loop)"}], "loop": true,
+             "wall": {"canvas": {"width": 640, "height": 180},
+                      "outputs": [{"name": "left", "node": "left", "x": 0, "y": 0, "width": 320, "height": 180},
+                                  {"name": "right", "node": "right", "x": 320, "y": 0, "width": 320, "height": 180}],
+                      "sync": {"mode": "clock", "epoch": "2026-01-01T00:00:00Z",
+                               "cue": {"nodes": {"left": "127.0.0.1:\#(leftPort)", "right": "127.0.0.1:\#(rightPort)"}, "lead": 0.1}}},
+             "triggers": [{"on": {"osc": "/wall/play"}, "do": {"play": "\#(film)", "then": "resume"}, "rearm": 0}],
+             "inputs": {"osc": "127.0.0.1:\#(oscPort)"}}
+            """#, named: "wall-cue-\(UUID().uuidString.prefix(8)).json")
+        // The same config on both; the left node starts first and so holds the OSC port (the
+        // right one cannot bind it, says so, and plays on): presses reach the left node only.
+        let left = try MarqueeProcessTests.Running(config: config, clock: "real", exitAfter: 100_000, extra: ["--node", "left"])
+        _ = try left.connect()
+        let right = try MarqueeProcessTests.Running(config: config, clock: "real", exitAfter: 100_000, extra: ["--node", "right"])
+        _ = try right.connect()
+        Thread.sleep(forTimeInterval: 2)  // both on the clock's timeline, the film prerolled
+        for _ in 0..<presses {
+            helper.sendOSC("/wall/play", port: oscPort)
+            Thread.sleep(forTimeInterval: 1.6)  // the film (0.5 s), then the loop rejoining the clock
+        }
+        for running in [left, right] { kill(running.process.processIdentifier, SIGTERM) }
+        #expect(left.wait() == 0)
+        #expect(right.wait() == 0)
+        #expect(right.log.contains("OSC triggers cannot listen"), "the presses reach the left node only")
+
+        // The cue times the left node chose, and the right node took.
+        func cueTimes(_ log: String, _ message: String) -> [Double] {
+            log.split(separator: "\n").filter { $0.contains("msg=\"\(message)\"") || $0.contains("msg=\(message) ") }.compactMap { line in
+                line.split(separator: " ").first { $0.hasPrefix("cue_at=") }.flatMap { Double($0.dropFirst(7)) }
+            }
+        }
+        let sent = cueTimes(left.log, "wall cue sent"), taken = cueTimes(right.log, "wall cue")
+        #expect(sent.count == presses, "\(left.log)")
+        #expect(taken == sent, "the right node took every cue once: \(right.log)")
+
+        // Where each node's gate cut each cue: the vsync whose picture the film's first frame was to be.
+        struct Cut { let vsync: Int; let wall: Double }
+        func cuts(_ log: String) -> [Double: Cut] {
+            var found: [Double: Cut] = [:]
+            for line in log.split(separator: "\n") where line.contains("msg=\"wall cue cut\"") {
+                let fields = Dictionary(line.split(separator: " ").compactMap { part -> (String, String)? in
+                    let kv = part.split(separator: "=", maxSplits: 1)
+                    return kv.count == 2 ? (String(kv[0]), String(kv[1])) : nil
+                }) { a, _ in a }
+                if let at = fields["cue_at"].flatMap(Double.init), let vsync = fields["vsync"].flatMap(Int.init), let wall = fields["vsync_wall"].flatMap(Double.init) {
+                    found[at] = Cut(vsync: vsync, wall: wall)
+                }
+            }
+            return found
+        }
+        // Each node's film starts: the film's first frame after a loop frame.
+        func starts(_ running: MarqueeProcessTests.Running) throws -> [[String: Any]] {
+            let frames = try running.traceLines().filter { $0["type"] as? String == "frame" }
+            return frames.indices.dropFirst().filter { frames[$0]["uri"] as? String == film && frames[$0 - 1]["uri"] as? String == loop }.map { frames[$0] }
+        }
+        let (leftCuts, rightCuts) = (cuts(left.log), cuts(right.log))
+        let (leftStarts, rightStarts) = (try starts(left), try starts(right))
+        #expect(leftStarts.count == presses && rightStarts.count == presses)
+        // A trace line's wall time is worked out when it is written, from the output's monotonic
+        // clock: allow 0.5 ms of reading jitter against the gate's.
+        let slack = 0.0005
+        var lines: [String] = [], sameVsync = 0, cutLate = 0, shownLate = 0
+        for at in sent {
+            guard let lc = leftCuts[at], let rc = rightCuts[at],
+                  let l = leftStarts.first(where: { ($0["wall"] as! Double) >= at - 0.05 }),
+                  let r = rightStarts.first(where: { ($0["wall"] as! Double) >= at - 0.05 }) else {
+                Issue.record("cue at \(at): not cut, or no film start after it, on a node")
+                continue
+            }
+            let (lw, rw) = (l["wall"] as! Double, r["wall"] as! Double)
+            #expect(l["pts"] as? Double == 0 && r["pts"] as? Double == 0, "the film starts on its first frame")
+            var line = "cue \(at.formatted(decimals: 3)): left +\(((lw - at) * 1000).formatted(decimals: 2)) ms, right +\(((rw - at) * 1000).formatted(decimals: 2)) ms, apart \((abs(lw - rw) * 1000).formatted(decimals: 2)) ms"
+            // The gate: each node cut for its first vsync at or after the cue's time. A loop that
+            // was asking for a later vsync by then (a busy machine) cuts late, and says so.
+            let cutInWindow = [lc.wall, rc.wall].allSatisfy { $0 >= at && $0 < at + interval }
+            if !cutInWindow {
+                cutLate += 1
+                lines.append(line + "; cut late (the loop was behind): left +\(((lc.wall - at) * 1000).formatted(decimals: 2)) ms, right +\(((rc.wall - at) * 1000).formatted(decimals: 2)) ms")
+                #expect(left.log.contains("wall cue cut late") || right.log.contains("wall cue cut late"))
+                continue
+            }
+            // The output: the film's first frame on the vsync it was cut for, unless the output missed that vsync.
+            if l["vsync"] as? Int != lc.vsync || r["vsync"] as? Int != rc.vsync {
+                shownLate += 1
+                lines.append(line + "; shown after the vsync it was cut for (left \((l["vsync"] as? Int ?? 0) - lc.vsync), right \((r["vsync"] as? Int ?? 0) - rc.vsync) vsyncs): an output behind")
+                continue
+            }
+            let inWindow = [lw, rw].allSatisfy { $0 >= at - slack && $0 < at + interval + slack }
+            #expect(inWindow, "\(line)")
+            #expect(abs(lw - rw) < interval + slack, "\(line)")
+            if inWindow { sameVsync += 1 } else { line += " OUTSIDE the window" }
+            lines.append(line)
+        }
+        print("wall cue, press on the left node, 60 Hz, lead 0.1 s: each film's first frame after the cue's time\n" + lines.joined(separator: "\n"))
+        print("\(sameVsync) of \(presses) presses started on the same vsync of the wall's timeline on both nodes; \(cutLate) cut late, \(shownLate) shown late, by a busy machine")
+        #expect(sameVsync + cutLate + shownLate == presses)
+        // A busy machine may miss a vsync now and then (the suite runs in parallel): a bound on how
+        // often only where the machine kept up (no more runnable threads than cores).
+        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)).flatMap { Double($0.split(separator: " ")[0]) } ?? 0
+        let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+        if cutLate + shownLate > 2 && load > cores {
+            print("skipped the bound on presses disturbed by load: load average \(load) on \(Int(cores)) cores")
+        } else {
+            #expect(cutLate + shownLate <= 2, "at most 2 in 10 presses disturbed by load")
+        }
+    }
+}
