@@ -29,23 +29,8 @@ public final class CueSocket: @unchecked Sendable {
                 onDatagram: @escaping @Sendable ([UInt8], Int) -> Void) throws(InputError) {
         self.listen = listen
         self.peers = peers
-        let fd: Int32
-        do {
-            fd = try FileDescriptor.socket(domain: AF_INET, type: Int32(SOCK_DGRAM.rawValue), call: "socket(AF_INET, SOCK_DGRAM)").relinquish()
-        } catch {
-            throw InputError.errno("wall cues on \(listen)", error.call, error.errno)
-        }
-        guard listen.withSocketAddress({ bind(fd, $0, $1) }) == 0 else {
-            let code = errno
-            close(fd)
-            throw InputError.errno("wall cues on \(listen)", "bind", code)
-        }
-        var address = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        boundPort = UInt16(bigEndian: address.sin_port)
+        let (fd, port) = try listen.bound(subject: "wall cues on \(listen)")
+        boundPort = port
         self.fd = fd
         let thread = thread
         let allowed = peers.map { ($0.socketAddress().sin_addr.s_addr, $0.port.bigEndian) }

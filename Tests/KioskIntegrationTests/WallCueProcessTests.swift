@@ -1,7 +1,10 @@
 import Foundation
-import Kiosk
+import Inputs
+@testable import Kiosk
 import Playback
+import Synchronization
 import Testing
+import Triggers
 import TestSupport
 @testable import KioskTests
 
@@ -122,5 +125,94 @@ import TestSupport
         } else {
             #expect(cutLate + shownLate <= 2, "at most 2 in 10 presses disturbed by load")
         }
+    }
+}
+
+/// A node's cue socket on loopback: cues from the other node are taken once (the second copy
+/// ignored); datagrams from strangers, malformed ones, and cues whose time is far from the clock
+/// are counted, logged once each, and never acted on.
+@Suite(.serialized) struct WallCueSocketTests {
+    final class Lines: Sendable {
+        let lines = Mutex<[String]>([])
+        var logger: Logger { Logger(level: .debug, sink: { [self] line in lines.withLock { $0.append(line) } }) }
+        func count(_ text: String) -> Int { lines.withLock { $0.filter { $0.contains(text) }.count } }
+    }
+
+    /// Sends `bytes` to 127.0.0.1:`port` from a socket bound to `from` (0: any port).
+    func send(_ bytes: [UInt8], to port: UInt16, from: UInt16 = 0) {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        address.sin_port = from.bigEndian
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        address.sin_port = port.bigEndian
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+    }
+
+    func within(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let end = Date(timeIntervalSinceNow: seconds)
+        while Date() < end {
+            if condition() { return true }
+            usleep(10_000)
+        }
+        return condition()
+    }
+
+    @Test func cuesFromThePeerAreTakenOnceAndEverythingElseIsCounted() throws {
+        let helper = TriggerProcessTests()
+        let (mine, theirs) = (try helper.freePort(), try helper.freePort())
+        let settings = WallCueSettings(nodes: [.init(name: "a", address: UDPEndpoint(parsing: "127.0.0.1:\(mine)")!),
+                                               .init(name: "b", address: UDPEndpoint(parsing: "127.0.0.1:\(theirs)")!)])
+        let lines = Lines()
+        let taken = Mutex<[WallCue]>([])
+        let cues = try WallCues(settings: settings, node: "a", rules: 2, logger: lines.logger) { cue in taken.withLock { $0.append(cue) } }
+        defer { cues.stop() }
+        let at = WallTime.now() + 50_000_000
+        let cue = WallCue(sequence: 7, rule: 1, at: at)
+        // The peer sends it twice, as a pressed node does.
+        send(cue.encoded, to: mine, from: theirs)
+        send(cue.encoded, to: mine, from: theirs)
+        #expect(within(5) { cues.counters.duplicates == 1 })
+        #expect(taken.withLock { $0 } == [cue])
+        // A stranger: 50 datagrams, one line in the log.
+        for _ in 0..<50 { send(cue.encoded, to: mine) }
+        #expect(within(5) { cues.socket.foreign == 50 })
+        #expect(lines.count("not a peer") == 1)
+        // The peer, but not cues: garbage, a rule that does not exist, a time an hour off.
+        for i in 0..<20 { send([UInt8](repeating: UInt8(i), count: 1 + i * 7), to: mine, from: theirs) }
+        send(WallCue(sequence: 8, rule: 2, at: at).encoded, to: mine, from: theirs)
+        send(WallCue(sequence: 9, rule: 0, at: at + 3_600_000_000_000).encoded, to: mine, from: theirs)
+        send(WallCue(sequence: 10, rule: 0, at: at + (-3_600_000_000_000)).encoded, to: mine, from: theirs)
+        #expect(within(5) { cues.counters.malformed == 21 && cues.counters.refused == 2 })
+        #expect(lines.count("not a cue") == 1 && lines.count("far from this node's clock") == 1)
+        // And a good cue after all that is still taken.
+        let next = WallCue(sequence: 11, rule: 0, at: WallTime.now() + 50_000_000)
+        send(next.encoded, to: mine, from: theirs)
+        #expect(within(5) { taken.withLock { $0.count } == 2 })
+        #expect(cues.counters.received == 2)
+        // A cue of this node's own goes to the peer, twice, stamped a lead ahead.
+        let peer = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(peer) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        address.sin_port = theirs.bigEndian
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(peer, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0)
+        let before = WallTime.now()
+        let sentAt = cues.send(rule: 1)
+        var received: [WallCue] = []
+        var buffer = [UInt8](repeating: 0, count: 256)
+        for _ in 0..<2 {
+            let count = recv(peer, &buffer, buffer.count, 0)
+            if count > 0, let cue = WallCue.parse(Array(buffer[..<count]), rules: 2) { received.append(cue) }
+        }
+        #expect(received.count == 2 && received.allSatisfy { $0 == WallCue(sequence: 1, rule: 1, at: sentAt) })
+        #expect(sentAt - before >= 100_000_000 && sentAt - before < 200_000_000, "the lead, 0.1 s, from the press")
     }
 }
