@@ -12,6 +12,10 @@ final class CueGate: Sendable {
     /// the vsync (with its wall time, where the clock has one) whose picture it is.
     typealias Cut = @Sendable (_ lateBy: Int64?, _ vsync: Int64, _ wall: WallTime?) -> Void
     private let schedule = Mutex(CueSchedule<Cut>())
+    private let lastCutAt = Mutex<WallTime?>(nil)
+
+    /// The wall time of the last cut made (what every node of the wall cut on alike).
+    var lastCut: WallTime? { lastCutAt.withLock { $0 } }
 
     /// False when too many cuts wait already (a flood): this one is not made.
     func add(at: WallTime, _ cut: @escaping Cut) -> Bool { schedule.withLock { $0.add(at: at, cut) } }
@@ -22,7 +26,10 @@ final class CueGate: Sendable {
         guard schedule.withLock({ !$0.waiting.isEmpty }) else { return }
         let interval = Int64(clock.refresh.interval.seconds * 1e9)
         let wall = clock.wallTime(ofVsync: n)
-        for cut in schedule.withLock({ $0.due(vsyncAt: wall, interval: interval) }) { cut.payload(cut.lateBy, n, wall) }
+        for cut in schedule.withLock({ $0.due(vsyncAt: wall, interval: interval) }) {
+            lastCutAt.withLock { $0 = cut.at }
+            cut.payload(cut.lateBy, n, wall)
+        }
     }
 }
 

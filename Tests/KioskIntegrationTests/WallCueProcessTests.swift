@@ -116,6 +116,18 @@ import TestSupport
         print("wall cue, press on the left node, 60 Hz, lead 0.1 s: each film's first frame after the cue's time\n" + lines.joined(separator: "\n"))
         print("\(sameVsync) of \(presses) presses started on the same vsync of the wall's timeline on both nodes; \(cutLate) cut late, \(shownLate) shown late, by a busy machine")
         #expect(sameVsync + cutLate + shownLate == presses)
+        // After each film both nodes rejoin the clock at the same position, and show the same
+        // frames (film and loop alike) within one vsync throughout, as in the two-process test.
+        func rejoins(_ log: String) -> [String] {
+            log.split(separator: "\n").filter { $0.contains("starting on the clock's position") }.compactMap { line in
+                line.range(of: "position=\"").map { String(line[$0.upperBound...].prefix { $0 != "\"" }) }
+            }.dropFirst().map { $0 }  // the first is each node's own start
+        }
+        #expect(rejoins(left.log).count == presses && rejoins(left.log) == rejoins(right.log), "\(rejoins(left.log)) against \(rejoins(right.log))")
+        let compare = MarqueeProcessTests()
+        let (worst, compared, eligible, at, overOneVsync, missed) = compare.syncError(of: compare.frames(try right.traceLines()), against: compare.frames(try left.traceLines()))
+        print("frames compared across the nodes: \(compared) of \(eligible), \(overOneVsync) over one vsync, worst \((worst * 1000).formatted(decimals: 2)) ms, \(missed) shown late; worst: \(at)")
+        #expect(compared > 250 && overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001 && missed * 10 <= eligible, "worst at \(at)")
         // A busy machine may miss a vsync now and then (the suite runs in parallel): a bound on how
         // often only where the machine kept up (no more runnable threads than cores).
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)).flatMap { Double($0.split(separator: " ")[0]) } ?? 0

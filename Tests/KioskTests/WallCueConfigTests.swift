@@ -59,3 +59,25 @@ import Testing
         ])
     }
 }
+
+/// After a wall cue's film, every node restarts the loop on the clock at one moment, worked out
+/// from what they share (the cue's time and the film's length in vsyncs), not from their own
+/// vsyncs, whose phases differ: a grid point near one node's film end could be missed by another's.
+@Suite struct WallCueRejoinTests {
+    @Test func everyNodeRejoinsOnTheSameGridPoint() throws {
+        let interval = 1.0 / 60, grid: Int64 = 250_000_000
+        var seed: UInt64 = 3
+        for _ in 0..<500 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let cue = WallTime(nanoseconds: 1_780_000_000_000_000_000 + Int64(seed >> 20))
+            let filmVsyncs = Int64(seed % 3600)
+            let point = try #require(ClockFollower.rejoinPoint(cue: cue, filmVsyncs: filmVsyncs, interval: interval))
+            #expect(point.nanoseconds % grid == 0, "on the quarter-second grid")
+            let filmEnd = cue + Int64(Double(filmVsyncs) * interval * 1e9)
+            #expect(point - filmEnd >= 500_000_000 && point - filmEnd < 500_000_000 + grid, "half a second to three quarters past the film")
+        }
+        #expect(ClockFollower.rejoinPoint(cue: nil, filmVsyncs: 30, interval: interval) == nil)
+        #expect(ClockFollower.rejoinPoint(cue: WallTime(nanoseconds: 1), filmVsyncs: -1, interval: interval) == nil)
+        #expect(ClockFollower.rejoinPoint(cue: WallTime(nanoseconds: 1), filmVsyncs: .max, interval: interval) == nil)
+    }
+}
