@@ -131,6 +131,28 @@ public struct UDPEndpoint: Sendable, Equatable, CustomStringConvertible {
         return address
     }
 
+    /// A UDP socket bound to this endpoint, and the port it got (the system's choice for port 0);
+    /// the caller owns the descriptor.
+    func bound(subject: String) throws(InputError) -> (fd: Int32, port: UInt16) {
+        let fd: Int32
+        do {
+            fd = try FileDescriptor.socket(domain: AF_INET, type: Int32(SOCK_DGRAM.rawValue), call: "socket(AF_INET, SOCK_DGRAM)").relinquish()
+        } catch {
+            throw InputError.errno(subject, error.call, error.errno)
+        }
+        guard withSocketAddress({ bind(fd, $0, $1) }) == 0 else {
+            let code = errno
+            close(fd)
+            throw InputError.errno(subject, "bind", code)
+        }
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return (fd, UInt16(bigEndian: address.sin_port))
+    }
+
     func withSocketAddress<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         var address = socketAddress()
         return withUnsafePointer(to: &address) {
@@ -157,24 +179,8 @@ public final class OSCReceiver: @unchecked Sendable {
     /// Binds `endpoint` and starts reading; `onMessage` runs on the receiving thread.
     public init(endpoint: UDPEndpoint, logger: Logger, onMessage: @escaping @Sendable (OSCMessage) -> Void) throws(InputError) {
         self.endpoint = endpoint
-        let fd: Int32
-        do {
-            fd = try FileDescriptor.socket(domain: AF_INET, type: Int32(SOCK_DGRAM.rawValue), call: "socket(AF_INET, SOCK_DGRAM)").relinquish()
-        } catch {
-            throw InputError.errno("OSC on \(endpoint)", error.call, error.errno)
-        }
-        let bound = endpoint.withSocketAddress { bind(fd, $0, $1) }
-        guard bound == 0 else {
-            let code = errno
-            close(fd)
-            throw InputError.errno("OSC on \(endpoint)", "bind", code)
-        }
-        var address = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        boundPort = UInt16(bigEndian: address.sin_port)
+        let (fd, port) = try endpoint.bound(subject: "OSC on \(endpoint)")
+        boundPort = port
         let thread = thread
         startThread(named: "marquee-osc") {
             let descriptor = FileDescriptor(adopting: fd)

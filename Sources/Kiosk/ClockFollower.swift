@@ -15,9 +15,15 @@ final class ClockFollower {
     /// The vsync playback starts moving on; until then the frame of that moment is held, and is
     /// not checked against the clock.
     private(set) var startVsync: Int64 = 0
+    /// A trigger's film (cut in: no place in the playlist) is on screen, since this vsync: it is
+    /// off the timeline.
+    private var cutInSince: Int64?
+    /// The wall time the last wall cue cut on (nil: none), the same on every node.
+    private let lastCue: () -> WallTime?
 
-    init(plan: ClockPlan, clock: any VsyncClock, driver: PlaylistDriver, reporter: PlaybackReporter, logger: Logger) {
-        (self.plan, self.clock, self.driver, self.reporter, self.logger) = (plan, clock, driver, reporter, logger)
+    init(plan: ClockPlan, clock: any VsyncClock, driver: PlaylistDriver, reporter: PlaybackReporter, logger: Logger,
+         lastCue: @escaping () -> WallTime? = { nil }) {
+        (self.plan, self.clock, self.driver, self.reporter, self.logger, self.lastCue) = (plan, clock, driver, reporter, logger, lastCue)
         refresh = clock.refresh
     }
 
@@ -37,6 +43,15 @@ final class ClockFollower {
                                                                     "loop_s": sync.timeline.length.seconds.formatted(decimals: 3)])
     }
 
+    /// Where the loop rejoins the clock after a wall cue's film: a point on the quarter-second grid
+    /// half a second or more past the film, worked out from what every node has alike (the cue's
+    /// time and the film's length in vsyncs), so that all restart on the same moment. nil without
+    /// a cue: the next grid point from here.
+    static func rejoinPoint(cue: WallTime?, filmVsyncs: Int64, interval: Double) -> WallTime? {
+        guard let cue, filmVsyncs >= 0, filmVsyncs < 1 << 32 else { return nil }
+        return ClockSync.gridPoint(after: cue + Int64((Double(filmVsyncs) * interval + 0.5) * 1e9))
+    }
+
     /// The player already has the plan's playlist queued at the clock's position of `vsync` (a
     /// schedule's change): it is checked from that vsync on.
     func takeOver(at vsync: Int64) {
@@ -46,6 +61,17 @@ final class ClockFollower {
     /// `picture` was shown on vsync `shown`.
     func check(shown: Int64, picture: Player.Picture) {
         let (sync, starts) = (plan.sync, plan.starts)
+        // After a trigger's film the loop rejoins the clock's position (the same on every node)
+        // rather than where it was left, which the clock has passed.
+        if let item = picture.item, item.playlistIndex == nil {
+            if cutInSince == nil { cutInSince = shown }
+            return
+        }
+        if let since = cutInSince, picture.item != nil {
+            cutInSince = nil
+            logger.info("wall sync: back from a triggered item; rejoining the clock's position")
+            return start(earliest: shown, shared: Self.rejoinPoint(cue: lastCue(), filmVsyncs: shown - since, interval: refresh.interval.seconds))
+        }
         // The timeline against the clock where the picture was asked for: one the output showed
         // late (a busy machine) says nothing about the timeline.
         let asked = picture.askedVsync ?? shown

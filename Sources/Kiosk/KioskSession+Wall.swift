@@ -48,7 +48,8 @@ extension KioskSession {
     /// plan's playlist queued at the clock's position (a schedule's change); then keeps it there
     /// frame by frame. Presentation thread.
     func followClock(_ plan: ClockPlan, clock: any VsyncClock, at shared: WallTime? = nil, takingOverAt: Int64? = nil) {
-        let follower = ClockFollower(plan: plan, clock: clock, driver: driver, reporter: reporter, logger: logger)
+        let follower = ClockFollower(plan: plan, clock: clock, driver: driver, reporter: reporter, logger: logger,
+                                     lastCue: { [cueGate] in cueGate.lastCut })
         if let takingOverAt {
             follower.takeOver(at: takingOverAt)
         } else {

@@ -37,6 +37,8 @@ public final class KioskSession: @unchecked Sendable {
     /// Set by `stop`: what the clock-quality thread waits on between its probes.
     let stopRequested = Latch<Bool>()
     let presentationTasks = PresentationTasks()
+    /// Trigger cuts held for a wall time (wall cues), made on the presentation thread.
+    let cueGate = CueGate()
     /// Whether the output is on or in standby, and why.
     let outputPower: OutputPower
     /// Raised once this session has its first frames: presentation starts then (`present`).

@@ -19,6 +19,8 @@ public final class KioskTriggers: @unchecked Sendable {
     var osc: OSCReceiver?
     var keys: KeyInputs?
     var gpio: GPIOInputs?
+    /// The wall's cues (`wall.sync.cue`): plays on every node on the same vsync; nil: here alone.
+    var cues: WallCues?
     /// Per trigger, its signal's output (nil where none, or it could not be opened).
     var signals: [Int: SignalOutput] = [:]
     /// Inputs handled so far, and the stop: what the engine's clock thread waits on.
@@ -44,6 +46,7 @@ public final class KioskTriggers: @unchecked Sendable {
         guard !config.triggers.isEmpty else { return nil }
         let made = KioskTriggers(session: session, config: config, controller: controller, logger: logger)
         made.startInputs(config)
+        made.startCues(config)
         return made
     }
 
@@ -139,14 +142,10 @@ public final class KioskTriggers: @unchecked Sendable {
             if case .play = trigger.action { ready = stage.isReady(index) }
             logger.info("trigger", ["trigger": "\(index)", "on": "\(trigger.rule.source)", "prerolled": ready ? "yes" : "no"])
             switch trigger.action {
-            case .play(_, let then):
-                guard stage.play(rule: index, then: then, prerollAgain: trigger.busy == .restart && trigger.preroll) else {
-                    failed("trigger \(index) could not play its items")
-                    _ = engine.withLock { $0.triggeredItemEnded(at: inputClockSeconds()) }
-                    return
-                }
-                session.reporter.events.send(["event": "trigger-start", "trigger": .number(Double(index)), "prerolled": .bool(ready)], session.onEvent)
-                signal(index, on: true)
+            case .play:
+                guard let cues else { return play(index) }
+                let at = cues.send(rule: index)
+                cut(index, at: at)
             case .next: _ = session.perform(.next)
             case .previous: _ = session.perform(.previous)
             case .pause: _ = session.perform(.pause(true))
@@ -169,6 +168,62 @@ public final class KioskTriggers: @unchecked Sendable {
             logger.warning("trigger input flooding; presses past \(TriggerEngine.pressLimit) a second are dropped", ["input": "\(source)"])
         case .floodEnded(let source, let dropped):
             logger.info("trigger input flood over", ["input": "\(source)", "dropped": "\(dropped)"])
+        }
+    }
+
+    /// Cuts rule `index`'s target in now, and says so.
+    func play(_ index: Int) {
+        guard let session, case .play(_, let then) = triggers[index].action else { return }
+        let trigger = triggers[index]
+        let ready = stage.isReady(index)
+        guard stage.play(rule: index, then: then, prerollAgain: trigger.busy == .restart && trigger.preroll) else {
+            failed("trigger \(index) could not play its items")
+            _ = engine.withLock { $0.triggeredItemEnded(at: inputClockSeconds()) }
+            return
+        }
+        session.reporter.events.send(["event": "trigger-start", "trigger": .number(Double(index)), "prerolled": .bool(ready)], session.onEvent)
+        signal(index, on: true)
+    }
+
+    /// Cuts rule `index`'s target in on the first vsync at or after wall time `at` (a wall cue).
+    func cut(_ index: Int, at: WallTime) {
+        guard let session else { return }
+        let added = session.cueGate.add(at: at) { [weak self] lateBy, vsync, wall in
+            guard let self else { return }
+            if let lateBy { cues?.late(rule: index, at: at, by: lateBy) }
+            play(index)
+            logger.info("wall cue cut", ["trigger": "\(index)", "cue_at": at.unixSeconds.formatted(decimals: 6), "vsync": "\(vsync)",
+                                         "vsync_wall": wall.map { $0.unixSeconds.formatted(decimals: 6) } ?? "-"])
+        }
+        if !added {
+            failed("trigger \(index): too many wall cues waiting; this one is dropped")
+            _ = engine.withLock { $0.triggeredItemEnded(at: inputClockSeconds()) }
+        }
+    }
+
+    /// Opens the wall's cue socket when the config has one (a wall on the clock).
+    func startCues(_ config: KioskConfig) {
+        guard let session, let wall = config.wall, wall.sync.mode == .clock, let settings = wall.sync.cue else { return }
+        do {
+            cues = try WallCues(settings: settings, node: session.node, rules: triggers.count, logger: logger) { [weak self] cue in
+                self?.cued(cue)
+            }
+        } catch {
+            logger.error("wall cues cannot listen; triggers play on this node alone", ["error": "\(error)"])
+        }
+    }
+
+    /// Another node's cue: its rule plays here on the same vsync, whatever this node's phase.
+    func cued(_ cue: WallCue) {
+        let effects = engine.withLock { $0.cued(cue.rule, at: inputClockSeconds()) }
+        wake.update { $0.inputs &+= 1 }
+        for effect in effects {
+            if case .fire(let index) = effect {
+                logger.info("trigger from a wall cue", ["trigger": "\(index)", "prerolled": stage.isReady(index) ? "yes" : "no"])
+                cut(index, at: cue.at)
+            } else {
+                apply(effect)
+            }
         }
     }
 
@@ -198,6 +253,7 @@ public final class KioskTriggers: @unchecked Sendable {
         osc?.stop()
         keys?.stop()
         gpio?.stop()
+        cues?.stop()
         stage.discardAll()
     }
 }

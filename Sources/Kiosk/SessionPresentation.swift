@@ -67,6 +67,7 @@ struct SessionPresentation {
         }
         presenter.onVsync = { [presentationTasks = session.presentationTasks, session] n in
             session.presentationTasks.drain(context)
+            session.cueGate.vsync(n, clock: output.clock)
             schedule?.vsync(n)
             report.vsync(n, idle: shownPlayers.allSatisfy { $0.rate == 0 } ? "paused"
                                 : shownPlayers.allSatisfy { $0.currentItem == nil } ? "nothing to play" : nil,

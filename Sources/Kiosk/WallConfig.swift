@@ -64,6 +64,8 @@ public struct WallConfig: Sendable, Equatable {
         public var mode: SyncMode = .free
         /// When the loop's first pass started (default: the Unix epoch).
         public var epoch = WallTime(nanoseconds: 0)
+        /// `cue`: triggers play on every node on the same vsync (needs `clock`); nil: each node's alone.
+        public var cue: WallCueSettings?
         public init(mode: SyncMode = .free, epoch: WallTime = WallTime(nanoseconds: 0)) {
             self.mode = mode
             self.epoch = epoch
@@ -375,9 +377,12 @@ extension ConfigReader {
         }
 
         // Sync.
-        if let sync = value["sync"], let fields = members(sync, at: "wall.sync", allowed: ["mode", "epoch"]) {
+        if let sync = value["sync"], let fields = members(sync, at: "wall.sync", allowed: ["mode", "epoch", "cue"]) {
             for (key, v) in fields {
-                if key == "mode" {
+                if key == "cue" {
+                    wall.sync.cue = readWallCue(v, at: "wall.sync.cue", wallNodes: wall.nodes)
+                    if wall.sync.cue == nil { ok = false }
+                } else if key == "mode" {
                     if let mode: WallConfig.SyncMode = choice(v, at: "wall.sync.mode") { wall.sync.mode = mode } else { ok = false }
                 } else {
                     guard let s = string(v, at: "wall.sync.epoch") else { ok = false; continue }
@@ -394,6 +399,10 @@ extension ConfigReader {
                 }
             }
         } else if value["sync"] != nil {
+            ok = false
+        }
+        if wall.sync.cue != nil && wall.sync.mode != .clock {
+            problem("wall.sync.cue", "needs \"mode\": \"clock\": the nodes cut on a wall time, so their clocks must agree")
             ok = false
         }
         return ok ? wall : nil

@@ -247,6 +247,19 @@ public struct TriggerEngine: Sendable {
         return end(rule, at: now)
     }
 
+    /// Another node of the wall fired rule `index` (a wall cue): it plays here too, whatever the
+    /// phase (the wall plays one film), with no debounce or rate limit (the node pressed had
+    /// them); the item it interrupts ends. Re-arm and idle then run here as for a press.
+    public mutating func cued(_ index: Int, at now: Double) -> [Effect] {
+        guard rules.indices.contains(index), rules[index].plays else { return [] }
+        var effects: [Effect] = []
+        if case .playing(let rule, _) = phase { effects.append(.ended(rule: rule)) }
+        queued = nil
+        phase = .playing(rule: index, lastInput: now)
+        counters.fired += 1
+        return effects + [.fire(rule: index)]
+    }
+
     // MARK: Steps
 
     mutating func end(_ rule: Int, at now: Double) -> [Effect] {
