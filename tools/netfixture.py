@@ -108,7 +108,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
                 if first < len(data):
                     status, start = 206, first
         body = b"" if status == 304 else data[start:]
-        # FFmpeg's own opens (Lavf) do not take the cut: it is meant for the cache's download.
+        # FFmpeg's opens (Lavf: a --check-config probe) do not take the cut: it is meant for the cache's download.
         agent = self.headers.get("User-Agent") or ""
         cut = os.path.exists(name + ".cut") and len(body) > 0 and not agent.startswith("Lavf")
         self.send_response(status)

@@ -18,6 +18,9 @@ extension ReportingBackend {
         }
         ffmpeg.limits = config.network.limits
         ffmpeg.liveLagBound = config.network.liveLatency
+        // An item's `live` options, found as its still duration is (the list is searched outside the lock).
+        ffmpeg.sourceOptions = { url in reporter.playlist().first { $0.path == url }?.live }
+        ffmpeg.outputHeight = config.display.mode.height
         ffmpeg.onLiveChange = { uri, change in
             switch change {
             case .down(let reason): reporter.liveSourceChanged(uri: uri, reason: reason)

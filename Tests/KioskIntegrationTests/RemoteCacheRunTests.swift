@@ -170,7 +170,8 @@ import TestSupport
         #expect(running.wait(timeout: 40) == 0, "\(running.log)")
         #expect(Set(frames(running).map(\.item)) == [0, 1], "both clips play")
         for (name, size) in zip(["a.mp4", "b.mp4"], sizes) {
-            // The cache's requests (libcurl sends no User-Agent); FFmpeg's own opens (Lavf) apart.
+            // The cache's requests (libcurl sends no User-Agent); --check-config's probes (TestConfig.write,
+            // through FFmpeg: Lavf) apart.
             let all = server.events.filter { $0.hasPrefix("GET /v/\(name) status=") }
             let answers = all.filter { $0.hasSuffix(" agent=-") }
             let direct = all.count - answers.count
@@ -180,7 +181,7 @@ import TestSupport
             #expect(checks >= 3, "\(name): \(answers)")
             #expect(sent.reduce(0, +) == size, "\(name): \(sent.reduce(0, +)) bytes sent for \(size): \(answers)")
             if name == "b.mp4" { #expect(Array(statuses.prefix(2)) == ["200", "206"], "\(answers)") }
-            print("cache with validators, \(name) (\(size) bytes): \(statuses.count) requests (\(statuses.joined(separator: ","))), \(sent.reduce(0, +)) bytes sent; \(direct) opened by FFmpeg")
+            print("cache with validators, \(name) (\(size) bytes): \(statuses.count) requests (\(statuses.joined(separator: ","))), \(sent.reduce(0, +)) bytes sent; \(direct) more by --check-config's probe")
         }
     }
 }

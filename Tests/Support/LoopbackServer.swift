@@ -17,9 +17,10 @@ public final class LoopbackServer: @unchecked Sendable {
                       address: address, name: "netfixture.py \(mode)")
     }
 
-    /// GStreamer's RTSP server (tools/rtspfixture.py) serving a live picture at `/live`.
-    public static func rtsp(port requested: Int = 0) throws -> LoopbackServer {
-        try LoopbackServer(command: ["/usr/bin/python3", Command.repository + "/tools/rtspfixture.py", "127.0.0.1", String(requested)],
+    /// GStreamer's RTSP server (tools/rtspfixture.py) serving a live picture at `/live`; `only`
+    /// ("tcp", "udp"): the one lower transport it offers.
+    public static func rtsp(port requested: Int = 0, only: String? = nil) throws -> LoopbackServer {
+        try LoopbackServer(command: ["/usr/bin/python3", Command.repository + "/tools/rtspfixture.py", "127.0.0.1", String(requested)] + (only.map { [$0] } ?? []),
                            address: "127.0.0.1", name: "rtspfixture.py")
     }
 
