@@ -82,7 +82,7 @@ public enum RemoteFetch {
             throw MediaError(uri: url, call: "curl_easy_init", code: -1, reason: "out of memory")
         }
         defer { curl_easy_cleanup(curl) }
-        let transfer = try Transfer(part: part, expectedStart: resume?.from ?? 0, maxBytes: limits.maxBytes)
+        let transfer = Transfer(part: part, expectedStart: resume?.from ?? 0, maxBytes: limits.maxBytes)
         var headers: UnsafeMutablePointer<curl_slist>?
         var pinned: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headers); curl_slist_free_all(pinned) }
@@ -161,6 +161,11 @@ public enum RemoteFetch {
             }
             unlink(validatorsFile(of: part))
             return .downloaded(bytes: bytes, validators: transfer.validators, transferred: transfer.written)
+        case 300..<400 where transfer.location != nil:
+            resetPart(part)
+            let to = String((transfer.location ?? "").prefix(200))
+            throw MediaError(uri: url, call: "curl_easy_perform", code: -1,
+                             reason: "the server redirects (\(status)) to \(to): redirects are not followed, name that URL")
         default:
             resetPart(part)
             throw MediaError(uri: url, call: "curl_easy_perform", code: -1, reason: "the server answered \(status), not a file")
@@ -205,10 +210,12 @@ public enum RemoteFetch {
         var total: Int64?
         var validators = RemoteValidators()
         private var contentRange: (start: Int64, total: Int64?)?
+        /// Where a redirect pointed (never followed).
+        private(set) var location: String?
         /// Why a callback stopped the transfer.
         var failure: String?
 
-        init(part: String, expectedStart: Int64, maxBytes: Int64) throws {
+        init(part: String, expectedStart: Int64, maxBytes: Int64) {
             (self.part, self.expectedStart, self.maxBytes) = (part, expectedStart, maxBytes)
         }
 
@@ -219,7 +226,9 @@ public enum RemoteFetch {
                 return
             }
             validators.take(headerLine: line)
-            if line.lowercased().hasPrefix("content-range:") { contentRange = Self.contentRange(line) }
+            let lower = line.lowercased()
+            if lower.hasPrefix("content-range:") { contentRange = Self.contentRange(line) }
+            if lower.hasPrefix("location:") { location = String(line.dropFirst(9)).trimmingCharacters(in: .whitespacesAndNewlines) }
         }
 
         /// `Content-Range: bytes START-END/TOTAL` (TOTAL may be `*`).

@@ -124,12 +124,22 @@ import TestSupport
         }
     }
 
+    /// A URL outside the list, and a redirect to one, reach nothing outside it.
     @Test func aURLOutsideTheListIsNeverRequested() throws {
         let (folder, _) = try served()
         let elsewhere = try LoopbackServer("serve", [folder], address: "127.0.0.2")
         #expect(throws: MediaError.self) {
             try RemoteFetch.fetch("http://127.0.0.2:\(elsewhere.port)/v/clip.mp4", into: folder + "/x.part", current: nil, limits: limits())
         }
+        let server = try LoopbackServer("serve", [folder])
+        try "http://127.0.0.2:\(elsewhere.port)/v/clip.mp4".write(toFile: folder + "/redirect-1.txt", atomically: true, encoding: .utf8)
+        do {
+            _ = try RemoteFetch.fetch("\(server.url)/redirect/1", into: folder + "/y.part", current: nil, limits: limits())
+            Issue.record("a redirect was followed")
+        } catch let error as MediaError {
+            #expect(error.reason.contains("redirects (302) to http://127.0.0.2:\(elsewhere.port)/v/clip.mp4"), "\(error)")
+        }
         #expect(elsewhere.events.isEmpty, "\(elsewhere.events)")
+        #expect(!FileManager.default.fileExists(atPath: folder + "/y.part") || RemoteFetch.fileSize(folder + "/y.part") == 0)
     }
 }
