@@ -11,10 +11,15 @@ import TestSupport
     @Test func theVariantFetchedFitsTheOutput() throws {
         let server = try LoopbackServer("serve", [try TestMedia.hlsVariants(seconds: 4)])
         // (display.mode, the item's live options, the variant folder fetched)
-        for (mode, live, fetched) in [("320x180", "", "v1"), ("1280x720", "", "v0"), ("1280x720", #", "live": {"maxHeight": 200}"#, "v1")] {
+        // A wall's output shows part of a larger picture: the tallest plays there.
+        let wall = #", "wall": {"canvas": {"width": 640, "height": 360}, "outputs": [{"name": "screen", "x": 0, "y": 0, "width": 320, "height": 180}]}"#
+        for (mode, live, fetched) in [("320x180", "", "v1"), ("1280x720", "", "v0"), ("1280x720", #", "live": {"maxHeight": 200}"#, "v1"),
+                                      ("320x180", "", "v0 wall")] {
+            let inWall = fetched.hasSuffix(" wall")
+            let fetched = String(fetched.prefix(2))
             let path = try TestConfig.write("""
                 {"playlist": [{"uri": "\(server.url)/master.m3u8"\(live)}], "loop": false, "display": {"mode": "\(mode)"},
-                 "network": {"allow": ["http://127.0.0.1"]}}
+                 "network": {"allow": ["http://127.0.0.1"]}\(inWall ? wall : "")}
                 """, named: "variants-\(UUID().uuidString.prefix(8)).json")
             let before = server.events.count  // after --check-config's own probe
             let running = try MarqueeProcessTests.Running(config: path, clock: "real", exitAfter: 5, extra: ["--mode", "\(mode)@60"])
@@ -27,7 +32,7 @@ import TestSupport
             #expect(segments(fetched).contains("GET /\(fetched)/seg3.ts"), "\(mode)\(live): \(fetched) played to its end: \(Array(requests))")
             #expect(!segments(other).isEmpty && segments(other).allSatisfy { $0 == "GET /\(other)/seg0.ts" },
                     "\(mode)\(live): \(other) beyond the probe: \(Array(requests))")
-            print("marquee, display \(mode)\(live): segments fetched 360p (v0) \(count("v0")), 180p (v1) \(count("v1"))")
+            print("marquee, display \(mode)\(live)\(inWall ? " in a wall" : ""): segments fetched 360p (v0) \(count("v0")), 180p (v1) \(count("v1"))")
         }
     }
 
