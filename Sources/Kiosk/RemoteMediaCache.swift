@@ -284,6 +284,14 @@ public final class RemoteMediaCache: Sendable {
         let fm = FileManager.default
         let keep = file(for: url)
         let playlist = Set(wanted.withLock { $0 }.map(file(for:)))
+        // Cut downloads of files the playlist no longer has will not be resumed: gone first
+        // (unless a sibling cache downloads into one now).
+        for name in (try? fm.contentsOfDirectory(atPath: folder)) ?? [] where name.hasSuffix(".part") {
+            let part = folder + "/" + name
+            guard !playlist.contains(String(part.dropLast(5))), let lock = PartLock(part) else { continue }
+            RemoteFetch.discardPart(part)
+            _ = lock
+        }
         var files: [(path: String, size: Int64, played: Date)] = ((try? fm.contentsOfDirectory(atPath: folder)) ?? []).compactMap { name in
             let path = folder + "/" + name
             guard !name.hasSuffix(".part"), !name.hasSuffix(".meta"), !name.hasSuffix(".new"), path != keep,

@@ -158,10 +158,15 @@ import Testing
         let old = cache.folder + "/old.ts"
         try String(repeating: "o", count: 100).write(toFile: old, atomically: false, encoding: .utf8)
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -86_400)], ofItemAtPath: old)
+        // And a cut download of another file no longer in it, with its validators.
+        let oldPart = cache.folder + "/gone.ts.part"
+        try String(repeating: "p", count: 50).write(toFile: oldPart, atomically: false, encoding: .utf8)
+        try RemoteFetch.keep(RemoteValidators(etag: "\"g\""), beside: oldPart)
         cache.want(Array(urls[0..<2]))
         cache.step()
         cache.step()
         #expect(!FileManager.default.fileExists(atPath: old), "the file not in the playlist left first")
+        #expect(!FileManager.default.fileExists(atPath: oldPart) && RemoteFetch.validators(of: oldPart) == nil, "and the part it will not resume")
         #expect(cache.localFile(for: urls[0]) != nil && cache.localFile(for: urls[1]) != nil)
         // A third file over the cap: a playlist file leaves, the least recently played.
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -60)], ofItemAtPath: cache.file(for: urls[1]))
