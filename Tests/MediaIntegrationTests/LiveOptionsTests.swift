@@ -66,15 +66,22 @@ import TestSupport
             while Date() < end, !server.events.dropFirst(count).contains(where: { $0.hasPrefix("setup ") }) { Thread.sleep(forTimeInterval: 0.02) }
             return server.events.dropFirst(count).filter { $0.hasPrefix("setup ") }
         }
-        for (transport, asked) in [(nil, "RTP/AVP/UDP"), (.tcp, "RTP/AVP/TCP"), (.udp, "RTP/AVP/UDP")] as [(LiveSourceOptions.Transport?, String)] {
+        let cases: [(LiveSourceOptions.Transport?, LiveSourceOptions.Mode, String)] = [
+            (nil, .smooth, "RTP/AVP/UDP"), (.tcp, .smooth, "RTP/AVP/TCP"), (.udp, .smooth, "RTP/AVP/UDP"),
+            (.tcp, .lowLatency, "RTP/AVP/TCP"), (.udp, .lowLatency, "RTP/AVP/UDP"),
+        ]
+        for (transport, mode, asked) in cases {
             let before = server.events.count
+            // How long the open and first picture take (a figure, not a bound).
+            let start = Date()
             do {
-                let decoder = try VideoDecoder(path: url, threads: 1, limits: limits(["rtsp://127.0.0.1"], source: LiveSourceOptions(transport: transport)))
+                let decoder = try VideoDecoder(path: url, threads: 1, limits: limits(["rtsp://127.0.0.1"], source: LiveSourceOptions(transport: transport, mode: mode)))
                 #expect(try decoder.nextFrame() != nil)
             }
+            let firstPicture = Date().timeIntervalSince(start)
             let seen = setups(after: before)
             #expect(seen.count == 1 && seen[0].contains(asked), "transport \(transport?.rawValue ?? "default"): \(seen)")
-            print("RTSP transport \(transport?.rawValue ?? "default"): the server was asked \(seen)")
+            print("RTSP transport \(transport?.rawValue ?? "default"), \(mode.rawValue): the server was asked \(seen); first picture after \(Int(firstPicture * 1000)) ms")
         }
         // TCP first: GStreamer's shared media answers 5XX for a moment after a client it refused.
         let tcpOnly = try LoopbackServer.rtsp(only: "tcp")
