@@ -24,7 +24,7 @@ import TestSupport
             let before = server.events.count  // after --check-config's own probe
             let running = try MarqueeProcessTests.Running(config: path, clock: "real", exitAfter: 5, extra: ["--mode", "\(mode)@60"])
             #expect(running.wait(timeout: 40) == 0, "\(running.log)")
-            let requests = server.events.dropFirst(before)
+            let requests = server.settledEvents().dropFirst(before)
             let segments = { (v: String) in requests.filter { $0.hasPrefix("GET /\(v)/seg") } }
             let count = { (v: String) in segments(v).count }
             let other = fetched == "v0" ? "v1" : "v0"

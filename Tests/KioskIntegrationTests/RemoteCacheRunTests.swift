@@ -172,7 +172,7 @@ import TestSupport
         for (name, size) in zip(["a.mp4", "b.mp4"], sizes) {
             // The cache's requests (libcurl sends no User-Agent); --check-config's probes (TestConfig.write,
             // through FFmpeg: Lavf) apart.
-            let all = server.events.filter { $0.hasPrefix("GET /v/\(name) status=") }
+            let all = server.settledEvents().filter { $0.hasPrefix("GET /v/\(name) status=") }
             let answers = all.filter { $0.hasSuffix(" agent=-") }
             let direct = all.count - answers.count
             let statuses = answers.compactMap { $0.split(separator: " ").first { $0.hasPrefix("status=") }?.dropFirst(7) }.map(String.init)

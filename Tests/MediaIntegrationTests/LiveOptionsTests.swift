@@ -30,7 +30,7 @@ import TestSupport
                 #expect(decoder.info.height == height, "output \(fit), maxHeight \(String(describing: maxHeight)): \(decoder.info.width)x\(decoder.info.height)")
                 while frames < 400, try decoder.nextFrame() != nil { frames += 1 }
             }
-            let requests = server.events.dropFirst(before)
+            let requests = server.settledEvents().dropFirst(before)
             let (v0, v1) = (requests.filter { $0.hasPrefix("GET /v0/seg") }.count, requests.filter { $0.hasPrefix("GET /v1/seg") }.count)
             let (chosen, other) = height == 360 ? (v0, v1) : (v1, v0)
             #expect(frames >= 190, "\(frames) frames")
@@ -47,7 +47,7 @@ import TestSupport
             shown = decoder.info.height
             while frames < 400, try decoder.nextFrame() != nil { frames += 1 }
         }
-        let requests = server.events.dropFirst(before)
+        let requests = server.settledEvents().dropFirst(before)
         print("HLS without a choice (FFmpeg's): \(shown)p played; segments fetched: 360p \(requests.filter { $0.hasPrefix("GET /v0/seg") }.count), 180p \(requests.filter { $0.hasPrefix("GET /v1/seg") }.count)")
     }
 

@@ -105,6 +105,20 @@ public final class LoopbackServer: @unchecked Sendable {
     /// Lines after the port line: "conn" or "GET /path".
     public var events: [String] { Array(lines.all.dropFirst()) }
 
+    /// `events` once no new line has come for `quiet` seconds (at most `within`): a server's line
+    /// comes through a pipe, and may arrive after the client already has its answer.
+    public func settledEvents(quiet: Double = 0.2, within: Double = 5) -> [String] {
+        let end = Date().addingTimeInterval(within)
+        var seen = events.count
+        while Date() < end {
+            Thread.sleep(forTimeInterval: quiet)
+            let now = events.count
+            if now == seen { break }
+            seen = now
+        }
+        return events
+    }
+
     deinit {
         Glibc.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
