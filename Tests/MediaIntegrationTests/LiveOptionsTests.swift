@@ -97,4 +97,16 @@ import TestSupport
             print("RTSP over UDP on a TCP-only server: \(error)")
         }
     }
+
+    /// An item's `latency` is its live source's lag bound, over the backend's (`network.liveLatency`).
+    @Test func anItemsLatencyIsItsSourcesLagBound() throws {
+        let server = try LoopbackServer("live", [])
+        let url = URL(string: "\(server.url)/a.mkv")!
+        var backend = FFmpegBackend(threads: 1)
+        backend.limits = try limits(["http://127.0.0.1"])
+        backend.liveLagBound = 1
+        #expect(try backend.openReader(url).liveLagBound == 1)
+        backend.sourceOptions = { $0 == url.absoluteString ? LiveSourceOptions(latency: 0.2) : nil }
+        #expect(try backend.openReader(url).liveLagBound == 0.2)
+    }
 }
