@@ -5,11 +5,12 @@ SWIFT ?= swift
 # Everything the project needs from Debian: the C libraries it links (DRM, GBM, EGL, GLES, FFmpeg, ALSA,
 # FreeType for text overlays, with DejaVu Sans as their default font; liblo, libevdev and libgpiod for
 # trigger inputs: OSC, keys, GPIO lines; libmicrohttpd with its GnuTLS for the HTTP API, libmosquitto
-# for fleet control over MQTT),
+# for fleet control over MQTT, libcurl for network.cache's downloads),
 # Mesa's software renderer for the headless output, and the ffmpeg command for test media.
 DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri \
 	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libasound2-dev ffmpeg \
-	libfreetype-dev fonts-dejavu-core liblo-dev libevdev-dev libgpiod-dev libmicrohttpd-dev libmosquitto-dev
+	libfreetype-dev fonts-dejavu-core liblo-dev libevdev-dev libgpiod-dev libmicrohttpd-dev libmosquitto-dev \
+	libcurl4-openssl-dev
 # `make bench` also needs the peers it compares with (mpv and GStreamer; Xvfb so that they render through EGL on
 # llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv).
 BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav gstreamer1.0-gl

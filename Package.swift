@@ -35,6 +35,7 @@ let package = Package(
         .systemLibrary(name: "CEvdev", path: "Sources/CEvdev", pkgConfig: "libevdev", providers: [.apt(["libevdev-dev"])]),
         .systemLibrary(name: "CGpiod", path: "Sources/CGpiod", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
         .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // The one C shim: what Swift cannot import (function-like and struct-valued macros).
         .target(name: "CShim", dependencies: ["CFFmpeg"], path: "Sources/CShim"),
@@ -55,7 +56,7 @@ let package = Package(
         // Network sources' rules: the allow-list (URLs, addresses, blocks, DNS answers) and a live
         // source's health (stalls, reopening with backoff); pure Swift.
         .target(name: "Network"),
-        .target(name: "Media", dependencies: ["Playback", "Sound", "CFFmpeg", "CShim", "SystemCalls", "Network"]),
+        .target(name: "Media", dependencies: ["Playback", "Sound", "CFFmpeg", "CShim", "CCurl", "SystemCalls", "Network"]),
         .target(name: "Render", dependencies: ["Playback", "Media", "CEGL", "CGLES", "CGBM", "CFreeType"]),
         // ALSA devices (alsa-lib) as Sound's sink: one PCM device, its latency, underrun recovery.
         .target(name: "Audio", dependencies: ["Playback", "Sound", "CALSA"]),

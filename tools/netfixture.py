@@ -3,7 +3,15 @@
 
   netfixture.py serve DIR ADDRESS [PORT]   HTTP from DIR; /redirect/N answers 302 to the URL in
                                     DIR/redirect-N.txt; /stall/NAME sends half of NAME, then holds;
-                                    /cut/NAME announces NAME's whole length, sends half, closes
+                                    /cut/NAME announces NAME's whole length, sends half, closes;
+                                    /v/NAME serves NAME with validators (ETag: a hash of its bytes,
+                                    Last-Modified), answers If-None-Match / If-Modified-Since with
+                                    304 and Range (with If-Range) with 206; while NAME.cut exists,
+                                    the next answer with a body, to a client other than FFmpeg,
+                                    sends half of it and closes (the marker is removed);
+                                    /norange/NAME is /v/NAME ignoring Range.
+                                    Each /v/ request says "GET path status=S sent=B range=R
+                                    if-range=I if-none-match=E if-modified-since=M agent=A" (-: none)
   netfixture.py hang ADDRESS        accepts connections and never answers
   netfixture.py count ADDRESS       accepts connections, closes them, counts them
   netfixture.py proxy TARGET ADDRESS  forwards each connection to 127.0.0.1:TARGET; SIGUSR1
@@ -18,6 +26,8 @@ Each prints "port N" once listening (on PORT, or an ephemeral port of ADDRESS), 
 connection or request ("conn", "GET /path"), flushed, so a test can read what reached it.
 Every server stops by itself after 300 s: a test that forgets one leaves nothing behind for long.
 """
+import email.utils
+import hashlib
 import http.server
 import os
 import signal
@@ -61,6 +71,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        if self.path.startswith("/v/") or self.path.startswith("/norange/"):
+            self.validating(ranges=self.path.startswith("/v/"))
+            return
         if self.path.startswith("/stall/"):
             name = os.path.join(self.directory, os.path.basename(self.path))
             with open(name, "rb") as f:
@@ -73,6 +86,52 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             time.sleep(60)
             return
         super().do_GET()
+
+
+    def validating(self, ranges):
+        name = os.path.join(self.directory, os.path.basename(self.path))
+        with open(name, "rb") as f:
+            data = f.read()
+        etag = '"%s"' % hashlib.sha256(data).hexdigest()[:16]
+        modified = email.utils.formatdate(os.stat(name).st_mtime, usegmt=True)
+        asked = {k: self.headers.get(k) for k in ("Range", "If-Range", "If-None-Match", "If-Modified-Since")}
+        status, start = 200, 0
+        if asked["If-None-Match"] is not None:
+            if etag in [t.strip() for t in asked["If-None-Match"].split(",")]:
+                status = 304
+        elif asked["If-Modified-Since"] is not None and asked["If-Modified-Since"] == modified:
+            status = 304
+        rng = asked["Range"]
+        if status == 200 and ranges and rng and rng.startswith("bytes=") and rng.endswith("-"):
+            if asked["If-Range"] is None or asked["If-Range"] in (etag, modified):
+                first = int(rng[6:-1])
+                if first < len(data):
+                    status, start = 206, first
+        body = b"" if status == 304 else data[start:]
+        # FFmpeg's opens (Lavf: a --check-config probe) do not take the cut: it is meant for the cache's download.
+        agent = self.headers.get("User-Agent") or ""
+        cut = os.path.exists(name + ".cut") and len(body) > 0 and not agent.startswith("Lavf")
+        self.send_response(status)
+        self.send_header("ETag", etag)
+        self.send_header("Last-Modified", modified)
+        if status != 304:
+            self.send_header("Content-Length", str(len(body)))
+        if status == 206:
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))
+        self.end_headers()
+        sent = body[: len(body) // 2] if cut else body
+        if cut:
+            os.remove(name + ".cut")
+        say("GET %s status=%d sent=%d range=%s if-range=%s if-none-match=%s if-modified-since=%s agent=%s"
+            % (self.path, status, len(sent), *[(asked[k] or "-").replace(" ", "_") for k in ("Range", "If-Range", "If-None-Match", "If-Modified-Since")],
+               (self.headers.get("User-Agent") or "-").replace(" ", "_")))
+        try:
+            self.wfile.write(sent)
+            self.wfile.flush()
+        except OSError:
+            pass
+        if cut:
+            self.close_connection = True
 
 
 class Live(http.server.BaseHTTPRequestHandler):

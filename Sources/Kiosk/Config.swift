@@ -1,6 +1,7 @@
 import Display
 import Foundation
 import Media
+import Network
 import Playback
 import Render
 import SystemCalls
@@ -49,6 +50,12 @@ public struct KioskConfig: Sendable {
             set { update { $0.transition = newValue } }
         }
 
+        /// `live`: how this item's network source is opened (LiveItemConfig.swift); nil: as by default.
+        public var live: LiveSourceOptions? {
+            get { options?.fields.live }
+            set { update { $0.live = newValue } }
+        }
+
         /// The options an entry rarely has, kept apart: an M3U or folder entry (none) costs its
         /// two strings and a pointer, not some 100 bytes more (a million-entry list).
         private var options: Options?
@@ -60,6 +67,7 @@ public struct KioskConfig: Sendable {
             var duration: Double?
             var volume: Double?
             var transition: Transition?
+            var live: LiveSourceOptions?
         }
 
         private final class Options: Sendable {

@@ -73,7 +73,7 @@ extension ConfigReader {
     }
 
     mutating func readItem(_ item: JSONValue, at path: String, baseDirectory: String) -> KioskConfig.Item? {
-        guard let fields = members(item, at: path, allowed: ["uri", "start", "end", "gravity", "duration", "volume", "transition"]) else { return nil }
+        guard let fields = members(item, at: path, allowed: ["uri", "start", "end", "gravity", "duration", "volume", "transition", "live"]) else { return nil }
         guard let uriValue = item["uri"] else {
             problem("\(path).uri", "missing: the file to play")
             return nil
@@ -102,6 +102,11 @@ extension ConfigReader {
             case "transition":
                 parsed.transition = transition(v, at: field)
                 ok = ok && parsed.transition != nil
+            case "live":
+                if case .string(let uri) = uriValue {
+                    parsed.live = liveOptions(v, at: field, uri: uri)
+                    ok = ok && parsed.live != nil
+                }
             default: break
             }
         }

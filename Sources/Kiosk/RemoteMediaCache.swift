@@ -47,8 +47,11 @@ extension KioskConfig {
 /// `refresh` seconds (downloaded again and compared); while the server cannot be reached the copy
 /// plays on, stale. An item whose first copy is not complete is passed over.
 public final class RemoteMediaCache: Sendable {
-    /// Downloads `url` into the file at the path; returns its length (`RemoteFetch.download`).
+    /// Downloads `url` into the file at the path; returns its length (a whole download each time).
     public typealias Fetch = @Sendable (_ url: String, _ path: String) throws -> Int64
+    /// Fetches `url` into the part file at the path, conditionally on the copy's validators when
+    /// given, resuming a cut part where it can (`RemoteFetch.fetch`).
+    public typealias ConditionalFetch = @Sendable (_ url: String, _ part: String, _ current: RemoteValidators?) throws -> RemoteFetch.Outcome
     /// Throws unless the file at the path is media that plays.
     public typealias Verify = @Sendable (_ path: String) throws -> Void
 
@@ -59,7 +62,7 @@ public final class RemoteMediaCache: Sendable {
 
     let folder: String
     let settings: RemoteCacheSettings
-    private let fetch: Fetch
+    private let fetch: ConditionalFetch
     private let verify: Verify
     private let now: @Sendable () -> Double
     private let logger: Logger
@@ -82,7 +85,16 @@ public final class RemoteMediaCache: Sendable {
         return !bare.hasSuffix(".m3u8") && !bare.hasSuffix(".m3u")
     }
 
-    public init(settings: RemoteCacheSettings, fetch: @escaping Fetch, verify: @escaping Verify, logger: Logger,
+    /// A cache whose every check downloads the whole file (`fetch`), with no validators.
+    public convenience init(settings: RemoteCacheSettings, fetch: @escaping Fetch, verify: @escaping Verify, logger: Logger,
+                            now: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }) throws {
+        try self.init(settings: settings, conditionalFetch: { url, part, _ in
+            let bytes = try fetch(url, part)
+            return .downloaded(bytes: bytes, validators: RemoteValidators(), transferred: bytes)
+        }, verify: verify, logger: logger, now: now)
+    }
+
+    public init(settings: RemoteCacheSettings, conditionalFetch fetch: @escaping ConditionalFetch, verify: @escaping Verify, logger: Logger,
                 now: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }) throws {
         self.settings = settings
         folder = settings.resolvedFolder
@@ -92,9 +104,13 @@ public final class RemoteMediaCache: Sendable {
         } catch {
             throw AssetError(url: URL(fileURLWithPath: folder), reason: "network.cache: cannot make the cache folder: \(error.localizedDescription)")
         }
-        // Downloads cut short by a stop are never complete: gone.
+        // A part with validators beside it is a cut download that resumes; any other is not
+        // complete and cannot be checked: gone (unless a sibling cache downloads into it now).
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasSuffix(".part") {
-            try? FileManager.default.removeItem(atPath: folder + "/" + name)
+            let part = folder + "/" + name
+            guard RemoteFetch.validators(of: part) == nil, let lock = PartLock(part) else { continue }
+            RemoteFetch.discardPart(part)
+            _ = lock
         }
     }
 
@@ -119,8 +135,8 @@ public final class RemoteMediaCache: Sendable {
         var checker = FFmpegBackend()
         checker.limits = config.network.limits
         let probe = checker
-        return try RemoteMediaCache(settings: settings, fetch: { url, path in
-            try RemoteFetch.download(url, to: path, limits: limits)
+        return try RemoteMediaCache(settings: settings, conditionalFetch: { url, part, current in
+            try RemoteFetch.fetch(url, into: part, current: current, limits: limits)
         }, verify: { path in
             let url = URL(fileURLWithPath: path)
             let description = try probe.probe(url)
@@ -201,28 +217,50 @@ public final class RemoteMediaCache: Sendable {
             }
             return false
         }
-        // A name of its own: a wall's sessions in one process each have a cache on the folder.
-        let temporary = file + "." + UUID().uuidString.prefix(8) + ".part"
-        defer { try? FileManager.default.removeItem(atPath: temporary) }
+        // The file's part, where a cut download resumes; a name of its own while a sibling cache
+        // (a wall's sessions in one process) downloads into that one.
+        let lock = PartLock(file + ".part")
+        let temporary = lock?.path ?? file + "." + UUID().uuidString.prefix(8) + ".part"
+        defer { if lock == nil || RemoteFetch.fileSize(temporary) == 0 { RemoteFetch.discardPart(temporary) } }
         var reason: String?
         var changed = false
+        var unchanged = false
         do {
-            let bytes = try fetch(url, temporary)
-            entries.withLock { $0[url]?.copy.downloaded(at: now()) }
-            try verify(temporary)
-            changed = !FileManager.default.contentsEqual(atPath: temporary, andPath: file)
-            if changed {
-                makeRoom(for: bytes, keeping: url)
-                guard rename(temporary, file) == 0 else {
-                    throw AssetError(url: URL(fileURLWithPath: file), reason: "rename failed: \(String(cString: strerror(errno)))")
+            let current = FileManager.default.fileExists(atPath: file) ? RemoteFetch.validators(of: file) : nil
+            switch try fetch(url, temporary, current) {
+            case .notModified:
+                unchanged = true
+                RemoteFetch.discardPart(temporary)
+            case .downloaded(let bytes, let validators, _):
+                entries.withLock { $0[url]?.copy.downloaded(at: now()) }
+                do { try verify(temporary) } catch {
+                    RemoteFetch.discardPart(temporary)
+                    throw error
                 }
+                changed = !FileManager.default.contentsEqual(atPath: temporary, andPath: file)
+                if changed {
+                    makeRoom(for: bytes, keeping: url)
+                    // The old copy's validators go first: a copy is never paired with another's.
+                    unlink(RemoteFetch.validatorsFile(of: file))
+                    guard rename(temporary, file) == 0 else {
+                        throw AssetError(url: URL(fileURLWithPath: file), reason: "rename failed: \(String(cString: strerror(errno)))")
+                    }
+                }
+                RemoteFetch.discardPart(temporary)
+                try? RemoteFetch.keep(validators, beside: file)
             }
         } catch {
             reason = "\(error)"
         }
         let (copy, health) = entries.withLock { entries -> (RemoteCopy?, String?) in
             guard var entry = entries[url] else { return (nil, nil) }
-            if let reason { entry.copy.failed(at: now(), reason: reason) } else { entry.copy.verified(at: now(), changed: changed) }
+            if let reason {
+                entry.copy.failed(at: now(), reason: reason)
+            } else if unchanged {
+                entry.copy.notModified(at: now())
+            } else {
+                entry.copy.verified(at: now(), changed: changed)
+            }
             entries[url] = entry
             return (entry.copy, entry.copy.degradation(source: url, now: now()))
         }
@@ -246,15 +284,25 @@ public final class RemoteMediaCache: Sendable {
         let fm = FileManager.default
         let keep = file(for: url)
         let playlist = Set(wanted.withLock { $0 }.map(file(for:)))
+        // Cut downloads of files the playlist no longer has will not be resumed: gone first
+        // (unless a sibling cache downloads into one now).
+        for name in (try? fm.contentsOfDirectory(atPath: folder)) ?? [] where name.hasSuffix(".part") {
+            let part = folder + "/" + name
+            guard !playlist.contains(String(part.dropLast(5))), let lock = PartLock(part) else { continue }
+            RemoteFetch.discardPart(part)
+            _ = lock
+        }
         var files: [(path: String, size: Int64, played: Date)] = ((try? fm.contentsOfDirectory(atPath: folder)) ?? []).compactMap { name in
             let path = folder + "/" + name
-            guard !name.hasSuffix(".part"), path != keep, let a = try? fm.attributesOfItem(atPath: path) else { return nil }
+            guard !name.hasSuffix(".part"), !name.hasSuffix(".meta"), !name.hasSuffix(".new"), path != keep,
+                  let a = try? fm.attributesOfItem(atPath: path) else { return nil }
             return (path, (a[.size] as? NSNumber)?.int64Value ?? 0, a[.modificationDate] as? Date ?? .distantPast)
         }
         var total = files.reduce(0) { $0 + $1.size } + bytes
         files.sort { (playlist.contains($0.path) ? 1 : 0, $0.played) < (playlist.contains($1.path) ? 1 : 0, $1.played) }
         for f in files where total > settings.maxSize {
             try? fm.removeItem(atPath: f.path)
+            unlink(RemoteFetch.validatorsFile(of: f.path))
             total -= f.size
             logger.info("cached file evicted (network.cache.maxSize)", ["file": f.path, "bytes": "\(f.size)"])
             let at = now()
@@ -265,6 +313,25 @@ public final class RemoteMediaCache: Sendable {
             }
         }
     }
+}
+
+/// A part file held for one download (`flock`, released when this goes): two caches on one folder
+/// never write into the same part. nil: another holds it (or it cannot be opened).
+final class PartLock {
+    let path: String
+    private let fd: Int32
+
+    init?(_ path: String) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return nil }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return nil
+        }
+        (self.path, self.fd) = (path, fd)
+    }
+
+    deinit { close(fd) }
 }
 
 /// The media layer that opens a cached item's local copy instead of its URL (every probe and

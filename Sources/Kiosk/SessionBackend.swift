@@ -18,6 +18,11 @@ extension ReportingBackend {
         }
         ffmpeg.limits = config.network.limits
         ffmpeg.liveLagBound = config.network.liveLatency
+        // An item's `live` options, found as its still duration is (the list is searched outside the lock).
+        ffmpeg.sourceOptions = { url in reporter.playlist().first { $0.path == url }?.live }
+        // A wall's output shows part of a larger picture: its own height would choose too small a
+        // variant, so a wall plays the tallest (or the item's maxHeight).
+        ffmpeg.outputHeight = config.wall == nil ? config.display.mode.height : .max
         ffmpeg.onLiveChange = { uri, change in
             switch change {
             case .down(let reason): reporter.liveSourceChanged(uri: uri, reason: reason)

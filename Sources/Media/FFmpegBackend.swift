@@ -37,6 +37,11 @@ public struct FFmpegBackend: MediaBackend {
     /// The longest a live source's frame may wait to be shown before frames are dropped to catch
     /// up (`LiveLatency`, seconds); nil: unbounded.
     public var liveLagBound: Double?
+    /// A network source's item options (`live`: RTSP transport, latency mode, lag bound, HLS
+    /// variant), by its URL; nil: none.
+    public var sourceOptions: (@Sendable (String) -> LiveSourceOptions?)?
+    /// The height pictures are shown at (the output's), for the HLS variant that fits it; nil: not known.
+    public var outputHeight: Int?
     /// Told when a live source goes down, comes back, or its reader goes while it is down, and
     /// each kept frame's lag: its URL first.
     public var onLiveChange: (@Sendable (String, LiveSourceChange) -> Void)?
@@ -59,7 +64,7 @@ public struct FFmpegBackend: MediaBackend {
             // A network source: described from an open of its own (its reader opens it again:
             // `LiveReader` reopens it when it fails).
             let describe = {
-                let input = try FileInput(path: url.mediaLocation, limits: limits)
+                let input = try FileInput(path: url.mediaLocation, limits: self.networkLimits(url))
                 return try withExtendedLifetime(input) { try self.describe(input.format, path: url.mediaLocation, sound: false) }
             }
             guard opensOneAtATime(url) else { return try describe() }
@@ -130,17 +135,27 @@ public struct FFmpegBackend: MediaBackend {
         let hold = opensOneAtATime(url) ? OneReaderStreams.shared.hold(url.mediaLocation) : nil
         let reader = try openDecoderReader(url, threads: threads, firstPacketAlone: firstPacketAlone)
         guard !url.isFileURL, !reader.decoder.info.duration.isNumeric else { return reader }
-        return LiveReader(uri: url.mediaLocation, first: reader, policy: live, lagBound: liveLagBound, holding: hold, onChange: onLiveChange) {
+        let lagBound = sourceOptions?(url.mediaLocation)?.latency ?? liveLagBound
+        return LiveReader(uri: url.mediaLocation, first: reader, policy: live, lagBound: lagBound, holding: hold, onChange: onLiveChange) {
             try openDecoderReader(url, threads: threads)
         }
     }
 
     private func openDecoderReader(_ url: URL, threads: Int, firstPacketAlone: Bool = false) throws -> DecoderReader {
-        var limits = self.limits
+        var limits = networkLimits(url)
         // A network read waits no longer than a live picture may stand still.
         if !url.isFileURL { limits.read = min(limits.read, live.stallTimeout) }
         let decoder = try VideoDecoder(path: url.mediaLocation, threads: threads, hardware: hardware, interop: interop, limits: limits)
         return reader(decoder, path: url.mediaLocation, firstPacketAlone: firstPacketAlone)
+    }
+
+    /// The limits of opening `url`: a network source's with its item's options and the output's height.
+    func networkLimits(_ url: URL) -> MediaIOLimits {
+        var limits = self.limits
+        guard !url.isFileURL else { return limits }
+        limits.source = sourceOptions?(url.mediaLocation) ?? LiveSourceOptions()
+        limits.fitHeight = outputHeight
+        return limits
     }
 
     /// A reader of `demuxer`'s video stream (see `openPrerollReader` for `threads` and

@@ -17,6 +17,12 @@ public struct MediaIOLimits: Sendable {
     public var read: Double
     /// The network sources that may be opened (`NetworkGate`): none unless given.
     public var network = NetworkAllowList.none
+    /// How a network source is opened (its item's `live` options): FFmpeg's demuxer options and
+    /// the HLS variant played.
+    public var source = LiveSourceOptions()
+    /// The height the source's picture is shown at (pixels), for the HLS variant that fits it;
+    /// nil: not known.
+    public var fitHeight: Int?
 
     public init(open: Double = 10, read: Double = 5) {
         self.open = open
@@ -258,6 +264,8 @@ final class FileInput {
         if let gate {
             gate.install(on: context)
             gate.openOptions(&options)
+            let scheme = (try? NetworkURL(parsing: path))?.scheme ?? ""
+            for (key, value) in limits.source.demuxerOptions(scheme: scheme) { av_dict_set(&options, key, value, 0) }
         } else {
             av_dict_set(&options, "protocol_whitelist", "file", 0)
             av_dict_set(&options, "pattern_type", "none", 0)
@@ -272,7 +280,11 @@ final class FileInput {
         let found = avformat_find_stream_info(opened, nil)
         guard found >= 0 else { throw Self.error(path, state, call: "avformat_find_stream_info", code: found, gate: gate) }
         state.deadline.store(0, ordering: .relaxed)
+        if network { chosenVariant = HLSVariants.choose(in: opened, options: limits.source, fitHeight: limits.fitHeight) }
     }
+
+    /// The HLS variant played (`HLSVariants`), if the source has several.
+    private(set) var chosenVariant: LiveSourceOptions.Variant?
 
     /// The URLs a network input opened and was refused (none for a file).
     var networkRecord: NetworkGate.Record { gate?.record.withLock { $0 } ?? NetworkGate.Record() }

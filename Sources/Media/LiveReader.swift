@@ -14,6 +14,8 @@ import Synchronization
 /// than its bound to be shown are dropped, and counted through `follow`'s `dropped`).
 final class LiveReader: FrameReader {
     let uri: String
+    /// The largest wait before a frame is shown (seconds, `LiveLatency`); infinite: unbounded.
+    var lagBound: Double { latency?.bound ?? .infinity }
     private let open: () throws -> DecoderReader
     private var reader: DecoderReader?
     private var health: LiveSourceHealth
@@ -161,6 +163,11 @@ final class LiveReader: FrameReader {
         discardEndingBy = clock
         reader?.setFrameDrop(drop, discardingFramesEndingBy: clock)
     }
+}
+
+extension FrameReader {
+    /// A live source's lag bound (`LiveReader`); nil: not a live source's reader (for tests).
+    package var liveLagBound: Double? { (self as? LiveReader)?.lagBound }
 }
 
 /// What a live source's reader reports (`FFmpegBackend.onLiveChange`).

@@ -12,7 +12,14 @@ extension VideoDecoder {
         -> (stream: Int32, decoder: UnsafePointer<AVCodec>)
     {
         var decoder: UnsafePointer<AVCodec>?
-        let r = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0)
+        // An input that discards some video streams (HLS variants not chosen, `HLSVariants`): the
+        // best of the program of one it keeps.
+        let video = (0..<Int(fmt.pointee.nb_streams)).compactMap { i -> (index: Int32, kept: Bool)? in
+            guard let st = fmt.pointee.streams[i], st.pointee.codecpar?.pointee.codec_type == AVMEDIA_TYPE_VIDEO else { return nil }
+            return (Int32(i), st.pointee.discard != AVDISCARD_ALL)
+        }
+        let related = video.contains { !$0.kept } ? video.first { $0.kept }?.index ?? -1 : -1
+        let r = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, related, &decoder, 0)
         guard r >= 0, let decoder else {
             throw MediaError(uri: path, call: "av_find_best_stream", code: r,
                              reason: r == mq_averror_decoder_not_found() ? "no decoder for the video stream" : "no video stream")

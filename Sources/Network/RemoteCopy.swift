@@ -115,6 +115,13 @@ public struct RemoteCopy: Sendable, Equatable {
         return next
     }
 
+    /// The server said the copy is current (304, a conditional request): no body came, nothing
+    /// to check; it is confirmed now and checked again a `refresh` later.
+    public mutating func notModified(at now: Double) {
+        guard case .downloading(_, .some) = state else { return }
+        verified(at: now, changed: false)
+    }
+
     /// The download or its check failed: the copy (if any) plays on, stale; tried again later.
     public mutating func failed(at now: Double, reason: String) {
         let failures: Int

@@ -147,8 +147,41 @@ import TestSupport
         #expect(running.log.contains("msg=\"cannot play item; skipped\" item=3 uri=\(urls[2])"), "\(running.log)")
         #expect(server.events.filter { $0.contains("/cut/cut.mp4") }.count >= 2, "the cut file was tried again: \(server.events)")
         #expect(server.events.filter { $0.contains("/garbage.mp4") }.count >= 2, "the garbage was tried again: \(server.events)")
-        // A download cut by the exit may leave its .part file (removed at the next start).
-        let kept = try FileManager.default.contentsOfDirectory(atPath: cache).filter { !$0.hasSuffix(".part") }
-        #expect(kept.count == 1 && kept[0].hasSuffix(".mp4"), "cache: \(kept)")
+        // A download cut by the exit may leave its .part file (resumed, or removed, at the next
+        // start); the copy's validators are kept beside it (.meta).
+        let names = try FileManager.default.contentsOfDirectory(atPath: cache)
+        let kept = names.filter { !$0.hasSuffix(".part") && !$0.hasSuffix(".meta") }
+        #expect(kept.count == 1 && kept[0].hasSuffix(".mp4") && names.contains(kept[0] + ".meta"), "cache: \(names)")
+    }
+
+    /// With a server that keeps validators and ranges (netfixture `/v/`): each check of an
+    /// unchanged copy is answered 304 with no body, and a first download cut at half goes on from
+    /// the half (Range, If-Range): the server sends each file's bytes once in all, and both play.
+    @Test func checksCostNoBodyAndACutDownloadResumes() throws {
+        let served = try folder("served-v")
+        let cache = try folder("cache-v")
+        try FileManager.default.copyItem(atPath: try TestMedia.clip(seconds: 1, fps: 30), toPath: "\(served)/a.mp4")
+        try FileManager.default.copyItem(atPath: try TestMedia.clip(seconds: 2, fps: 30, width: 640, height: 360), toPath: "\(served)/b.mp4")
+        _ = FileManager.default.createFile(atPath: "\(served)/b.mp4.cut", contents: nil)
+        let sizes = try ["a.mp4", "b.mp4"].map { try #require(FileManager.default.attributesOfItem(atPath: "\(served)/\($0)")[.size] as? NSNumber).intValue }
+        let server = try LoopbackServer("serve", [served])
+        let urls = ["a.mp4", "b.mp4"].map { "\(server.url)/v/\($0)" }
+        let running = try Running(config: try config(urls, cache: cache, refresh: 1), clock: "real", exitAfter: 8)
+        #expect(running.wait(timeout: 40) == 0, "\(running.log)")
+        #expect(Set(frames(running).map(\.item)) == [0, 1], "both clips play")
+        for (name, size) in zip(["a.mp4", "b.mp4"], sizes) {
+            // The cache's requests (libcurl sends no User-Agent); --check-config's probes (TestConfig.write,
+            // through FFmpeg: Lavf) apart.
+            let all = server.settledEvents().filter { $0.hasPrefix("GET /v/\(name) status=") }
+            let answers = all.filter { $0.hasSuffix(" agent=-") }
+            let direct = all.count - answers.count
+            let statuses = answers.compactMap { $0.split(separator: " ").first { $0.hasPrefix("status=") }?.dropFirst(7) }.map(String.init)
+            let sent = answers.compactMap { $0.split(separator: " ").first { $0.hasPrefix("sent=") }.flatMap { Int($0.dropFirst(5)) } }
+            let checks = statuses.filter { $0 == "304" }.count
+            #expect(checks >= 3, "\(name): \(answers)")
+            #expect(sent.reduce(0, +) == size, "\(name): \(sent.reduce(0, +)) bytes sent for \(size): \(answers)")
+            if name == "b.mp4" { #expect(Array(statuses.prefix(2)) == ["200", "206"], "\(answers)") }
+            print("cache with validators, \(name) (\(size) bytes): \(statuses.count) requests (\(statuses.joined(separator: ","))), \(sent.reduce(0, +)) bytes sent; \(direct) more by --check-config's probe")
+        }
     }
 }

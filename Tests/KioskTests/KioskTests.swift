@@ -51,7 +51,7 @@ func problems(_ text: String, base: String = "/media") -> [String] {
             """)
         #expect(found == [
             "colour: unknown key (allowed here: $schema, playlist, loop, shuffle, display, decode, control, log, wall, schedule, timezone, audio, overlays, transition, triggers, inputs, network, http, mqtt)",
-            "playlist[1].url: unknown key (allowed here: uri, start, end, gravity, duration, volume, transition)",
+            "playlist[1].url: unknown key (allowed here: uri, start, end, gravity, duration, volume, transition, live)",
             "playlist[1].uri: missing: the file to play",
             "playlist[2].uri: expected a string, found a number",
             "loop: expected true or false, found a string",

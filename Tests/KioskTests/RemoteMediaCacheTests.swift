@@ -1,5 +1,6 @@
 import Foundation
 @testable import Kiosk
+import Media
 import Network
 import Playback
 import Synchronization
@@ -87,6 +88,65 @@ import Testing
         #expect(names.count == 2 && !names.contains { $0.hasSuffix(".part") }, "\(names)")
     }
 
+    /// With validators: a check the server answers "not modified" costs no download and no
+    /// check of the file; the copy's validators are kept beside it and sent back; a cut download's
+    /// part stays for the next try to go on from.
+    @Test func aCurrentCopyIsNotDownloadedAgainAndACutPartIsKept() throws {
+        let clock = Clock()
+        let url = "http://127.0.0.1/a.mp4"
+        struct Cut: Error, CustomStringConvertible { var description: String { "the body ended after 2 of 4 bytes" } }
+        final class Origin: Sendable {
+            let body = Mutex(("AAAA", "\"1\""))
+            let cutNext = Mutex(false)
+            let log = Mutex<[String]>([])
+            let verified = Mutex(0)
+        }
+        let origin = Origin()
+        var settings = RemoteCacheSettings()
+        settings.folder = NSTemporaryDirectory() + "marquee-cache-\(UUID().uuidString)"
+        settings.refresh = 60
+        let cache = try RemoteMediaCache(settings: settings, conditionalFetch: { _, part, current in
+            let (body, etag) = origin.body.withLock { $0 }
+            if current?.etag == etag {
+                origin.log.withLock { $0.append("304") }
+                return .notModified
+            }
+            let kept = (try? String(contentsOfFile: part, encoding: .utf8)) ?? ""
+            if origin.cutNext.withLock({ $0 }) {
+                origin.cutNext.withLock { $0 = false }
+                try String(body.prefix(2)).write(toFile: part, atomically: false, encoding: .utf8)
+                origin.log.withLock { $0.append("cut") }
+                throw Cut()
+            }
+            try (kept + body.dropFirst(kept.count)).write(toFile: part, atomically: false, encoding: .utf8)
+            origin.log.withLock { $0.append("200 from \(kept.count)") }
+            return .downloaded(bytes: Int64(body.count), validators: RemoteValidators(etag: etag), transferred: Int64(body.count - kept.count))
+        }, verify: { _ in origin.verified.withLock { $0 += 1 } }, logger: Logger(level: .error, sink: { _ in }), now: { clock.now.withLock { $0 } })
+        defer { try? FileManager.default.removeItem(atPath: cache.folder) }
+        cache.want([url])
+        cache.step()
+        let file = try #require(cache.localFile(for: url))
+        #expect(RemoteFetch.validators(of: file)?.etag == "\"1\"", "the copy's validators are kept beside it")
+        clock.set(60)
+        cache.step()
+        #expect(origin.log.withLock { $0 } == ["200 from 0", "304"])
+        #expect(origin.verified.withLock { $0 } == 1, "a current copy is not checked again")
+        if case .ready(let c, let at) = cache.state(of: url) { #expect(c.version == 1 && c.confirmed == 60 && at == 120) } else { Issue.record("\(String(describing: cache.state(of: url)))") }
+        // Changed, and its download cut: the part stays for the retry, which goes on from it.
+        origin.body.withLock { $0 = ("BBBB", "\"2\"") }
+        origin.cutNext.withLock { $0 = true }
+        clock.set(120)
+        cache.step()
+        #expect(FileManager.default.fileExists(atPath: file + ".part"))
+        #expect((try? String(contentsOfFile: file, encoding: .utf8)) == "AAAA", "the old copy plays on")
+        clock.set(200)
+        cache.step()
+        #expect(origin.log.withLock { $0 } == ["200 from 0", "304", "cut", "200 from 2"])
+        #expect((try? String(contentsOfFile: file, encoding: .utf8)) == "BBBB" && RemoteFetch.validators(of: file)?.etag == "\"2\"")
+        let names = try FileManager.default.contentsOfDirectory(atPath: cache.folder).sorted()
+        #expect(names.count == 2 && names.allSatisfy { !$0.hasSuffix(".part") }, "\(names)")
+    }
+
     @Test func theLeastRecentlyPlayedLeaveFirstPlaylistFilesLast() throws {
         let server = Server()
         let clock = Clock()
@@ -98,10 +158,15 @@ import Testing
         let old = cache.folder + "/old.ts"
         try String(repeating: "o", count: 100).write(toFile: old, atomically: false, encoding: .utf8)
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -86_400)], ofItemAtPath: old)
+        // And a cut download of another file no longer in it, with its validators.
+        let oldPart = cache.folder + "/gone.ts.part"
+        try String(repeating: "p", count: 50).write(toFile: oldPart, atomically: false, encoding: .utf8)
+        try RemoteFetch.keep(RemoteValidators(etag: "\"g\""), beside: oldPart)
         cache.want(Array(urls[0..<2]))
         cache.step()
         cache.step()
         #expect(!FileManager.default.fileExists(atPath: old), "the file not in the playlist left first")
+        #expect(!FileManager.default.fileExists(atPath: oldPart) && RemoteFetch.validators(of: oldPart) == nil, "and the part it will not resume")
         #expect(cache.localFile(for: urls[0]) != nil && cache.localFile(for: urls[1]) != nil)
         // A third file over the cap: a playlist file leaves, the least recently played.
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -60)], ofItemAtPath: cache.file(for: urls[1]))

@@ -129,4 +129,16 @@ extension RemoteCopyTests {
         #expect(c.tick(at: 69.9) == .none)
         #expect(c.tick(at: 70) == .download)
     }
+
+    @Test func aCopyTheServerSaysIsCurrentIsConfirmedWithoutACheck() {
+        var c = RemoteCopy(policy: policy)
+        _ = c.tick(at: 0)
+        c.notModified(at: 0.5)
+        #expect(c.state == .downloading(since: 0, copy: nil), "no copy yet: a 304 confirms nothing")
+        c.downloaded(at: 1)
+        let first = c.verified(at: 2, changed: true)
+        #expect(c.tick(at: 62) == .download)
+        c.notModified(at: 62.1)
+        #expect(c.state == .ready(RemoteCopy.Copy(version: first.version, confirmed: 62.1), checkAt: 122.1))
+    }
 }

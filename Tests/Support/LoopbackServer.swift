@@ -17,9 +17,10 @@ public final class LoopbackServer: @unchecked Sendable {
                       address: address, name: "netfixture.py \(mode)")
     }
 
-    /// GStreamer's RTSP server (tools/rtspfixture.py) serving a live picture at `/live`.
-    public static func rtsp(port requested: Int = 0) throws -> LoopbackServer {
-        try LoopbackServer(command: ["/usr/bin/python3", Command.repository + "/tools/rtspfixture.py", "127.0.0.1", String(requested)],
+    /// GStreamer's RTSP server (tools/rtspfixture.py) serving a live picture at `/live`; `only`
+    /// ("tcp", "udp"): the one lower transport it offers.
+    public static func rtsp(port requested: Int = 0, only: String? = nil) throws -> LoopbackServer {
+        try LoopbackServer(command: ["/usr/bin/python3", Command.repository + "/tools/rtspfixture.py", "127.0.0.1", String(requested)] + (only.map { [$0] } ?? []),
                            address: "127.0.0.1", name: "rtspfixture.py")
     }
 
@@ -103,6 +104,20 @@ public final class LoopbackServer: @unchecked Sendable {
 
     /// Lines after the port line: "conn" or "GET /path".
     public var events: [String] { Array(lines.all.dropFirst()) }
+
+    /// `events` once no new line has come for `quiet` seconds (at most `within`): a server's line
+    /// comes through a pipe, and may arrive after the client already has its answer.
+    public func settledEvents(quiet: Double = 0.2, within: Double = 5) -> [String] {
+        let end = Date().addingTimeInterval(within)
+        var seen = events.count
+        while Date() < end {
+            Thread.sleep(forTimeInterval: quiet)
+            let now = events.count
+            if now == seen { break }
+            seen = now
+        }
+        return events
+    }
 
     deinit {
         Glibc.kill(process.processIdentifier, SIGKILL)

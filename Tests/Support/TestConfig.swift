@@ -68,7 +68,7 @@ public enum TestConfig {
     }
 
     /// `marquee --check-config` on `path` (the binary built next to the test binary).
-    static func checkConfig(_ path: String) throws -> CommandResult {
+    public static func checkConfig(_ path: String) throws -> CommandResult {
         let marquee = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("marquee").path
         guard FileManager.default.isExecutableFile(atPath: marquee) else {
