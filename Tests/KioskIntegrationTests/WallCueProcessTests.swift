@@ -127,11 +127,17 @@ import TestSupport
         let compare = MarqueeProcessTests()
         let (worst, compared, eligible, at, overOneVsync, missed) = compare.syncError(of: compare.frames(try right.traceLines()), against: compare.frames(try left.traceLines()))
         print("frames compared across the nodes: \(compared) of \(eligible), \(overOneVsync) over one vsync, worst \((worst * 1000).formatted(decimals: 2)) ms, \(missed) shown late; worst: \(at)")
-        #expect(compared > 250 && overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001 && missed * 10 <= eligible, "worst at \(at)")
-        // A busy machine may miss a vsync now and then (the suite runs in parallel): a bound on how
+        // A busy machine may miss a vsync now and then (the suite runs in parallel): bounds on how
         // often only where the machine kept up (no more runnable threads than cores).
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)).flatMap { Double($0.split(separator: " ")[0]) } ?? 0
         let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+        #expect(compared > 250, "\(compared) of \(eligible) frames compared")
+        let figures = "\(overOneVsync) of \(compared) frames over one vsync, \(missed) of \(eligible) shown late; worst \((worst * 1000).formatted(decimals: 2)) ms at \(at)"
+        if load > cores && !(overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001 && missed * 10 <= eligible) {
+            print("skipped the bound on frames disturbed by load: load average \(load) on \(Int(cores)) cores: \(figures)")
+        } else {
+            #expect(overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001 && missed * 10 <= eligible, "\(figures)")
+        }
         if cutLate + shownLate > 2 && load > cores {
             print("skipped the bound on presses disturbed by load: load average \(load) on \(Int(cores)) cores")
         } else {
