@@ -56,7 +56,7 @@ import TestSupport
         #expect(refused?["error"]?.stringValue == "error running command")
         #expect(refused?["detail"]?.stringValue?.contains("playlist[1].live.mode") == true, "\(String(describing: refused))")
         #expect(client.request(["get_property", "playlist-count"], id: 2)?["data"]?.numberValue == 1, "the old playlist plays on")
-        #expect(client.request(["quit"], id: 3)?["error"]?.stringValue == "success")
+        _ = client.request(["quit"], id: 3)  // its reply may lose the race with the exit
         #expect(running.wait(timeout: 20) == 0)
     }
 }
