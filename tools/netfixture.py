@@ -24,12 +24,15 @@
 
 Each prints "port N" once listening (on PORT, or an ephemeral port of ADDRESS), then one line per
 connection or request ("conn", "GET /path"), flushed, so a test can read what reached it.
-Every server stops by itself after 300 s: a test that forgets one leaves nothing behind for long.
+Every server stops by itself after 300 s (NETFIXTURE_LIFETIME seconds where set, for a soak): a
+test that forgets one leaves nothing behind for long. A live GET may ask another picture size
+with `?size=WxH` (default 160x90).
 """
 import email.utils
 import hashlib
 import http.server
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -37,7 +40,7 @@ import sys
 import threading
 import time
 
-LIFETIME = 300
+LIFETIME = int(os.environ.get("NETFIXTURE_LIFETIME", "300"))
 
 
 def say(line):
@@ -144,12 +147,15 @@ class Live(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         say("GET " + self.path)
+        path, _, query = self.path.partition("?")
+        size = re.fullmatch(r"size=([0-9]{2,4}x[0-9]{2,4})", query)
         encoder = subprocess.Popen(
-            ["ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25",
+            ["ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i",
+             "testsrc2=size=%s:rate=25" % (size.group(1) if size else "160x90"),
              "-t", str(LIFETIME), "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "25",
              "-pix_fmt", "yuv420p", "-f", "matroska", "-live", "1", "-cluster_time_limit", "40", "pipe:1"],
             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # a client gone: broken pipe
-        parts = self.path.split("/")
+        parts = path.split("/")
         burst = float(parts[2]) if len(parts) > 3 and parts[1] == "burst" else 0.0
         try:
             self.send_response(200)

@@ -193,14 +193,14 @@ def thread_names(pid):
 class Marquee:
     """A marquee process on the virtual clock with headless output, its trace followed as it grows."""
 
-    def __init__(self, binary, config, folder, name, mode="160x90@60", exit_after=1e6):
+    def __init__(self, binary, config, folder, name, mode="160x90@60", exit_after=1e6, clock="virtual"):
         self.trace = os.path.join(folder, f"{name}.jsonl")
         self.log_path = os.path.join(folder, f"{name}.log")
         self.socket = os.path.join(folder, f"{name}.sock")
         self.log_file = open(self.log_path, "wb")
         self.process = subprocess.Popen(
             ["nice", "-n", "10", binary, "--config", config, "--output", "headless", "--mode", mode,
-             "--clock", "virtual", "--exit-after", str(exit_after), "--trace", self.trace,
+             "--clock", clock, "--exit-after", str(exit_after), "--trace", self.trace,
              "--socket", self.socket],
             stdin=subprocess.DEVNULL, stdout=self.log_file, stderr=subprocess.STDOUT)
         self.lines = []
@@ -700,11 +700,175 @@ def torture(binary, folder):
     return results
 
 
+# ---------------------------------------------------------------------------------------------
+# Part 3: the live soak
+
+
+class Fixture:
+    """A tools/netfixture.py server, its "port N" read, its later lines kept."""
+
+    def __init__(self, args, lifetime):
+        env = dict(os.environ, NETFIXTURE_LIFETIME=str(int(lifetime)))
+        self.process = subprocess.Popen([sys.executable, os.path.join(HERE, "netfixture.py")] + args, env=env,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        first = self.process.stdout.readline().decode()
+        if not first.startswith("port "):
+            raise RuntimeError(f"netfixture {args}: no port ({first!r})")
+        self.port = int(first.split()[1])
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
+
+
+def trace_frame_walls(path):
+    """The wall time (CLOCK_REALTIME) of every frame the trace shows (read once, after the run:
+    marquee writes its trace in batches)."""
+    walls = []
+    with open(path, "rb") as f:
+        for raw in f:
+            if b'"frame"' in raw:
+                line = json.loads(raw)
+                if line.get("type") == "frame" and "wall" in line:
+                    walls.append(line["wall"])
+    return walls
+
+
+def live_soak(binary, folder, seconds, cut_every, poll, size, bound, settle):
+    """A live source (netfixture live: H.264 in live Matroska, real time, 25 fps) through the
+    cutting proxy, played on the headless output at real time for `seconds`; the proxy cuts the
+    connection every `cut_every` s. Every `poll` s: live-lag, the drop counters, VmRSS, fds,
+    threads and the frames the trace gained. Passes when every lag read is within `bound`, the
+    source is back after each cut, and resident memory after `settle` s stays within 5 MB
+    (max - min)."""
+    lifetime = seconds + 300
+    server = Fixture(["live", "127.0.0.1"], lifetime)
+    proxy = Fixture(["proxy", str(server.port), "127.0.0.1"], lifetime)
+    url = f"http://127.0.0.1:{proxy.port}/live.mkv?size={size}"
+    config = os.path.join(folder, "live-soak.json")
+    with open(config, "w") as f:
+        json.dump({"playlist": [{"uri": url}], "loop": True, "log": {"level": "info"},
+                   "network": {"allow": ["http://127.0.0.1"], "liveLatency": bound}}, f)
+    m = Marquee(binary, config, folder, "live-soak", mode=f"{size}@60", exit_after=seconds + 120, clock="real")
+    rows, cuts, failures = [], [], []
+
+    def prop(name):
+        reply = m.request(["get_property", name])
+        return reply.get("data") if reply and reply.get("error") == "success" else None
+
+    try:
+        deadline = time.monotonic() + 30
+        while prop("live-lag") is None:
+            if time.monotonic() > deadline or m.process.poll() is not None:
+                raise RuntimeError("no live-lag within 30 s; log:\n" + m.log[-3000:])
+            time.sleep(0.2)
+        started, started_wall = time.monotonic(), time.time()
+        next_cut = cut_every
+        while (t := time.monotonic() - started) < seconds:
+            if m.process.poll() is not None:
+                failures.append(f"marquee exited ({m.process.returncode}) at {t:.0f} s")
+                break
+            if t >= next_cut:
+                backs = m.log.count("live source back")
+                proxy.process.send_signal(signal.SIGUSR2)
+                cut_at = time.monotonic()
+                back = None
+                while time.monotonic() - cut_at < 20:  # bounded: the source is back within 3 s
+                    if m.log.count("live source back") > backs:
+                        back = time.monotonic() - cut_at
+                        break
+                    time.sleep(0.05)
+                cuts.append({"at_s": round(cut_at - started, 1), "back_after_s": None if back is None else round(back, 2)})
+                if back is None:
+                    failures.append(f"cut at {cut_at - started:.0f} s: the source not back within 20 s")
+                next_cut += cut_every
+                continue
+            lag = prop("live-lag")
+            drops = {name: prop(name) for name in ("decoder-frame-drop-count", "frame-drop-count")}
+            proc = read_proc(m.pid)
+            if proc:
+                rows.append({"t": round(time.monotonic() - started, 2), "lag": lag, "rss_kb": proc[0], "fds": proc[1],
+                             "threads": proc[2], "decoder_drops": drops["decoder-frame-drop-count"],
+                             "late_drops": drops["frame-drop-count"]})
+            time.sleep(max(0.0, poll - (time.monotonic() - started - t)))
+        threads_at_end = thread_names(m.pid)
+        m.request(["quit"])
+        status = m.stop()
+        if status != 0:
+            failures.append(f"exit status {status}")
+    finally:
+        if m.process.poll() is None:
+            m.stop()
+        proxy.stop()
+        server.stop()
+
+    walls = [w - started_wall for w in trace_frame_walls(m.trace)]
+
+    def window_of(lo, hi):
+        part = [r for r in rows if lo <= r["t"] < hi]
+        lags = sorted(r["lag"] for r in part if r["lag"] is not None)
+        rss = [r["rss_kb"] for r in part]
+        before = [r for r in rows if r["t"] < lo]
+        shown = sum(1 for w in walls if lo <= w < hi)
+        return {"from_s": lo, "to_s": hi, "reads": len(part), "lag_reads": len(lags),
+                "lag_median_s": round(statistics.median(lags), 4) if lags else None,
+                "lag_max_s": round(lags[-1], 4) if lags else None,
+                "rss_min_mb": round(min(rss) / 1024, 2) if rss else None, "rss_max_mb": round(max(rss) / 1024, 2) if rss else None,
+                "fds": sorted({r["fds"] for r in part}), "threads": sorted({r["threads"] for r in part}),
+                "frames_shown": shown,
+                "decoder_drops": (part[-1]["decoder_drops"] or 0) - ((before[-1]["decoder_drops"] or 0) if before else 0) if part else 0}
+
+    step = cut_every if cut_every > 0 else 300
+    windows = [window_of(lo, min(lo + step, seconds)) for lo in range(0, int(seconds), int(step))]
+    lags = [r["lag"] for r in rows if r["lag"] is not None]
+    after = [r for r in rows if r["t"] >= settle]
+    near_settle = min(after, key=lambda r: r["t"]) if after else None
+    results = {
+        "seconds": seconds, "cut_every_s": cut_every, "poll_s": poll, "size": size, "live_latency_bound_s": bound,
+        "settle_s": settle, "url": url, "reads": len(rows), "lag_reads": len(lags),
+        "lag_max_s": round(max(lags), 4) if lags else None,
+        "lag_median_s": round(statistics.median(lags), 4) if lags else None,
+        "lag_over_bound": sum(1 for x in lags if x > bound + 1e-3),
+        "rss_at_settle_mb": round(near_settle["rss_kb"] / 1024, 2) if near_settle else None,
+        "rss_at_end_mb": round(rows[-1]["rss_kb"] / 1024, 2) if rows else None,
+        "rss_after_settle_min_mb": round(min(r["rss_kb"] for r in after) / 1024, 2) if after else None,
+        "rss_after_settle_max_mb": round(max(r["rss_kb"] for r in after) / 1024, 2) if after else None,
+        "fds_after_settle": sorted({r["fds"] for r in after}), "threads_after_settle": sorted({r["threads"] for r in after}),
+        "threads_at_end": threads_at_end, "frames_shown": sum(1 for w in walls if 0 <= w < seconds),
+        "decoder_drops": rows[-1]["decoder_drops"] if rows else None, "late_drops": rows[-1]["late_drops"] if rows else None,
+        "cuts": cuts, "windows": windows, "rows": rows,
+    }
+    if not lags:
+        failures.append("no live-lag read")
+    if results["lag_over_bound"]:
+        failures.append(f"{results['lag_over_bound']} lag reads over the bound {bound} s (max {results['lag_max_s']})")
+    if after:
+        spread = results["rss_after_settle_max_mb"] - results["rss_after_settle_min_mb"]
+        results["rss_after_settle_spread_mb"] = round(spread, 2)
+        if spread > 5:
+            failures.append(f"resident memory after {settle} s moved {spread:.2f} MB (over 5)")
+    results["failures"] = failures
+    for w in windows:
+        print(f"live-soak {w['from_s']:5.0f}-{w['to_s']:5.0f} s: lag median {w['lag_median_s']} max {w['lag_max_s']} s, "
+              f"RSS {w['rss_min_mb']}-{w['rss_max_mb']} MB, fds {w['fds']}, threads {w['threads']}, "
+              f"{w['frames_shown']} frames shown, {w['decoder_drops']} dropped", flush=True)
+    print(f"live-soak: cuts {cuts}; RSS at {settle} s {results['rss_at_settle_mb']} MB, at the end {results['rss_at_end_mb']} MB, "
+          f"after {settle} s {results['rss_after_settle_min_mb']}-{results['rss_after_settle_max_mb']} MB", flush=True)
+    return results
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--marquee", default=os.path.join(REPO, ".build", "release", "marquee"))
     parser.add_argument("--transitions", type=int, default=10000)
-    parser.add_argument("--only", choices=("soak", "torture"))
+    parser.add_argument("--only", choices=("soak", "torture", "live"),
+                        help="live (never run by default): the live soak, --live-seconds long")
+    parser.add_argument("--live-seconds", type=float, default=1800)
+    parser.add_argument("--live-cut-every", type=float, default=300, help="seconds between the proxy's cuts")
+    parser.add_argument("--live-poll", type=float, default=2.0)
+    parser.add_argument("--live-size", default="640x360")
+    parser.add_argument("--live-bound", type=float, default=1.0, help="network.liveLatency")
+    parser.add_argument("--live-settle", type=float, default=180, help="resident memory judged from here on")
     parser.add_argument("--max-rss-growth-kb", type=int, default=2048)
     parser.add_argument("--tolerance", type=int, default=2, help="fds and threads: allowed difference")
     parser.add_argument("--results", help="write the figures here as JSON")
@@ -731,6 +895,12 @@ def main(argv):
         if args.only in (None, "torture"):
             results["torture"] = torture(args.marquee, folder)
             failed |= any(r["failures"] for r in results["torture"])
+        if args.only == "live":
+            results["live"] = live_soak(args.marquee, folder, args.live_seconds, args.live_cut_every, args.live_poll,
+                                        args.live_size, args.live_bound, args.live_settle)
+            failed |= bool(results["live"]["failures"])
+            for f in results["live"]["failures"]:
+                print(f"live-soak FAIL: {f}", flush=True)
     finally:
         if args.keep:
             print(f"media, traces and logs kept in {folder}")
