@@ -12,15 +12,19 @@ DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libeg
 	libfreetype-dev fonts-dejavu-core liblo-dev libevdev-dev libgpiod-dev libmicrohttpd-dev libmosquitto-dev \
 	libcurl4-openssl-dev
 # `make bench` also needs the peers it compares with (mpv and GStreamer; Xvfb so that they render through EGL on
-# llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv).
-BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav gstreamer1.0-gl
+# llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv); its glass-to-glass section serves
+# RTSP from GStreamer's server through its introspection bindings (bench/g2g.py).
+BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav gstreamer1.0-gl \
+	python3-gi gir1.2-gst-rtsp-server-1.0
 # The KMS tests boot Debian's kernel under QEMU with a virtio-gpu display (deploy/vm/kms-run): QEMU,
 # a static busybox for the guest's initramfs, netpbm for the screen captures, python3 for QMP;
 # systemd, udev and kmod for deploy/vm/boot-test (systemd as PID 1, udev loading the GPU driver) and
 # the unit test's systemd-analyze.
 VM_PACKAGES := qemu-system-x86 busybox-static netpbm python3 systemd udev kmod
-# `make soak` runs tools/soak.py (Python's standard library only) and makes its media with ffmpeg.
+# `make soak` runs tools/soak.py (Python's standard library only) and makes its media with ffmpeg;
+# `make live-soak` serves its RTSP source from GStreamer (bench/g2g.py: openh264enc, RTP, the RTSP server).
 SOAK_PACKAGES := python3
+LIVE_SOAK_PACKAGES := python3 python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
 # `make test` also compares the control socket with mpv's (MPVClientTests: mpv itself, and
 # python-mpv-jsonipc from PyPI in a venv the test makes under .build); it serves network sources on
 # loopback: HTTP/HLS from Python, RTSP from GStreamer's server through its introspection bindings
@@ -44,7 +48,7 @@ IMAGE_PACKAGES := mmdebstrap e2fsprogs dosfstools mtools fdisk
 IMAGE_DIR := .build/image
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build release run check test hw-test vm-test bench soak vm clean deb deb-test image image-test power-cut-test fuzz-build fuzz fuzz-short sanitize
+.PHONY: all deps build release run check test hw-test vm-test bench soak live-soak vm clean deb deb-test image image-test power-cut-test fuzz-build fuzz fuzz-short sanitize
 
 all: build
 
@@ -160,6 +164,15 @@ soak: DEBIAN_PACKAGES += $(SOAK_PACKAGES)
 soak: release
 	nice -n 10 python3 tools/soak.py --marquee "$$($(SWIFT) build -c release --show-bin-path)/marquee" \
 		--results bench/soak-results.json $(SOAK_ARGS)
+
+# A live source for 30 minutes at real time (tools/soak.py --only live, half an hour): bench/g2g.py's
+# RTSP source through a proxy that cuts it every 5 minutes; live-lag, the picture's true latency
+# (screenshots), memory, fds and threads. Writes bench/live-soak-results.json (bench/RESULTS.md
+# shows it); LIVE_SOAK_ARGS passes options, e.g. LIVE_SOAK_ARGS="--live-seconds 300".
+live-soak: DEBIAN_PACKAGES += $(LIVE_SOAK_PACKAGES)
+live-soak: release
+	python3 tools/soak.py --marquee "$$($(SWIFT) build -c release --show-bin-path)/marquee" --only live \
+		--live-source rtsp --results bench/live-soak-results.json $(LIVE_SOAK_ARGS)
 
 # The package is built with the Swift runtime linked in (debian/rules), in .build/debian; the .deb,
 # .buildinfo and .changes go to $(DEB_DIR), not to the folder above the repository.

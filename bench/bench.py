@@ -9,6 +9,7 @@ bench/frame-intervals.png. Media is generated with the ffmpeg command and cached
 """
 
 import argparse
+import base64
 import json
 import os
 import platform
@@ -1278,6 +1279,285 @@ def gstreamer_markdown(gs):
     return lines
 
 
+
+# --------------------------------------------------------------------------------------------------
+# Glass to glass: an RTSP stream's frame number, from the source to each player's picture
+
+GLASS_PLAYERS = ["marquee", "marquee_tight", "mpv", "gst"]
+GLASS_LABELS = {"marquee": "Marquee", "marquee_tight": "Marquee, `liveLatency` 0.1", "mpv": "mpv `--profile=low-latency`",
+                "gst": "GStreamer `rtspsrc latency=0`"}
+
+
+class IPC:
+    """One connection to an mpv-style JSON IPC socket (Marquee's or mpv's)."""
+
+    def __init__(self, path, within=20):
+        import socket as sockets
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                self.s = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+                self.s.connect(str(path))
+                break
+            except OSError:
+                self.s.close()
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{path}: no IPC socket within {within} s")
+                time.sleep(0.1)
+        self.s.settimeout(10)
+        self.buffer, self.next_id = b"", 1
+
+    def request(self, command):
+        """The reply (a dict) to `command`; events on the way are skipped."""
+        rid, self.next_id = self.next_id, self.next_id + 1
+        self.s.sendall(json.dumps({"command": command, "request_id": rid}).encode() + b"\n")
+        while True:
+            while b"\n" not in self.buffer:
+                chunk = self.s.recv(1 << 20)
+                if not chunk:
+                    raise RuntimeError("IPC socket closed")
+                self.buffer += chunk
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            reply = json.loads(line)
+            if reply.get("request_id") == rid and "event" not in reply:
+                return reply
+
+    def close(self):
+        self.s.close()
+
+
+def glass_counters(folder, shots):
+    """The frame number each screenshot shows (None where it does not read cleanly): the PNGs made
+    grey and 640x360 by one ffmpeg, read like the GStreamer player's buffers (g2g.read_counter)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("g2g", HERE / "g2g.py")
+    g2g = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(g2g)
+    if not shots:
+        return []
+    raw = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-f", "image2", "-i", str(folder / "%05d.png"),
+                          "-vf", f"scale={g2g.WIDTH}:{g2g.HEIGHT},format=gray", "-f", "rawvideo", "pipe:1"],
+                         capture_output=True, check=True).stdout
+    size = g2g.WIDTH * g2g.HEIGHT
+    return [g2g.read_counter(raw[i * size:(i + 1) * size], g2g.WIDTH, g2g.HEIGHT) if (i + 1) * size <= len(raw) else None
+            for i in range(len(shots))]
+
+
+def glass_screenshots(ipc, folder, seconds, interval, file_of):
+    """Screenshots for `seconds` (at most one per `interval`, bounded in count): (request time,
+    reply time) each; `file_of(i, reply)` writes shot i's PNG."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shots, end = [], time.monotonic() + seconds
+    while time.monotonic() < end and len(shots) < int(seconds / interval) + 1:
+        began = time.monotonic()
+        asked = time.time()
+        reply = ipc.request(file_of(len(shots)))
+        answered = time.time()
+        if reply.get("error") == "success":
+            picture = reply.get("data")
+            if isinstance(picture, dict) and picture.get("format") == "png":  # Marquee's: in the reply
+                (folder / f"{len(shots):05d}.png").write_bytes(base64.b64decode(picture["data"]))
+            if (folder / f"{len(shots):05d}.png").exists():  # mpv's: the file it wrote
+                shots.append((asked, answered))
+        time.sleep(max(0.0, interval - (time.monotonic() - began)))
+    return shots
+
+
+def bench_glass(marquee, xvfb, results, rounds=3, seconds=12.0, settle=3.0, interval=0.1):
+    """Glass-to-glass latency of one RTSP stream on loopback (bench/g2g.py's source: each frame's
+    number drawn as blocks, its hand-over time logged), read back from each player's picture:
+    Marquee (headless, the control socket's screenshot), mpv (`--profile=low-latency`, `--vo=gpu`
+    under Xvfb, IPC `screenshot-to-file ... window`), GStreamer (appsink sync=true, each buffer
+    read as the sink takes it). The players alternate, `rounds` runs of `seconds` each; the first
+    `settle` s of each run (connecting, the first key frame) are left out."""
+    if not GStreamer.available() or not Path("/usr/bin/python3").exists():
+        log("bench: glass skipped: needs gst-launch-1.0 and Debian's python3-gi (make bench installs them)")
+        return
+    folder = RUNS / "glass"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    source_log = folder / "source.log"
+    total = rounds * len(GLASS_PLAYERS) * (seconds + 15) + 60
+    source = subprocess.Popen([str(HERE / "g2g.py"), "source", "127.0.0.1", str(source_log), str(total)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        line = source.stdout.readline().decode()
+        if not line.startswith("port "):
+            raise RuntimeError(f"glass: the RTSP source did not start ({line!r})")
+        url = f"rtsp://127.0.0.1:{int(line.split()[1])}/counter"
+        runs = {k: [] for k in GLASS_PLAYERS}
+        for r in range(rounds):
+            order = GLASS_PLAYERS if r % 2 == 0 else list(reversed(GLASS_PLAYERS))
+            for k in order:
+                log(f"  glass: round {r + 1}/{rounds}, {k}")
+                runs[k].append(glass_run(k, url, marquee, xvfb, folder / f"{k}-{r}", seconds, settle, interval))
+    finally:
+        source.kill()
+        source.wait()
+    sent = {}
+    for line in source_log.read_text().splitlines():
+        n, t = line.split()
+        sent[int(n)] = float(t)
+    summary = {}
+    for k, player_runs in runs.items():
+        latencies, round_trips, unread = [], [], 0
+        for run in player_runs:
+            run["latency_ms"] = []
+            for n, t, rt in run.pop("readings"):
+                if t - run["began"] < settle:
+                    continue
+                if n is None:
+                    unread += 1
+                elif n in sent:
+                    run["latency_ms"].append(1000 * (t - sent[n]))
+                    if rt is not None:
+                        round_trips.append(1000 * rt)
+            latencies += run["latency_ms"]
+            run["median_ms"] = median(run["latency_ms"]) if run["latency_ms"] else None
+            run["latency_ms"] = [round(x, 1) for x in run["latency_ms"]]
+        ordered = sorted(latencies)
+        summary[k] = {"readings": len(ordered), "unread": unread,
+                      "median_ms": median(ordered) if ordered else None,
+                      "p95_ms": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] if ordered else None,
+                      "min_ms": ordered[0] if ordered else None, "max_ms": ordered[-1] if ordered else None,
+                      "run_medians_ms": [run["median_ms"] for run in player_runs],
+                      "screenshot_round_trip_median_ms": median(round_trips) if round_trips else None}
+    results["glass"] = {"rounds": rounds, "seconds": seconds, "settle_s": settle, "interval_s": interval,
+                        "source": "bench/g2g.py source: 640x360 GRAY8 at 25 fps, openh264enc (I-frame each second), RTP over RTSP",
+                        "load_average": os.getloadavg(), "players": summary, "runs": runs}
+
+
+def glass_run(k, url, marquee, xvfb, folder, seconds, settle, interval):
+    """One player's run: readings (frame number or None, time, screenshot round trip)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    began = time.time()
+    if k == "gst":
+        out = folder / "gst.txt"
+        done = subprocess.run([str(HERE / "g2g.py"), "gst", url, str(seconds), str(out)], capture_output=True,
+                              timeout=seconds + 30)
+        if done.returncode != 0:
+            raise RuntimeError(f"glass: the GStreamer player failed: {done.stderr.decode(errors='replace')[-1500:]}")
+        readings = [(int(n), float(t), None) for n, t in (l.split() for l in out.read_text().splitlines())]
+        return {"began": began, "readings": readings}
+    sock = folder / "ipc.sock"
+    if k.startswith("marquee"):
+        config = folder / "config.json"
+        network = {"allow": ["rtsp://127.0.0.1"]}
+        if k == "marquee_tight":
+            network["liveLatency"] = 0.1
+        config.write_text(json.dumps({"playlist": [{"uri": url}], "loop": True, "network": network,
+                                      "display": {"output": "headless", "mode": "640x360@60"}}))
+        cmd = [marquee.binary, "--config", str(config), "--output", "headless", "--mode", "640x360@60", "--clock", "real",
+               "--exit-after", str(seconds + 60), "--socket", str(sock)]
+        env = None
+        shot = lambda i: ["screenshot"]
+    else:
+        cmd = list(Mpv.BASE) + ["--profile=low-latency", "--geometry=640x360", "--keep-open=no",
+                                f"--input-ipc-server={sock}", "--screenshot-format=png", url]
+        env = dict(os.environ, DISPLAY=xvfb.display)
+        env.pop("WAYLAND_DISPLAY", None)
+        shot = lambda i: ["screenshot-to-file", str(folder / f"{i:05d}.png"), "window"]
+    err = open(folder / "stderr", "wb")
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT, env=env)
+    try:
+        ipc = IPC(sock)
+        began = time.time()
+        shots = glass_screenshots(ipc, folder, seconds, interval, shot)
+        lag = ipc.request(["get_property", "live-lag"]).get("data") if k.startswith("marquee") else None
+        ipc.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        err.close()
+    counters = glass_counters(folder, shots)
+    return {"began": began, "shots": len(shots), "live_lag_at_end_s": lag,
+            "readings": [(n, asked, answered - asked) for n, (asked, answered) in zip(counters, shots)]}
+
+
+def glass_markdown(g):
+    if not g:
+        return []
+    p = g["players"]
+    lines = ["", "## 15. Glass to glass: an RTSP stream on loopback", "",
+             f"One RTSP source ({g['source']}) draws each frame's number as 16 black/white blocks over their "
+             "complements and logs when it hands the frame to its encoder (CLOCK_REALTIME). Each player plays "
+             "`rtsp://127.0.0.1:PORT/counter` in turn "
+             f"({g['rounds']} rounds of {g['seconds']:.0f} s, alternating; the first {g['settle_s']:.0f} s of each left out), "
+             f"and its picture is read back; latency = when the picture was read - when the frame it shows was handed "
+             "over. A number is counted only when every block reads cleanly against its complement. Load average "
+             f"{g['load_average'][0]:.2f} at the end.", "",
+             "| player | readings | median (ms) | p95 (ms) | min - max (ms) | run medians (ms) | screenshot round trip (ms) |",
+             "|---|---|---|---|---|---|---|"]
+    for k in GLASS_PLAYERS:
+        s = p.get(k)
+        if not s:
+            continue
+        lines.append(f"| {GLASS_LABELS[k]} | {s['readings']} ({s['unread']} unread) | {fmt(s['median_ms'])} | {fmt(s['p95_ms'])} | "
+                     f"{fmt(s['min_ms'])} - {fmt(s['max_ms'])} | {', '.join(fmt(x) for x in s['run_medians_ms'])} | "
+                     f"{fmt(s['screenshot_round_trip_median_ms'])} |")
+    lines += ["", "What each figure holds: all include the source's encoding (openh264, shared by all), RTP over "
+              "loopback, depacketising, decoding and the player's own buffering and pacing.",
+              "- Marquee: headless output at 640x360@60; the control socket's `screenshot` copies the picture last "
+              "presented, on the presenting thread at its next turn (within a vsync, 16.7 ms) after the request; the "
+              "time taken is the request's, so the figure is low by up to that turn. No display scan-out is counted "
+              "(headless). `liveLatency` 0.1: the same with `network.liveLatency` 0.1.",
+              "- mpv: `--profile=low-latency --vo=gpu` (EGL on llvmpipe) into an Xvfb window; IPC `screenshot-to-file "
+              "FILE window` renders the frame mpv shows now into a picture; the request's time is taken, as for Marquee. "
+              "Xvfb has no vsync: no scan-out is counted either.",
+              "- GStreamer: `rtspsrc latency=0 ! decodebin ! videoconvert ! appsink sync=true` (bench/g2g.py): the time "
+              "the sink takes each buffer at its presentation time; no window, no drawing, no scan-out.",
+              "- The screenshot round trip (request to reply, the PNG encoded or written) is not in the figure."]
+    return lines
+
+
+def live_soak_markdown(path):
+    """Section 16 from `make live-soak`'s bench/live-soak-results.json (tools/soak.py --only live), when there is one."""
+    try:
+        whole = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return []
+    ls = whole.get("live")
+    if not ls:
+        return []
+    rtsp = ls["url"].startswith("rtsp:")
+    lines = ["", "## 16. A live source for 30 minutes", "",
+             f"`make live-soak` (tools/soak.py --only live), {whole.get('started')}, {whole.get('marquee_commit', '')}: "
+             + ("bench/g2g.py's RTSP source (640x360 H.264 at 25 fps, its frame numbers drawn as blocks, RTP interleaved "
+                "in the RTSP connection)" if rtsp else f"netfixture's live source ({ls['size']} H.264 in live Matroska over HTTP, 25 fps)")
+             + f" through a loopback proxy that cuts the connection every {ls['cut_every_s']:.0f} s, played by the release "
+             f"binary on the headless output at {ls['size']}@60, real clock, `network.liveLatency` {ls['live_latency_bound_s']} s, "
+             f"for {ls['seconds'] / 60:.0f} minutes; every {ls['poll_s']:.0f} s: `live-lag`, VmRSS, fds, threads"
+             + (", and a screenshot whose frame number, against the time the source handed that frame to its encoder, "
+                "is the picture's true latency (reads in the 5 s after a cut left out: the last picture stays up meanwhile)"
+                if rtsp else "") + f". Load average at the end {whole.get('load_average_at_end', ['?'])[0]}.", "",
+             "| minutes | live-lag median / max (s) | " + ("latency on screen median / max (s) | " if rtsp else "")
+             + "RSS min - max (MB) | fds | threads | frames shown | dropped to catch up |",
+             "|---|---|" + ("---|" if rtsp else "") + "---|---|---|---|---|"]
+    for w in ls["windows"]:
+        lines.append(f"| {w['from_s'] / 60:.0f}-{w['to_s'] / 60:.0f} | {fmt(w['lag_median_s'], 3)} / {fmt(w['lag_max_s'], 3)} | "
+                     + (f"{fmt(w.get('latency_median_s'), 3)} / {fmt(w.get('latency_max_s'), 3)} | " if rtsp else "")
+                     + f"{fmt(w['rss_min_mb'])} - {fmt(w['rss_max_mb'])} | {', '.join(map(str, w['fds']))} | "
+                     f"{', '.join(map(str, w['threads']))} | {w['frames_shown']} | {w['decoder_drops']} |")
+    backs = [c["back_after_s"] for c in ls["cuts"]]
+    at = ", ".join(f"{c['at_s'] / 60:.1f}" for c in ls["cuts"])
+    lines += ["", f"Cuts at {at} min; the picture back after "
+              f"{', '.join(fmt(b, 2) for b in backs)} s. Resident size at minute {ls['settle_s'] / 60:.0f}: "
+              f"{fmt(ls['rss_at_settle_mb'])} MB, at the end {fmt(ls['rss_at_end_mb'])} MB; from minute "
+              f"{ls['settle_s'] / 60:.0f} on between {fmt(ls['rss_after_settle_min_mb'])} and {fmt(ls['rss_after_settle_max_mb'])} MB "
+              f"(spread {fmt(ls.get('rss_after_settle_spread_mb'), 2)} MB; the goal: within 5). fds {ls['fds_after_settle']}, "
+              f"threads {ls['threads_after_settle']} from minute {ls['settle_s'] / 60:.0f} on. `live-lag` over the bound: "
+              f"{ls['lag_over_bound']} of {ls['lag_reads']} reads (max {fmt(ls['lag_max_s'], 3)} s)"
+              + (f"; the picture's latency over the bound: {ls.get('latency_over_bound')} of {ls.get('latency_reads')} reads "
+                 f"(median {fmt(ls.get('latency_median_s'), 3)} s, max {fmt(ls.get('latency_max_s'), 3)} s; "
+                 f"{ls.get('latency_unread')} screenshots unread)" if rtsp else "") + ". "
+              + ("Passed." if whole.get("passed") else "**Failed:** " + "; ".join(ls["failures"]))]
+    return lines
+
+
 def marquee_label(results):
     return results.get("versions", {}).get("marquee", {}).get("commit", "this build")
 
@@ -1546,6 +1826,8 @@ def write_markdown(results, path):
     lines += startup_markdown(results.get("startup"))
     lines += memory_markdown(results.get("memory"))
     lines += gstreamer_markdown(results.get("gstreamer"))
+    lines += glass_markdown(results.get("glass"))
+    lines += live_soak_markdown(HERE / "live-soak-results.json")
     path.write_text("\n".join(lines))
 
 
@@ -1892,12 +2174,13 @@ def vm_offsets_line(off, title):
 
 # The sections in the order they run, and the keys of results.json each one writes.
 SECTIONS = ["throughput", "realtime", "first_frame", "loop_memory", "pacing", "layer", "overlay", "transition", "audio",
-            "before_after", "http", "startup", "memory", "gstreamer"]
+            "before_after", "http", "startup", "memory", "gstreamer", "glass"]
 SECTION_KEYS = {"throughput": ["throughput", "renderer_ceiling"], "realtime": ["realtime"],
                 "first_frame": ["first_frame"], "loop_memory": ["loop_memory"],
                 "pacing": ["pacing", "pacing_total_errors"], "layer": ["layer"],
                 "overlay": ["overlay"], "transition": ["transition"], "audio": ["audio"],
-                "before_after": ["before_after"], "http": ["http"], "startup": ["startup"], "memory": ["memory"], "gstreamer": ["gstreamer"]}
+                "before_after": ["before_after"], "http": ["http"], "startup": ["startup"], "memory": ["memory"], "gstreamer": ["gstreamer"],
+                "glass": ["glass"]}
 
 
 def main():
@@ -1997,6 +2280,8 @@ def main():
                 bench_gstreamer(marquee, mpv, args.reps, results)
             elif section == "memory":
                 bench_memory(marquee, mpv, results)
+            elif section == "glass":
+                bench_glass(marquee, xvfb, results)
             elif section == "startup":
                 players = [(args.startup_label, marquee)]
                 if args.before:

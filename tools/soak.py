@@ -705,11 +705,12 @@ def torture(binary, folder):
 
 
 class Fixture:
-    """A tools/netfixture.py server, its "port N" read, its later lines kept."""
+    """A tools/netfixture.py server (or another command that prints "port N" first)."""
 
-    def __init__(self, args, lifetime):
+    def __init__(self, args, lifetime, command=None):
         env = dict(os.environ, NETFIXTURE_LIFETIME=str(int(lifetime)))
-        self.process = subprocess.Popen([sys.executable, os.path.join(HERE, "netfixture.py")] + args, env=env,
+        command = command or [sys.executable, os.path.join(HERE, "netfixture.py")]
+        self.process = subprocess.Popen(command + args, env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         first = self.process.stdout.readline().decode()
         if not first.startswith("port "):
@@ -734,21 +735,60 @@ def trace_frame_walls(path):
     return walls
 
 
-def live_soak(binary, folder, seconds, cut_every, poll, size, bound, settle):
-    """A live source (netfixture live: H.264 in live Matroska, real time, 25 fps) through the
-    cutting proxy, played on the headless output at real time for `seconds`; the proxy cuts the
-    connection every `cut_every` s. Every `poll` s: live-lag, the drop counters, VmRSS, fds,
-    threads and the frames the trace gained. Passes when every lag read is within `bound`, the
+def load_g2g():
+    spec = importlib.util.spec_from_file_location("g2g", os.path.join(REPO, "bench", "g2g.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def shown_number(m, g2g):
+    """(the frame number on the output now, the request's CLOCK_REALTIME time), read from a
+    screenshot (bench/g2g.py's blocks); the number is None when it does not read cleanly."""
+    import base64
+    asked = time.time()
+    reply = m.request(["screenshot"], timeout=10)
+    picture = (reply or {}).get("data")
+    if not isinstance(picture, dict) or "data" not in picture:
+        return None, asked
+    gray = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-f", "png_pipe", "-i", "pipe:0", "-vf",
+                           f"scale={g2g.WIDTH}:{g2g.HEIGHT},format=gray", "-f", "rawvideo", "pipe:1"],
+                          input=base64.b64decode(picture["data"]), capture_output=True).stdout
+    if len(gray) < g2g.WIDTH * g2g.HEIGHT:
+        return None, asked
+    return g2g.read_counter(gray, g2g.WIDTH, g2g.HEIGHT), asked
+
+
+def live_soak(binary, folder, seconds, cut_every, poll, size, bound, settle, source="http"):
+    """A live source played on the headless output at real time for `seconds`, through the
+    cutting proxy, which cuts the connection every `cut_every` s. The source: `http`, netfixture
+    live (H.264 in live Matroska, real time, 25 fps, `size`); `rtsp`, bench/g2g.py's RTSP source
+    (its frame numbers drawn as blocks, 640x360, RTP interleaved in the RTSP connection), whose
+    number on screen is read from a screenshot at each poll: the picture's true latency. Every
+    `poll` s: live-lag, the drop counters, VmRSS, fds, threads. Passes when every lag read (and,
+    for rtsp, every latency read after `settle` s but the 5 s after a cut) is within `bound`, the
     source is back after each cut, and resident memory after `settle` s stays within 5 MB
     (max - min)."""
     lifetime = seconds + 300
-    server = Fixture(["live", "127.0.0.1"], lifetime)
-    proxy = Fixture(["proxy", str(server.port), "127.0.0.1"], lifetime)
-    url = f"http://127.0.0.1:{proxy.port}/live.mkv?size={size}"
+    g2g = None
+    if source == "rtsp":
+        g2g = load_g2g()
+        size = f"{g2g.WIDTH}x{g2g.HEIGHT}"
+        sent_log = os.path.join(folder, "live-soak-sent.log")
+        server = Fixture(["source", "127.0.0.1", sent_log, str(lifetime), "tcp"], lifetime,
+                         command=[os.path.join(REPO, "bench", "g2g.py")])
+        proxy = Fixture(["proxy", str(server.port), "127.0.0.1"], lifetime)
+        url = f"rtsp://127.0.0.1:{proxy.port}/counter"
+        allow = "rtsp://127.0.0.1"
+    else:
+        server = Fixture(["live", "127.0.0.1"], lifetime)
+        proxy = Fixture(["proxy", str(server.port), "127.0.0.1"], lifetime)
+        url = f"http://127.0.0.1:{proxy.port}/live.mkv?size={size}"
+        allow = "http://127.0.0.1"
     config = os.path.join(folder, "live-soak.json")
     with open(config, "w") as f:
         json.dump({"playlist": [{"uri": url}], "loop": True, "log": {"level": "info"},
-                   "network": {"allow": ["http://127.0.0.1"], "liveLatency": bound}}, f)
+                   "network": {"allow": [allow], "liveLatency": bound}}, f)
     m = Marquee(binary, config, folder, "live-soak", mode=f"{size}@60", exit_after=seconds + 120, clock="real")
     rows, cuts, failures = [], [], []
 
@@ -786,9 +826,10 @@ def live_soak(binary, folder, seconds, cut_every, poll, size, bound, settle):
             lag = prop("live-lag")
             drops = {name: prop(name) for name in ("decoder-frame-drop-count", "frame-drop-count")}
             proc = read_proc(m.pid)
+            shown, asked = shown_number(m, g2g) if g2g else (None, None)
             if proc:
                 rows.append({"t": round(time.monotonic() - started, 2), "lag": lag, "rss_kb": proc[0], "fds": proc[1],
-                             "threads": proc[2], "decoder_drops": drops["decoder-frame-drop-count"],
+                             "threads": proc[2], "shown": shown, "asked": asked, "decoder_drops": drops["decoder-frame-drop-count"],
                              "late_drops": drops["frame-drop-count"]})
             time.sleep(max(0.0, poll - (time.monotonic() - started - t)))
         threads_at_end = thread_names(m.pid)
@@ -803,6 +844,17 @@ def live_soak(binary, folder, seconds, cut_every, poll, size, bound, settle):
         server.stop()
 
     walls = [w - started_wall for w in trace_frame_walls(m.trace)]
+    if g2g:
+        sent = {}
+        with open(sent_log) as f:
+            for line in f:
+                n, t = line.split()
+                sent[int(n)] = float(t)
+        cut_times = [c["at_s"] for c in cuts]
+        for r in rows:
+            r["latency"] = round(r["asked"] - sent[r["shown"]], 4) if r["shown"] in sent else None
+            # While a cut source is away its last picture stays up: reads then are not the lag.
+            r["after_cut"] = any(0 <= r["t"] - c < 5 for c in cut_times)
 
     def window_of(lo, hi):
         part = [r for r in rows if lo <= r["t"] < hi]
@@ -810,12 +862,15 @@ def live_soak(binary, folder, seconds, cut_every, poll, size, bound, settle):
         rss = [r["rss_kb"] for r in part]
         before = [r for r in rows if r["t"] < lo]
         shown = sum(1 for w in walls if lo <= w < hi)
+        latency = sorted(r["latency"] for r in part if r.get("latency") is not None and not r["after_cut"])
         return {"from_s": lo, "to_s": hi, "reads": len(part), "lag_reads": len(lags),
                 "lag_median_s": round(statistics.median(lags), 4) if lags else None,
                 "lag_max_s": round(lags[-1], 4) if lags else None,
                 "rss_min_mb": round(min(rss) / 1024, 2) if rss else None, "rss_max_mb": round(max(rss) / 1024, 2) if rss else None,
                 "fds": sorted({r["fds"] for r in part}), "threads": sorted({r["threads"] for r in part}),
-                "frames_shown": shown,
+                "frames_shown": shown, "latency_reads": len(latency),
+                "latency_median_s": round(statistics.median(latency), 4) if latency else None,
+                "latency_max_s": round(latency[-1], 4) if latency else None,
                 "decoder_drops": (part[-1]["decoder_drops"] or 0) - ((before[-1]["decoder_drops"] or 0) if before else 0) if part else 0}
 
     step = cut_every if cut_every > 0 else 300
@@ -838,6 +893,19 @@ def live_soak(binary, folder, seconds, cut_every, poll, size, bound, settle):
         "decoder_drops": rows[-1]["decoder_drops"] if rows else None, "late_drops": rows[-1]["late_drops"] if rows else None,
         "cuts": cuts, "windows": windows, "rows": rows,
     }
+    if g2g:
+        judged = [r for r in rows if r["t"] >= settle and not r["after_cut"]]
+        latency = sorted(r["latency"] for r in judged if r["latency"] is not None)
+        results.update({"latency_reads": len(latency), "latency_unread": sum(1 for r in judged if r["latency"] is None),
+                        "latency_median_s": round(statistics.median(latency), 4) if latency else None,
+                        "latency_max_s": round(latency[-1], 4) if latency else None,
+                        "latency_after_cuts_max_s": max((r["latency"] for r in rows if r["after_cut"] and r["latency"] is not None), default=None),
+                        "latency_over_bound": sum(1 for x in latency if x > bound)})
+        if not latency:
+            failures.append("no frame number read from the screenshots")
+        elif results["latency_over_bound"]:
+            failures.append(f"{results['latency_over_bound']} of {len(latency)} screenshots showed a frame older than "
+                            f"the bound {bound} s (max {results['latency_max_s']} s)")
     if not lags:
         failures.append("no live-lag read")
     if results["lag_over_bound"]:
@@ -850,6 +918,7 @@ def live_soak(binary, folder, seconds, cut_every, poll, size, bound, settle):
     results["failures"] = failures
     for w in windows:
         print(f"live-soak {w['from_s']:5.0f}-{w['to_s']:5.0f} s: lag median {w['lag_median_s']} max {w['lag_max_s']} s, "
+              f"latency on screen median {w['latency_median_s']} max {w['latency_max_s']} s, "
               f"RSS {w['rss_min_mb']}-{w['rss_max_mb']} MB, fds {w['fds']}, threads {w['threads']}, "
               f"{w['frames_shown']} frames shown, {w['decoder_drops']} dropped", flush=True)
     print(f"live-soak: cuts {cuts}; RSS at {settle} s {results['rss_at_settle_mb']} MB, at the end {results['rss_at_end_mb']} MB, "
@@ -869,6 +938,8 @@ def main(argv):
     parser.add_argument("--live-size", default="640x360")
     parser.add_argument("--live-bound", type=float, default=1.0, help="network.liveLatency")
     parser.add_argument("--live-settle", type=float, default=180, help="resident memory judged from here on")
+    parser.add_argument("--live-source", choices=("http", "rtsp"), default="http",
+                        help="http: netfixture live; rtsp: bench/g2g.py's numbered frames, read back from screenshots")
     parser.add_argument("--max-rss-growth-kb", type=int, default=2048)
     parser.add_argument("--tolerance", type=int, default=2, help="fds and threads: allowed difference")
     parser.add_argument("--results", help="write the figures here as JSON")
@@ -897,7 +968,7 @@ def main(argv):
             failed |= any(r["failures"] for r in results["torture"])
         if args.only == "live":
             results["live"] = live_soak(args.marquee, folder, args.live_seconds, args.live_cut_every, args.live_poll,
-                                        args.live_size, args.live_bound, args.live_settle)
+                                        args.live_size, args.live_bound, args.live_settle, args.live_source)
             failed |= bool(results["live"]["failures"])
             for f in results["live"]["failures"]:
                 print(f"live-soak FAIL: {f}", flush=True)
@@ -907,6 +978,13 @@ def main(argv):
         else:
             shutil.rmtree(folder, ignore_errors=True)
     results["passed"] = not failed
+    results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    try:
+        commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
+        results["marquee_commit"] = f"Marquee {commit}" + ("+local changes" if dirty else "")
+    except OSError:
+        pass
     if args.results:
         # The media folder and the checkout's path are machine-specific: written as <media> and .
         text = json.dumps(results, indent=1).replace(folder, "<media>").replace(REPO + "/", "")
