@@ -1284,7 +1284,7 @@ def gstreamer_markdown(gs):
 # Glass to glass: an RTSP stream's frame number, from the source to each player's picture
 
 GLASS_PLAYERS = ["marquee", "marquee_tight", "mpv", "gst"]
-GLASS_LABELS = {"marquee": "Marquee", "marquee_tight": "Marquee, `liveLatency` 0.1", "mpv": "mpv `--profile=low-latency`",
+GLASS_LABELS = {"marquee_before": "Marquee (--before)", "marquee": "Marquee", "marquee_tight": "Marquee, `liveLatency` 0.1", "mpv": "mpv `--profile=low-latency`",
                 "gst": "GStreamer `rtspsrc latency=0`"}
 
 
@@ -1363,13 +1363,15 @@ def glass_screenshots(ipc, folder, seconds, interval, file_of):
     return shots
 
 
-def bench_glass(marquee, xvfb, results, rounds=3, seconds=12.0, settle=3.0, interval=0.1):
+def bench_glass(marquee, xvfb, results, rounds=3, seconds=12.0, settle=3.0, interval=0.1, before=None):
     """Glass-to-glass latency of one RTSP stream on loopback (bench/g2g.py's source: each frame's
     number drawn as blocks, its hand-over time logged), read back from each player's picture:
     Marquee (headless, the control socket's screenshot), mpv (`--profile=low-latency`, `--vo=gpu`
     under Xvfb, IPC `screenshot-to-file ... window`), GStreamer (appsink sync=true, each buffer
     read as the sink takes it). The players alternate, `rounds` runs of `seconds` each; the first
-    `settle` s of each run (connecting, the first key frame) are left out."""
+    `settle` s of each run (connecting, the first key frame) are left out. `before`: an earlier
+    marquee binary, alternated with the others too."""
+    players = (["marquee_before"] if before else []) + GLASS_PLAYERS
     if not GStreamer.available() or not Path("/usr/bin/python3").exists():
         log("bench: glass skipped: needs gst-launch-1.0 and Debian's python3-gi (make bench installs them)")
         return
@@ -1377,7 +1379,7 @@ def bench_glass(marquee, xvfb, results, rounds=3, seconds=12.0, settle=3.0, inte
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     source_log = folder / "source.log"
-    total = rounds * len(GLASS_PLAYERS) * (seconds + 15) + 60
+    total = rounds * len(players) * (seconds + 15) + 60
     source = subprocess.Popen([str(HERE / "g2g.py"), "source", "127.0.0.1", str(source_log), str(total)],
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
@@ -1385,12 +1387,13 @@ def bench_glass(marquee, xvfb, results, rounds=3, seconds=12.0, settle=3.0, inte
         if not line.startswith("port "):
             raise RuntimeError(f"glass: the RTSP source did not start ({line!r})")
         url = f"rtsp://127.0.0.1:{int(line.split()[1])}/counter"
-        runs = {k: [] for k in GLASS_PLAYERS}
+        runs = {k: [] for k in players}
         for r in range(rounds):
-            order = GLASS_PLAYERS if r % 2 == 0 else list(reversed(GLASS_PLAYERS))
+            order = players if r % 2 == 0 else list(reversed(players))
             for k in order:
                 log(f"  glass: round {r + 1}/{rounds}, {k}")
-                runs[k].append(glass_run(k, url, marquee, xvfb, folder / f"{k}-{r}", seconds, settle, interval))
+                runs[k].append(glass_run(k, url, before if k == "marquee_before" else marquee, xvfb, folder / f"{k}-{r}",
+                                         seconds, settle, interval))
     finally:
         source.kill()
         source.wait()
@@ -1422,7 +1425,7 @@ def bench_glass(marquee, xvfb, results, rounds=3, seconds=12.0, settle=3.0, inte
                       "min_ms": ordered[0] if ordered else None, "max_ms": ordered[-1] if ordered else None,
                       "run_medians_ms": [run["median_ms"] for run in player_runs],
                       "screenshot_round_trip_median_ms": median(round_trips) if round_trips else None}
-    results["glass"] = {"rounds": rounds, "seconds": seconds, "settle_s": settle, "interval_s": interval,
+    results["glass"] = {"before": before.label if before else None, "rounds": rounds, "seconds": seconds, "settle_s": settle, "interval_s": interval,
                         "source": "bench/g2g.py source: 640x360 GRAY8 at 25 fps, openh264enc (I-frame each second), RTP over RTSP",
                         "load_average": os.getloadavg(), "players": summary, "runs": runs}
 
@@ -1492,13 +1495,15 @@ def glass_markdown(g):
              f"{g['load_average'][0]:.2f} at the end.", "",
              "| player | readings | median (ms) | p95 (ms) | min - max (ms) | run medians (ms) | screenshot round trip (ms) |",
              "|---|---|---|---|---|---|---|"]
-    for k in GLASS_PLAYERS:
+    for k in ["marquee_before"] + GLASS_PLAYERS:
         s = p.get(k)
         if not s:
             continue
         lines.append(f"| {GLASS_LABELS[k]} | {s['readings']} ({s['unread']} unread) | {fmt(s['median_ms'])} | {fmt(s['p95_ms'])} | "
                      f"{fmt(s['min_ms'])} - {fmt(s['max_ms'])} | {', '.join(fmt(x) for x in s['run_medians_ms'])} | "
                      f"{fmt(s['screenshot_round_trip_median_ms'])} |")
+    if g.get("before"):
+        lines[-len(p):] = [l.replace("Marquee (--before)", f"Marquee {g['before']}") for l in lines[-len(p):]]
     lines += ["", "What each figure holds: all include the source's encoding (openh264, shared by all), RTP over "
               "loopback, depacketising, decoding and the player's own buffering and pacing.",
               "- Marquee: headless output at 640x360@60; the control socket's `screenshot` copies the picture last "
@@ -2281,7 +2286,11 @@ def main():
             elif section == "memory":
                 bench_memory(marquee, mpv, results)
             elif section == "glass":
-                bench_glass(marquee, xvfb, results)
+                earlier = None
+                if args.before:
+                    earlier = Marquee(Path(args.before).resolve())
+                    earlier.label = args.before_label or args.before
+                bench_glass(marquee, xvfb, results, before=earlier)
             elif section == "startup":
                 players = [(args.startup_label, marquee)]
                 if args.before:
