@@ -1417,7 +1417,7 @@ def bench_glass(marquee, xvfb, results, rounds=3, seconds=12.0, settle=3.0, inte
                         round_trips.append(1000 * rt)
             latencies += run["latency_ms"]
             run["median_ms"] = median(run["latency_ms"]) if run["latency_ms"] else None
-            run["latency_ms"] = [round(x, 1) for x in run["latency_ms"]]
+            run["readings"] = len(run.pop("latency_ms"))
         ordered = sorted(latencies)
         summary[k] = {"readings": len(ordered), "unread": unread,
                       "median_ms": median(ordered) if ordered else None,
@@ -1519,47 +1519,55 @@ def glass_markdown(g):
     return lines
 
 
-def live_soak_markdown(path):
-    """Section 16 from `make live-soak`'s bench/live-soak-results.json (tools/soak.py --only live), when there is one."""
-    try:
-        whole = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return []
-    ls = whole.get("live")
-    if not ls:
-        return []
-    rtsp = ls["url"].startswith("rtsp:")
-    lines = ["", "## 16. A live source for 30 minutes", "",
-             f"`make live-soak` (tools/soak.py --only live), {whole.get('started')}, {whole.get('marquee_commit', '')}: "
-             + ("bench/g2g.py's RTSP source (640x360 H.264 at 25 fps, its frame numbers drawn as blocks, RTP interleaved "
-                "in the RTSP connection)" if rtsp else f"netfixture's live source ({ls['size']} H.264 in live Matroska over HTTP, 25 fps)")
-             + f" through a loopback proxy that cuts the connection every {ls['cut_every_s']:.0f} s, played by the release "
-             f"binary on the headless output at {ls['size']}@60, real clock, `network.liveLatency` {ls['live_latency_bound_s']} s, "
-             f"for {ls['seconds'] / 60:.0f} minutes; every {ls['poll_s']:.0f} s: `live-lag`, VmRSS, fds, threads"
-             + (", and a screenshot whose frame number, against the time the source handed that frame to its encoder, "
-                "is the picture's true latency (reads in the 5 s after a cut left out: the last picture stays up meanwhile)"
-                if rtsp else "") + f". Load average at the end {whole.get('load_average_at_end', ['?'])[0]}.", "",
-             "| minutes | live-lag median / max (s) | " + ("latency on screen median / max (s) | " if rtsp else "")
-             + "RSS min - max (MB) | fds | threads | frames shown | dropped to catch up |",
-             "|---|---|" + ("---|" if rtsp else "") + "---|---|---|---|---|"]
-    for w in ls["windows"]:
-        lines.append(f"| {w['from_s'] / 60:.0f}-{w['to_s'] / 60:.0f} | {fmt(w['lag_median_s'], 3)} / {fmt(w['lag_max_s'], 3)} | "
-                     + (f"{fmt(w.get('latency_median_s'), 3)} / {fmt(w.get('latency_max_s'), 3)} | " if rtsp else "")
-                     + f"{fmt(w['rss_min_mb'])} - {fmt(w['rss_max_mb'])} | {', '.join(map(str, w['fds']))} | "
-                     f"{', '.join(map(str, w['threads']))} | {w['frames_shown']} | {w['decoder_drops']} |")
-    backs = [c["back_after_s"] for c in ls["cuts"]]
-    at = ", ".join(f"{c['at_s'] / 60:.1f}" for c in ls["cuts"])
-    lines += ["", f"Cuts at {at} min; the picture back after "
-              f"{', '.join(fmt(b, 2) for b in backs)} s. Resident size at minute {ls['settle_s'] / 60:.0f}: "
-              f"{fmt(ls['rss_at_settle_mb'])} MB, at the end {fmt(ls['rss_at_end_mb'])} MB; from minute "
-              f"{ls['settle_s'] / 60:.0f} on between {fmt(ls['rss_after_settle_min_mb'])} and {fmt(ls['rss_after_settle_max_mb'])} MB "
-              f"(spread {fmt(ls.get('rss_after_settle_spread_mb'), 2)} MB; the goal: within 5). fds {ls['fds_after_settle']}, "
-              f"threads {ls['threads_after_settle']} from minute {ls['settle_s'] / 60:.0f} on. `live-lag` over the bound: "
-              f"{ls['lag_over_bound']} of {ls['lag_reads']} reads (max {fmt(ls['lag_max_s'], 3)} s)"
-              + (f"; the picture's latency over the bound: {ls.get('latency_over_bound')} of {ls.get('latency_reads')} reads "
-                 f"(median {fmt(ls.get('latency_median_s'), 3)} s, max {fmt(ls.get('latency_max_s'), 3)} s; "
-                 f"{ls.get('latency_unread')} screenshots unread)" if rtsp else "") + ". "
-              + ("Passed." if whole.get("passed") else "**Failed:** " + "; ".join(ls["failures"]))]
+def live_soak_markdown(paths):
+    """Section 16 from `make live-soak`'s results (tools/soak.py --only live), those of `paths` there are."""
+    lines = []
+    for path in paths:
+        try:
+            whole = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        ls = whole.get("live")
+        if not ls:
+            continue
+        if not lines:
+            lines = ["", "## 16. A live source for 30 minutes", "",
+                     "`make live-soak` (tools/soak.py --only live): a live source through a loopback proxy that cuts its "
+                     "connection every few minutes, played by the release binary on the headless output, real clock; "
+                     "polled every few seconds over the control socket and /proc. `live-lag` is the property (the wait "
+                     "from the decoder to the screen); the latency on screen (RTSP only) is a screenshot's frame number "
+                     "against the time the source handed that frame to its encoder (bench/g2g.py's blocks), reads in the 5 s "
+                     "after a cut left out (the last picture stays up meanwhile)."]
+        rtsp = ls["url"].startswith("rtsp:")
+        load = whole.get("load_average_at_end")
+        lines += ["", f"**{path.name}**: {whole.get('started')}, {whole.get('marquee_commit', '')}; "
+                  + ("bench/g2g.py's RTSP source (640x360 H.264 at 25 fps, openh264, RTP interleaved in the RTSP connection)"
+                     if rtsp else f"netfixture's live source ({ls['size']} H.264 in live Matroska over HTTP, 25 fps)")
+                  + f", cut every {ls['cut_every_s']:.0f} s, output {ls['size']}@60, `network.liveLatency` "
+                  f"{ls['live_latency_bound_s']} s, {ls['seconds'] / 60:.0f} minutes, a read every {ls['poll_s']:.0f} s"
+                  + (f"; load average at the end {load[0]}" if load else "") + ".", "",
+                  "| minutes | live-lag median / max (s) | " + ("latency on screen median / max (s) | " if rtsp else "")
+                  + "RSS min - max (MB) | fds | threads | frames shown | dropped to catch up |",
+                  "|---|---|" + ("---|" if rtsp else "") + "---|---|---|---|---|"]
+        for w in ls["windows"]:
+            lines.append(f"| {w['from_s'] / 60:.0f}-{w['to_s'] / 60:.0f} | {fmt(w['lag_median_s'], 3)} / {fmt(w['lag_max_s'], 3)} | "
+                         + (f"{fmt(w.get('latency_median_s'), 3)} / {fmt(w.get('latency_max_s'), 3)} | " if rtsp else "")
+                         + f"{fmt(w['rss_min_mb'])} - {fmt(w['rss_max_mb'])} | {', '.join(map(str, w['fds']))} | "
+                         f"{', '.join(map(str, w['threads']))} | {w['frames_shown']} | {w['decoder_drops']} |")
+        backs = ", ".join(fmt(c["back_after_s"], 2) for c in ls["cuts"])
+        at = ", ".join(f"{c['at_s'] / 60:.1f}" for c in ls["cuts"])
+        settle = ls["settle_s"] / 60
+        lines += ["", f"Cuts at {at} min; the picture back after {backs} s. Resident size at minute {settle:.0f}: "
+                  f"{fmt(ls['rss_at_settle_mb'])} MB, at the end {fmt(ls['rss_at_end_mb'])} MB; from minute {settle:.0f} on "
+                  f"{fmt(ls['rss_after_settle_min_mb'])} - {fmt(ls['rss_after_settle_max_mb'])} MB (spread "
+                  f"{fmt(ls.get('rss_after_settle_spread_mb'), 2)} MB; the goal: within 5); per minute (medians): "
+                  + ", ".join(fmt(m["rss_mb"]) for m in ls.get("per_minute", [])) + f". fds {ls['fds_after_settle']}, threads "
+                  f"{ls['threads_after_settle']} from minute {settle:.0f} on. `live-lag` over the bound: {ls['lag_over_bound']} "
+                  f"of {ls['lag_reads']} reads (max {fmt(ls['lag_max_s'], 3)} s)"
+                  + (f"; the latency on screen over the bound: {ls.get('latency_over_bound')} of {ls.get('latency_reads')} reads "
+                     f"(median {fmt(ls.get('latency_median_s'), 3)} s, max {fmt(ls.get('latency_max_s'), 3)} s; "
+                     f"{ls.get('latency_unread')} screenshots unread)" if rtsp else "") + ". "
+                  + ("Passed." if whole.get("passed") else "**Failed:** " + "; ".join(ls["failures"]) + ".")]
     return lines
 
 
@@ -1832,7 +1840,7 @@ def write_markdown(results, path):
     lines += memory_markdown(results.get("memory"))
     lines += gstreamer_markdown(results.get("gstreamer"))
     lines += glass_markdown(results.get("glass"))
-    lines += live_soak_markdown(HERE / "live-soak-results.json")
+    lines += live_soak_markdown([HERE / "live-soak-results.json", HERE / "live-soak-http-results.json"])
     path.write_text("\n".join(lines))
 
 

@@ -759,6 +759,21 @@ def shown_number(m, g2g):
     return g2g.read_counter(gray, g2g.WIDTH, g2g.HEIGHT), asked
 
 
+def per_minute(rows):
+    """Each minute's medians of the polled figures (the raw reads are not kept)."""
+    minutes = {}
+    for r in rows:
+        minutes.setdefault(int(r["t"] // 60), []).append(r)
+    out = []
+    for minute, part in sorted(minutes.items()):
+        def med(key):
+            values = [r[key] for r in part if r.get(key) is not None and not r.get("after_cut")]
+            return round(statistics.median(values), 4) if values else None
+        out.append({"minute": minute, "rss_mb": round(med("rss_kb") / 1024, 2), "lag_s": med("lag"),
+                    "latency_s": med("latency"), "fds": max(r["fds"] for r in part), "threads": max(r["threads"] for r in part)})
+    return out
+
+
 def live_soak(binary, folder, seconds, cut_every, poll, size, bound, settle, source="http"):
     """A live source played on the headless output at real time for `seconds`, through the
     cutting proxy, which cuts the connection every `cut_every` s. The source: `http`, netfixture
@@ -891,7 +906,7 @@ def live_soak(binary, folder, seconds, cut_every, poll, size, bound, settle, sou
         "fds_after_settle": sorted({r["fds"] for r in after}), "threads_after_settle": sorted({r["threads"] for r in after}),
         "threads_at_end": threads_at_end, "frames_shown": sum(1 for w in walls if 0 <= w < seconds),
         "decoder_drops": rows[-1]["decoder_drops"] if rows else None, "late_drops": rows[-1]["late_drops"] if rows else None,
-        "cuts": cuts, "windows": windows, "rows": rows,
+        "cuts": cuts, "windows": windows, "per_minute": per_minute(rows),
     }
     if g2g:
         judged = [r for r in rows if r["t"] >= settle and not r["after_cut"]]
