@@ -766,10 +766,11 @@ def per_minute(rows):
         minutes.setdefault(int(r["t"] // 60), []).append(r)
     out = []
     for minute, part in sorted(minutes.items()):
-        def med(key):
-            values = [r[key] for r in part if r.get(key) is not None and not r.get("after_cut")]
+        def med(key, skip_cuts=True):
+            # Lag and latency read while a cut source is away are not the lag: left out.
+            values = [r[key] for r in part if r.get(key) is not None and not (skip_cuts and r.get("after_cut"))]
             return round(statistics.median(values), 4) if values else None
-        out.append({"minute": minute, "rss_mb": round(med("rss_kb") / 1024, 2), "lag_s": med("lag"),
+        out.append({"minute": minute, "rss_mb": round(med("rss_kb", False) / 1024, 2), "lag_s": med("lag"),
                     "latency_s": med("latency"), "fds": max(r["fds"] for r in part), "threads": max(r["threads"] for r in part)})
     return out
 
