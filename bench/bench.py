@@ -1540,29 +1540,42 @@ def live_soak_markdown(paths):
                      "after a cut left out (the last picture stays up meanwhile)."]
         rtsp = ls["url"].startswith("rtsp:")
         load = whole.get("load_average_at_end")
+        minutes = ls["seconds"] / 60
         lines += ["", f"**{path.name}**: {whole.get('started')}, {whole.get('marquee_commit', '')}; "
                   + ("bench/g2g.py's RTSP source (640x360 H.264 at 25 fps, openh264, RTP interleaved in the RTSP connection)"
                      if rtsp else f"netfixture's live source ({ls['size']} H.264 in live Matroska over HTTP, 25 fps)")
-                  + f", cut every {ls['cut_every_s']:.0f} s, output {ls['size']}@60, `network.liveLatency` "
-                  f"{ls['live_latency_bound_s']} s, {ls['seconds'] / 60:.0f} minutes, a read every {ls['poll_s']:.0f} s"
+                  + f", cut every {fmt(ls['cut_every_s'], 1)} s, output {ls['size']}@60, `network.liveLatency` "
+                  f"{ls['live_latency_bound_s']} s, {fmt(minutes, 1)} minutes, a read every {ls['poll_s']:.0f} s"
                   + (f"; load average at the end {load[0]}" if load else "") + ".", "",
                   "| minutes | live-lag median / max (s) | " + ("latency on screen median / max (s) | " if rtsp else "")
                   + "RSS min - max (MB) | fds | threads | frames shown | dropped to catch up |",
                   "|---|---|" + ("---|" if rtsp else "") + "---|---|---|---|---|"]
-        for w in ls["windows"]:
+        if len(ls["windows"]) > 12:
+            # Cut every few seconds: a row a minute (medians; the most fds and threads).
+            lines[-2:] = ["| minute | live-lag median (s) | " + ("latency on screen median (s) | " if rtsp else "")
+                          + "RSS median (MB) | fds (most) | threads (most) |", "|---|---|" + ("---|" if rtsp else "") + "---|---|---|"]
+            for m in ls.get("per_minute", []):
+                lines.append(f"| {m['minute']} | {fmt(m['lag_s'], 3)} | " + (f"{fmt(m['latency_s'], 3)} | " if rtsp else "")
+                             + f"{fmt(m['rss_mb'])} | {m['fds']} | {m['threads']} |")
+        for w in ls["windows"] if len(ls["windows"]) <= 12 else []:
             lines.append(f"| {w['from_s'] / 60:.0f}-{w['to_s'] / 60:.0f} | {fmt(w['lag_median_s'], 3)} / {fmt(w['lag_max_s'], 3)} | "
                          + (f"{fmt(w.get('latency_median_s'), 3)} / {fmt(w.get('latency_max_s'), 3)} | " if rtsp else "")
                          + f"{fmt(w['rss_min_mb'])} - {fmt(w['rss_max_mb'])} | {', '.join(map(str, w['fds']))} | "
                          f"{', '.join(map(str, w['threads']))} | {w['frames_shown']} | {w['decoder_drops']} |")
-        backs = ", ".join(fmt(c["back_after_s"], 2) for c in ls["cuts"])
-        at = ", ".join(f"{c['at_s'] / 60:.1f}" for c in ls["cuts"])
+        back = [c["back_after_s"] for c in ls["cuts"]]
+        backs = ", ".join(fmt(b, 2) for b in back) if len(back) <= 12 else \
+            (f"{fmt(min(b for b in back if b is not None), 2)} - {fmt(max(b for b in back if b is not None), 2)} "
+             f"(median {fmt(median([b for b in back if b is not None]), 2)}; {sum(1 for b in back if b is None)} not back within 20)")
+        at = ", ".join(f"{c['at_s'] / 60:.1f}" for c in ls["cuts"]) if len(ls["cuts"]) <= 12 else \
+            f"{len(ls['cuts'])} times, every {fmt(ls['cut_every_s'], 1)} s from {ls['cuts'][0]['at_s']:.0f} s"
         settle = ls["settle_s"] / 60
-        lines += ["", f"Cuts at {at} min; the picture back after {backs} s. Resident size at minute {settle:.0f}: "
-                  f"{fmt(ls['rss_at_settle_mb'])} MB, at the end {fmt(ls['rss_at_end_mb'])} MB; from minute {settle:.0f} on "
+        cut = f"Cuts at {at} min" if len(ls["cuts"]) <= 12 else f"Cut {at}"
+        lines += ["", f"{cut}; the picture back after {backs} s. Resident size at minute {fmt(settle, 1)}: "
+                  f"{fmt(ls['rss_at_settle_mb'])} MB, at the end {fmt(ls['rss_at_end_mb'])} MB; from minute {fmt(settle, 1)} on "
                   f"{fmt(ls['rss_after_settle_min_mb'])} - {fmt(ls['rss_after_settle_max_mb'])} MB (spread "
                   f"{fmt(ls.get('rss_after_settle_spread_mb'), 2)} MB; the goal: within 5); per minute (medians): "
                   + ", ".join(fmt(m["rss_mb"]) for m in ls.get("per_minute", [])) + f". fds {ls['fds_after_settle']}, threads "
-                  f"{ls['threads_after_settle']} from minute {settle:.0f} on. `live-lag` over the bound: {ls['lag_over_bound']} "
+                  f"{ls['threads_after_settle']} from minute {fmt(settle, 1)} on. `live-lag` over the bound: {ls['lag_over_bound']} "
                   f"of {ls['lag_reads']} reads (max {fmt(ls['lag_max_s'], 3)} s)"
                   + (f"; the latency on screen over the bound: {ls.get('latency_over_bound')} of {ls.get('latency_reads')} reads "
                      f"(median {fmt(ls.get('latency_median_s'), 3)} s, max {fmt(ls.get('latency_max_s'), 3)} s; "
@@ -1840,7 +1853,8 @@ def write_markdown(results, path):
     lines += memory_markdown(results.get("memory"))
     lines += gstreamer_markdown(results.get("gstreamer"))
     lines += glass_markdown(results.get("glass"))
-    lines += live_soak_markdown([HERE / "live-soak-results.json", HERE / "live-soak-http-results.json"])
+    lines += live_soak_markdown([HERE / "live-soak-results.json", HERE / "live-soak-http-results.json",
+                                 HERE / "live-soak-reconnects-results.json"])
     path.write_text("\n".join(lines))
 
 

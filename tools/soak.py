@@ -917,7 +917,7 @@ def live_soak(binary, folder, seconds, cut_every, poll, size, bound, settle, sou
                         "latency_max_s": round(latency[-1], 4) if latency else None,
                         "latency_after_cuts_max_s": max((r["latency"] for r in rows if r["after_cut"] and r["latency"] is not None), default=None),
                         "latency_over_bound": sum(1 for x in latency if x > bound)})
-        if not latency:
+        if not latency and judged:
             failures.append("no frame number read from the screenshots")
         elif results["latency_over_bound"]:
             failures.append(f"{results['latency_over_bound']} of {len(latency)} screenshots showed a frame older than "
@@ -996,6 +996,9 @@ def main(argv):
     results["passed"] = not failed
     results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     try:
+        # The checkout's commit names the binary only when it was built here.
+        if not os.path.realpath(args.marquee).startswith(REPO + os.sep):
+            raise OSError("the binary was built elsewhere")
         commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
         results["marquee_commit"] = f"Marquee {commit}" + ("+local changes" if dirty else "")
