@@ -1283,8 +1283,9 @@ def gstreamer_markdown(gs):
 # --------------------------------------------------------------------------------------------------
 # Glass to glass: an RTSP stream's frame number, from the source to each player's picture
 
-GLASS_PLAYERS = ["marquee", "marquee_tight", "mpv", "gst"]
-GLASS_LABELS = {"marquee_before": "Marquee (--before)", "marquee": "Marquee", "marquee_tight": "Marquee, `liveLatency` 0.1", "mpv": "mpv `--profile=low-latency`",
+GLASS_PLAYERS = ["marquee", "marquee_tight", "marquee_lowlat", "mpv", "gst"]
+GLASS_LABELS = {"marquee_before": "Marquee (--before)", "marquee": "Marquee", "marquee_tight": "Marquee, `liveLatency` 0.1",
+                "marquee_lowlat": "Marquee, `live.mode` `low-latency`", "mpv": "mpv `--profile=low-latency`",
                 "gst": "GStreamer `rtspsrc latency=0`"}
 
 
@@ -1448,7 +1449,8 @@ def glass_run(k, url, marquee, xvfb, folder, seconds, settle, interval):
         network = {"allow": ["rtsp://127.0.0.1"]}
         if k == "marquee_tight":
             network["liveLatency"] = 0.1
-        config.write_text(json.dumps({"playlist": [{"uri": url}], "loop": True, "network": network,
+        item = {"uri": url, "live": {"mode": "low-latency"}} if k == "marquee_lowlat" else {"uri": url}
+        config.write_text(json.dumps({"playlist": [item], "loop": True, "network": network,
                                       "display": {"output": "headless", "mode": "640x360@60"}}))
         cmd = [marquee.binary, "--config", str(config), "--output", "headless", "--mode", "640x360@60", "--clock", "real",
                "--exit-after", str(seconds + 60), "--socket", str(sock)]
@@ -1509,7 +1511,8 @@ def glass_markdown(g):
               "- Marquee: headless output at 640x360@60; the control socket's `screenshot` copies the picture last "
               "presented, on the presenting thread at its next turn (within a vsync, 16.7 ms) after the request; the "
               "time taken is the request's, so the figure is low by up to that turn. No display scan-out is counted "
-              "(headless). `liveLatency` 0.1: the same with `network.liveLatency` 0.1.",
+              "(headless). `liveLatency` 0.1: the same with `network.liveLatency` 0.1; `low-latency`: the item's "
+              "`live.mode` (no demuxer buffering, a short probe, no RTP reordering queue).",
               "- mpv: `--profile=low-latency --vo=gpu` (EGL on llvmpipe) into an Xvfb window; IPC `screenshot-to-file "
               "FILE window` renders the frame mpv shows now into a picture; the request's time is taken, as for Marquee. "
               "Xvfb has no vsync: no scan-out is counted either.",
