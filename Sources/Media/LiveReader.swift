@@ -7,7 +7,7 @@ import Synchronization
 /// back by itself. A read that fails, times out (the stall limit) or ends closes the decoder; the
 /// source is reopened with capped, jittered backoff (`LiveSourceHealth`) until it answers, while
 /// the player keeps the last picture up. Frames after a reopen go on from where the item's clock is
-/// (`resumePoint`) when the first of them comes: live, not late, and not early.
+/// (`resumePoint`): live, not late.
 /// `onChange` hears each change: down (why), back once pictures come again, closed when the
 /// reader goes while its source is down (its item ended: nobody waits for that source now), and
 /// the lag of each frame kept while the item plays (`LiveLatency`: frames that would wait longer
@@ -113,10 +113,7 @@ final class LiveReader: FrameReader {
         }
         do {
             let opened = try open()
-            // Its first frame (the first keyframe, up to a keyframe interval past where the
-            // stream starts) goes on from where the item's clock is as it comes: placed at the
-            // stream's start, it would wait that long, and a stalled timeline held before it.
-            opened.decoder.placeNextFrame = { [weak self] in self?.resumePoint() }
+            opened.decoder.timelineShift = resumePoint()
             if frameDrop != .none || discardEndingBy != nil { opened.setFrameDrop(frameDrop, discardingFramesEndingBy: discardEndingBy) }
             stop.current.withLock { $0 = opened.canceller }
             reader = opened

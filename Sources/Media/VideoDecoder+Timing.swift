@@ -13,7 +13,7 @@ extension VideoDecoder {
         let tags = FrameConverter.colorTags(of: raw)
         let sar = raw.pointee.sample_aspect_ratio
         let layout = prime.softwareFormat.flatMap { PixelFormat(av_get_pix_fmt($0)) } ?? .nv12
-        return VideoFrame(drmPrime: prime, format: layout, pts: placed(pts), duration: duration, colorMatrix: tags.matrix,
+        return VideoFrame(drmPrime: prime, format: layout, pts: pts + timelineShift, duration: duration, colorMatrix: tags.matrix,
                           colorRange: tags.range, chromaLocation: tags.chroma, rotation: displayRotation,
                           pixelAspect: ContainerValue.pixelAspect(sar))
     }
@@ -27,17 +27,7 @@ extension VideoDecoder {
             av_frame_free(&failed)
             throw error
         }
-        return try converter.makeFrame(taking: frame, pts: placed(pts), duration: duration, rotation: displayRotation)
-    }
-
-    /// `pts` on the item's timeline: shifted by `timelineShift`, which the first frame after
-    /// `placeNextFrame` sets.
-    func placed(_ pts: MediaTime) -> MediaTime {
-        if let place = placeNextFrame {
-            placeNextFrame = nil
-            if let at = place() { timelineShift = at - pts }
-        }
-        return pts + timelineShift
+        return try converter.makeFrame(taking: frame, pts: pts + timelineShift, duration: duration, rotation: displayRotation)
     }
 
     /// A jump of the timestamps by more than this many frame durations, forward or back, from

@@ -94,10 +94,6 @@ public final class VideoDecoder {
     /// Added to every frame's time: a live source reopened (`LiveReader`) goes on where the
     /// picture was, not from zero.
     var timelineShift = MediaTime.zero
-    /// Once, for the next frame made: where it goes on the timeline (`timelineShift` is set from
-    /// it; nil from the closure keeps the shift). A reopened live source's first frame (its first
-    /// keyframe, some way past the stream's start) goes where the item's clock is as it comes.
-    var placeNextFrame: (() -> MediaTime?)?
 
     /// Opens `path` and its decoder. Throws a `MediaError` naming the file and FFmpeg's reason.
     /// - Parameters:
