@@ -51,7 +51,8 @@ extension Player {
         package var seamOpen = false
         /// The current run has played to its end.
         package var ended = false
-        /// Times the timeline moved with a late picture that started it (`didShow`).
+        /// Times the timeline moved with a late picture that started it (`didShow`), or on to
+        /// frames after a gap at a stall's end.
         package var timelineShifts = 0
     }
 

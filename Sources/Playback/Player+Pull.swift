@@ -195,7 +195,8 @@ extension Player {
         }
         // A frame shown on this vsync starts the timeline (the frame may come in after this look).
         var startsTimeline = false
-        switch pullState.anchoring(frameReady: { peekLocked() != nil }) {
+        let nextFrameAt: () -> MediaTime? = { if case .frame(_, let t)? = self.peekLocked() { t } else { nil } }
+        switch pullState.anchoring(frameReady: { peekLocked() != nil }, nextFrameAt: nextFrameAt) {
         case .runs: break
         case .startsHere:
             startsTimeline = true
@@ -203,6 +204,10 @@ extension Player {
         case .holds(let at):
             // A stall holds the timeline where the missing frame belongs.
             anchor = (n, at)
+        case .movesOn(let to):
+            // The frames come back later than that: the timeline (and the sound) goes on from the first.
+            anchor = (n, to)
+            timelineShifts += 1
         }
 
         var selected: (frame: any PresentableFrame, t: MediaTime, vsync: Int64, run: Run)?

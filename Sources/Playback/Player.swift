@@ -95,8 +95,8 @@ public class Player: @unchecked Sendable {
     /// shown while paused): if the output shows it later, the timeline starts there instead,
     /// so that picture is not late and the frames after it keep their cadence from it.
     var timelineStartVsync: Int64?
-    /// Times `didShow` moved the timeline with a picture that started it: sound already in place
-    /// is put in place again (`PlayerAudioOutput`).
+    /// Times `didShow` moved the timeline with a picture that started it, or a stall moved on to
+    /// frames after a gap: sound already in place is put in place again (`PlayerAudioOutput`).
     var timelineShifts = 0
     /// Of the recent frames, the share dropped because they were late (an average over about ten
     /// frames): what tells the decoder that presentation cannot keep up.

@@ -7,6 +7,7 @@
 ///     playing --no frame, the picture on screen has had its time--> starving
 ///     starving --`stallTimeout` in vsyncs or in time waited--> stalled
 ///     starving --a frame decoded--> playing
+///     stalled --a frame decoded later than where it holds--> stalled there
 ///     stalled --a frame shown--> playing
 ///     starving, stalled --the run awaited is gone (a seek, a new run, its end)--> playing
 ///     any --playback starts without a host time--> holdingStart(over: it)
@@ -48,6 +49,9 @@ struct PullState: Equatable {
         case startsHere
         /// The anchor moves to this vsync at `at`: a stall holds the timeline.
         case holds(at: MediaTime)
+        /// As `holds`, at the first frame decoded after a gap, later than where the stall held:
+        /// the timeline jumps there.
+        case movesOn(to: MediaTime)
     }
 
     /// A stall that began: where the timeline holds, and after how long without a frame.
@@ -118,13 +122,22 @@ struct PullState: Equatable {
     }
 
     /// The anchoring on a vsync asked for; `frameReady` looks whether a frame or an end is decoded
-    /// (asked only while the start is held: a decoded one ends the hold on this vsync).
-    mutating func anchoring(frameReady: () -> Bool) -> Anchoring {
+    /// (asked only while the start is held: a decoded one ends the hold on this vsync);
+    /// `nextFrameAt` where the next decoded frame starts on the timeline, if one is decoded (asked
+    /// only while stalled).
+    mutating func anchoring(frameReady: () -> Bool, nextFrameAt: () -> MediaTime? = { nil }) -> Anchoring {
         switch phase {
         case .holdingStart(let over):
             if frameReady() { phase = over }
             return .startsHere
         case .stalled(let at):
+            // Frames after a gap in their times (a live source reopened, frames the decoder
+            // skipped) start later than the missing frame's place: held there, the first of them
+            // would never be due and the stall never end. The timeline moves on to it.
+            if let next = nextFrameAt(), next > at {
+                phase = .stalled(at: next)
+                return .movesOn(to: next)
+            }
             return .holds(at: at)
         case .playing, .starving:
             return .runs

@@ -449,7 +449,7 @@ struct KMSVMTests {
     /// killed for 2.5 s and started again 5 times: the picture comes back after each return, and
     /// each outage is logged. The 3 s bound is held headless (LiveSourceTests, 10 restarts); under
     /// TCG a reopen and its first picture take 2.5-6 s here, so the guest is given 10 s.
-    @Test("live sources come back on KMS after each of 5 restarts", arguments: ["rtsp", "http"])
+    @Test("live sources come back on KMS after each of 5 restarts", arguments: ["rtsp", "http", "udp", "hls"])
     func liveSource(kind: String) throws {
         if kind == "rtsp", let missing = LoopbackServer.rtspMissing {
             print("skipped: \(missing)")

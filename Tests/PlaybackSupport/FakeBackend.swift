@@ -36,10 +36,13 @@ public final class FakeBackend: MediaBackend, @unchecked Sendable {
         public var nonReferenceEvery: Int?
         /// Whether readers skip frames when told to (`FrameReader.setFrameDrop`).
         public var honoursFrameDrop = true
+        /// Frame index -> frames its time jumps ahead by (and every later frame's): a gap in the
+        /// times, as a live source reopened gives (seeks do not know of it).
+        public var gaps: [Int: Int] = [:]
         public var duration: MediaTime { MediaTime(value: Int64(frames), timescale: fps) }
         public init(frames: Int, fps: Int32, size: VideoSize = VideoSize(width: 320, height: 180), rotation: Int = 0,
                     keyframeInterval: Int = 1, failAt: Int? = nil, frameBytes: Int = 0, nonReferenceEvery: Int? = nil,
-                    honoursFrameDrop: Bool = true) {
+                    honoursFrameDrop: Bool = true, gaps: [Int: Int] = [:]) {
             self.frames = frames
             self.fps = fps
             self.size = size
@@ -49,7 +52,11 @@ public final class FakeBackend: MediaBackend, @unchecked Sendable {
             self.frameBytes = frameBytes
             self.nonReferenceEvery = nonReferenceEvery
             self.honoursFrameDrop = honoursFrameDrop
+            self.gaps = gaps
         }
+
+        /// Where frame `index` starts, in frames (its index and the gaps before it).
+        func place(_ index: Int) -> Int64 { Int64(index + gaps.filter { $0.key <= index }.values.reduce(0, +)) }
     }
 
     public init() {}
@@ -292,7 +299,7 @@ public final class FakeBackend: MediaBackend, @unchecked Sendable {
             if let failAt = clip.failAt, next >= failAt { throw Corrupt(path: path, frame: next) }
             defer { next += 1 }
             backend.lock.withLock { backend.decodedFrames += 1 }
-            return ScriptFrame(pts: MediaTime(value: Int64(next), timescale: clip.fps),
+            return ScriptFrame(pts: MediaTime(value: clip.place(next), timescale: clip.fps),
                                duration: MediaTime(value: 1, timescale: clip.fps), index: next, byteCount: clip.frameBytes)
         }
         public func seek(to time: MediaTime) throws {

@@ -106,6 +106,20 @@ import Testing
         #expect(stall == PullState.Stall(at: at(9), seconds: 1.0 / 60) && asked == 42)
     }
 
+    @Test func aStallMovesOnToAFrameDecodedLaterThanWhereItHolds() {
+        var s = PullState(phase: .stalled(at: at(100)))
+        // Nothing decoded, or the missing frame itself (or an earlier one): the stall holds.
+        #expect(s.anchoring(frameReady: { true }, nextFrameAt: { nil }) == .holds(at: at(100)))
+        #expect(s.anchoring(frameReady: { true }, nextFrameAt: { self.at(100) }) == .holds(at: at(100)))
+        #expect(s.anchoring(frameReady: { true }, nextFrameAt: { self.at(90) }) == .holds(at: at(100)))
+        // A frame after a gap: the timeline moves on to it, still stalled until it is shown.
+        #expect(s.anchoring(frameReady: { true }, nextFrameAt: { self.at(154) }) == .movesOn(to: at(154)))
+        #expect(s.phase == .stalled(at: at(154)) && s.isStalled)
+        #expect(s.anchoring(frameReady: { true }, nextFrameAt: { self.at(154) }) == .holds(at: at(154)))
+        let ended = s.shown()
+        #expect(ended && s.phase == .playing)
+    }
+
     @Test func somethingDecodedEndsStarvingButNotAStall() {
         var s = PullState(phase: .starving(since: 3, waited: 1))
         s.decoded()
