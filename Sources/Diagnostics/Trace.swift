@@ -7,8 +7,10 @@ import Synchronization
 /// and `{"type":"blank",...}` when an output shows no video. Readers ignore types they do not know.
 public final class TraceWriter: Sendable {
     private let handle: FileHandle
-    /// Lines not yet written. Written with the lock held, so lines reach the file in order.
-    private let buffer = Mutex([UInt8]())
+    /// Lines not yet written, and when they were last written (monotonic nanoseconds). Written
+    /// with the lock held, so lines reach the file in order; at least every second, so that a
+    /// reader following the file (`tail -f`, a test) is never more than a second behind.
+    private let buffer = Mutex((lines: [UInt8](), writtenAt: DispatchTime.now().uptimeNanoseconds))
     /// Whether the first frame line (and the start's marks after it) is written.
     private let firstFrameWritten = Atomic(false)
 
@@ -25,7 +27,7 @@ public final class TraceWriter: Sendable {
             throw OpenError(path: path, reason: String(cString: strerror(errno)))
         }
         self.handle = handle
-        buffer.withLock { $0.reserveCapacity(1 << 16) }
+        buffer.withLock { $0.lines.reserveCapacity(1 << 16) }
     }
 
     deinit {
@@ -54,19 +56,20 @@ public final class TraceWriter: Sendable {
     public func event(_ jsonObject: String) { append(jsonObject) }
 
     private func append(_ line: String) {
-        let full = buffer.withLock { buffer in
-            buffer.append(contentsOf: line.utf8)
-            buffer.append(0x0A)
-            return buffer.count > 60_000
+        let due = buffer.withLock { buffer in
+            buffer.lines.append(contentsOf: line.utf8)
+            buffer.lines.append(0x0A)
+            return buffer.lines.count > 60_000 || DispatchTime.now().uptimeNanoseconds &- buffer.writtenAt > 1_000_000_000
         }
-        if full { flush() }
+        if due { flush() }
     }
 
     public func flush() {
         buffer.withLock { buffer in
-            guard !buffer.isEmpty else { return }
-            handle.write(Data(buffer))
-            buffer.removeAll(keepingCapacity: true)
+            buffer.writtenAt = DispatchTime.now().uptimeNanoseconds
+            guard !buffer.lines.isEmpty else { return }
+            handle.write(Data(buffer.lines))
+            buffer.lines.removeAll(keepingCapacity: true)
         }
     }
 }
