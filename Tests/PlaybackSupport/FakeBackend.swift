@@ -77,7 +77,6 @@ public final class FakeBackend: MediaBackend, @unchecked Sendable {
     private var probeHeld = false
     /// Paths whose probe waits until released (a source that accepts and never answers).
     private var hanging: Set<String> = []
-    private var oneReader: Set<String> = []
     private var probesHanging = 0
     public private(set) var probes = 0
     private var decodedFrames = 0
@@ -194,11 +193,6 @@ public final class FakeBackend: MediaBackend, @unchecked Sendable {
     }
 
     public var probeCount: Int { lock.withLock { probes } }
-
-    /// `url` can be read by one reader at a time (`opensOneAtATime`), as a UDP port.
-    public func readOneAtATime(_ url: URL) { lock.withLock { _ = oneReader.insert(url.path) } }
-
-    public func opensOneAtATime(_ url: URL) -> Bool { lock.withLock { oneReader.contains(url.path) } }
 
     /// `url`'s probes wait (its source hangs on open) until it is released.
     public func hangProbes(of url: URL, _ hang: Bool) {
