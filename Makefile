@@ -31,10 +31,11 @@ LIVE_SOAK_PACKAGES := python3 python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0
 # (tools/netfixture.py, tools/rtspfixture.py); the HTTP API's tests parse /metrics with Prometheus'
 # Python client, make a TLS certificate with openssl, ask over TLS with curl, walk the web dashboard in
 # headless Chromium driven by Selenium (tools/dashboard-browser-test.py), and run ten players on a
-# Mosquitto broker (mosquitto_sub and mosquitto_pub watch and command them).
+# Mosquitto broker (mosquitto_sub and mosquitto_pub watch and command them); gdb prints the stacks of
+# a run that hangs (tools/test-watchdog.py).
 TEST_PACKAGES := mpv python3 python3-venv python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-base \
 	gstreamer1.0-plugins-good python3-prometheus-client openssl curl chromium chromium-driver python3-selenium \
-	mosquitto mosquitto-clients
+	mosquitto mosquitto-clients gdb
 # `make deb` builds the Debian package from debian/ into .build/deb: debhelper, and help2man for the
 # man pages (made from --help). `make deb-test` checks it with lintian and installs it into a fresh
 # Debian 12 chroot that mmdebstrap makes (tools/deb-test).
@@ -95,12 +96,15 @@ check: deps
 # a TCG guest takes a core, and guest and real-time tests starve each other otherwise (in CI the
 # sound-against-picture guest, run beside the real-time tests, dropped 1.8% of its pictures and its
 # sound stepped 10.7 ms; alone it drops none and stays within 1.2 ms).
+# tools/test-watchdog.py turns a hang into a failure that names the tests still running and prints
+# every thread's stack (gdb): CI once sat silent past its 90 minutes in the middle of the suite.
 VM_SUITES := AudioVMTests KMSVMTests
+WATCHDOG := python3 tools/test-watchdog.py
 test: DEBIAN_PACKAGES += $(VM_PACKAGES) $(TEST_PACKAGES)
 test: vm
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --skip '\.($(subst $(space),|,$(VM_SUITES)))\b'
-	for suite in $(VM_SUITES); do $(SWIFT) test --skip-build --filter "\.$$suite\b" || exit 1; done
+	$(WATCHDOG) --quiet 600 --limit 2400 -- $(SWIFT) test --skip-build --skip '\.($(subst $(space),|,$(VM_SUITES)))\b'
+	for suite in $(VM_SUITES); do $(WATCHDOG) --quiet 900 --limit 2400 -- $(SWIFT) test --skip-build --filter "\.$$suite\b" || exit 1; done
 	$(MAKE) fuzz-short
 
 # libFuzzer targets (Fuzz/): the JSON parser, the config reader, the control protocol, the M3U reader.
