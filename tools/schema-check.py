@@ -9,6 +9,7 @@ Usage: schema-check.py SCHEMA FILE...
 """
 import json
 import math
+import os
 import sys
 
 from jsonschema import Draft202012Validator
@@ -57,6 +58,9 @@ def main():
     Draft202012Validator.check_schema(schema)
     validator = Draft202012Validator(schema)
     if serve:
+        # It lives as long as the test process: a descriptor it inherited by chance (a pipe or
+        # socket another test thread opened as it was started) would be held open that long.
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         for line in sys.stdin:
             print(json.dumps(problems(validator, line.rstrip("\n"))), flush=True)
         return

@@ -62,7 +62,9 @@ def main():
     if not command:
         parser.error("no command")
 
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    # Line-buffered (stdbuf), so that what is seen here is what the run has printed: into a pipe
+    # its output went in 4 KB blocks, and a hung run kept its last block.
+    process = subprocess.Popen(["stdbuf", "-oL", "-eL"] + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL, start_new_session=True)
     state = {"last": time.monotonic(), "running": {}}
     lock = threading.Lock()

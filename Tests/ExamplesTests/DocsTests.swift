@@ -306,14 +306,14 @@ import TestSupport
             let deadline = Date(timeIntervalSinceNow: 30)
             while true {
                 let result = try Command.run(DocsTests.marqueectl, ["--socket", socket] + arguments)
-                if result.status != 3 || Date() > deadline || !process.isRunning { return result }
+                if result.status != 3 || Date() > deadline || process.end != nil { return result }
                 Thread.sleep(forTimeInterval: 0.2)
             }
         }
 
         deinit {
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
+            if process.end == nil { process.terminate() }
+            _ = process.waitForEnd(timeout: 10)
         }
     }
 

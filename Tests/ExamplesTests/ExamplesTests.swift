@@ -34,14 +34,10 @@ import TestSupport
         process.standardOutput = out
         process.standardError = out
         try process.run()
-        // The example exits by itself; a hang ends it after `timeout`.
-        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        killer.cancel()
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
-        return Run(status: process.terminationStatus, lines: lines)
+        // The example exits by itself; a hang is killed after `timeout`.
+        let result = Command.collect(process, output: out, timeout: timeout)
+        let lines = result.text.split(separator: "\n").map(String.init)
+        return Run(status: result.status, lines: lines)
     }
 
     @Test func theExamplesNeedAFileAndSaySo() throws {

@@ -48,9 +48,9 @@ import TestSupport
         /// Killed (SIGKILL: a broker that dies, no goodbye; mosquitto run as root and turned into
         /// its own user does not always end on SIGTERM).
         func stop() {
-            if let process, process.isRunning {
+            if let process, process.end == nil {
                 kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                _ = process.waitForEnd(timeout: 10)
             }
             process = nil
         }
@@ -99,7 +99,7 @@ import TestSupport
         func status(_ id: String) -> JSONValue? { self["marquee/\(id)/status"].flatMap { try? JSONParser.parse($0) } }
 
         deinit {
-            if process.isRunning { process.terminate() }
+            if process.end == nil { process.terminate() }
         }
     }
 
@@ -126,7 +126,7 @@ import TestSupport
         let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("marquee")
         let ids = (0..<10).map { "player\($0)" }
         var players: [Process] = []
-        defer { for p in players where p.isRunning { p.terminate() } }
+        defer { for p in players where p.end == nil { p.terminate() } }
         // An eleventh player with no MQTT at all: its trace shows what the machine itself did to
         // playback meanwhile (a 2-core machine shared with builds stalls every process at times).
         for id in ids + ["alone"] {
@@ -162,7 +162,7 @@ import TestSupport
         let outage = Date().timeIntervalSince1970
         broker.stop()
         Thread.sleep(forTimeInterval: 60)
-        let running = players.filter { $0.isRunning }.count
+        let running = players.filter { $0.end == nil }.count
         #expect(running == ids.count + 1, "\(ids.count + 1 - running) players ended while the broker was gone")
         let restarted = Date()
         try broker.start()
@@ -189,7 +189,7 @@ import TestSupport
         // at once on a 2-core machine drop frames in their first second: not counted.)
         let end = resent.timeIntervalSince1970 - 0.1
         for p in players { p.interrupt() }
-        for p in players { p.waitUntilExit() }
+        for p in players { _ = p.waitForEnd(timeout: 30) }
         func frames(_ id: String) throws -> [Double] {
             let lines = try String(contentsOfFile: folder + "/\(id).jsonl", encoding: .utf8).split(separator: "\n")
             return lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
@@ -247,7 +247,7 @@ import TestSupport
         let clip = try TestMedia.clip(seconds: 1, fps: 30, width: 160, height: 90)
         let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("marquee")
         var players: [Process] = []
-        defer { for p in players where p.isRunning { p.terminate() } }
+        defer { for p in players where p.end == nil { p.terminate() } }
         for id in ["right", "wrong"] {
             try #"""
                 {"playlist": [{"uri": "\#(clip)"}], "mqtt": {"broker": "127.0.0.1:\#(broker.port)", "id": "\#(id)", "username": "lobby-1",
@@ -273,9 +273,9 @@ import TestSupport
         let refused = waitFor(15) { ((try? String(contentsOfFile: folder + "/wrong.log", encoding: .utf8)) ?? "").contains("not authori") }
         #expect(refused, "wrong.log: \((try? String(contentsOfFile: folder + "/wrong.log", encoding: .utf8)) ?? "")")
         #expect(watcher["marquee/wrong/online"] == nil && watcher.status("wrong") == nil)
-        #expect(players.filter { !$0.isRunning }.isEmpty, "a player ended")
+        #expect(players.allSatisfy { $0.end == nil }, "a player ended")
         for p in players { p.interrupt() }
-        for p in players { p.waitUntilExit() }
+        for p in players { _ = p.waitForEnd(timeout: 30) }
         let logs = try ["right", "wrong"].map { try String(contentsOfFile: folder + "/\($0).log", encoding: .utf8) }
         #expect(!logs.contains { $0.contains(secret) }, "a log holds the password")
     }

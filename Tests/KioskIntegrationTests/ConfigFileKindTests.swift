@@ -19,30 +19,8 @@ import TestSupport
 
     /// `marquee` with `arguments`; nil status when it had not ended within `timeout` s (it is killed).
     func marquee(_ arguments: [String], timeout: Double) throws -> (status: Int32?, output: String) {
-        let process = Process()
-        process.executableURL = MarqueeProcessTests.binary
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        final class Box: @unchecked Sendable { var data = Data() }
-        let box = Box()
-        let drained = DispatchSemaphore(value: 0)
-        try process.run()
-        Thread.detachNewThread {
-            box.data = output.fileHandleForReading.readDataToEndOfFile()
-            drained.signal()
-        }
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        let ended = !process.isRunning
-        if !ended {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        _ = drained.wait(timeout: .now() + 5)
-        return (ended ? process.terminationStatus : nil, String(decoding: box.data, as: UTF8.self))
+        let result = try Command.run(MarqueeProcessTests.binary.path, arguments, mergeErrors: true, timeout: timeout)
+        return (result.end?.status, result.text)
     }
 
     func config(_ text: String) throws -> String {

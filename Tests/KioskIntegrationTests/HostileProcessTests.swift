@@ -86,7 +86,7 @@ import TestSupport
             } while reply["event"] != nil
             #expect(reply["error"] == "invalid parameter", "\(line) -> \(reply.encoded)")
         }
-        #expect(running.process.isRunning)
+        #expect(running.process.end == nil)
         #expect(client.request(["get_property", "pid"], id: 9)?["data"]?.numberValue == Double(running.process.processIdentifier))
     }
 }

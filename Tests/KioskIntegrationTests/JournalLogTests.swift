@@ -29,10 +29,9 @@ import TestSupport
         process.standardError = pipe
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let lines = String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
-        #expect(process.terminationStatus == 0)
+        let result = Command.collect(process, output: pipe, timeout: 60)
+        let lines = result.text.split(separator: "\n").map(String.init)
+        #expect(result.end == ProcessEnd(status: 0, signalled: false))
         let priorities = ["debug": "<7>", "info": "<6>", "warning": "<4>", "error": "<3>"]
         for line in lines {
             let level = line.split(separator: " ").first.flatMap { $0.split(separator: "=").last }.map(String.init) ?? ""
@@ -125,11 +124,10 @@ import TestSupport
         process.standardError = pipe
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let result = Command.collect(process, output: pipe, timeout: 60)
         let records = journal.stopCollecting()
-        let lines = String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
-        #expect(process.terminationStatus == 0)
+        let lines = result.text.split(separator: "\n").map(String.init)
+        #expect(result.end == ProcessEnd(status: 0, signalled: false))
         // The test host's queue may hold only 10 datagrams (net.unix.max_dgram_qlen; systemd sets
         // 512): a record the socket refused is on standard error with its priority instead.
         #expect(lines.allSatisfy { $0.hasPrefix("<") }, "\(lines)")

@@ -39,8 +39,8 @@ import TestSupport
     func terminate(_ running: Running) -> Double? {
         let sent = Date()
         running.process.terminate()
-        while running.process.isRunning && Date().timeIntervalSince(sent) < 10 { Thread.sleep(forTimeInterval: 0.01) }
-        return running.process.isRunning ? nil : Date().timeIntervalSince(sent)
+        while running.process.end == nil && Date().timeIntervalSince(sent) < 10 { Thread.sleep(forTimeInterval: 0.01) }
+        return running.process.end == nil ? nil : Date().timeIntervalSince(sent)
     }
 
     @Test func aHundredThousandLineLoadlistAnswersAtOnceAndThePictureGoesOn() throws {

@@ -56,12 +56,12 @@ import TestSupport
         /// Waits for the process to end (at most `timeout` s) and returns its status.
         func wait(timeout: Double = 30) -> Int32? {
             let deadline = Date(timeIntervalSinceNow: timeout)
-            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-            if process.isRunning {
+            while process.end == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            guard let end = process.end else {
                 process.terminate()
                 return nil
             }
-            return process.terminationStatus
+            return end.status
         }
 
         func traceLines() throws -> [[String: Any]] {
@@ -70,7 +70,7 @@ import TestSupport
             }
         }
 
-        deinit { if process.isRunning { process.terminate() } }
+        deinit { if process.end == nil { process.terminate() } }
     }
 
     func writeConfig(_ items: [String], name: String = "config-\(UUID().uuidString).json") throws -> String {

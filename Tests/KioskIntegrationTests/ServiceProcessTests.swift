@@ -53,11 +53,9 @@ import TestSupport
         if delay > 0 { Thread.sleep(forTimeInterval: delay) }
         kill(process.processIdentifier, signal)
         // However it goes, it ends: a hang is killed after 30 s (and then fails the test).
-        let pid = process.processIdentifier
-        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { [process] in if process.isRunning { kill(pid, SIGKILL) } }
-        let log = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationReason, process.terminationStatus, log)
+        let result = Command.collect(process, output: output, timeout: 30)
+        guard let end = result.end else { throw Failure(description: "marquee still ran 30 s after the signal; log:\n\(result.text)") }
+        return (end.reason, end.status, result.text)
     }
 
     /// SIGHUP and SIGTERM from the first instant of `main` (20 starts each, the signal 0 to 50 ms
@@ -95,7 +93,7 @@ import TestSupport
         process.standardError = FileHandle.nullDevice
         let start = Date()
         try process.run()
-        defer { if process.isRunning { process.terminate() } }
+        defer { if process.end == nil { process.terminate() } }
         var ready: Double?
         var messages: [String] = []
         while Date().timeIntervalSince(start) < 6 {

@@ -61,7 +61,7 @@ import TestSupport
             }
             try process.run()
             let deadline = Date(timeIntervalSinceNow: 20)
-            while port == 0 && Date() < deadline && process.isRunning {
+            while port == 0 && Date() < deadline && process.end == nil {
                 if let line = log.split(separator: "\n").first(where: { $0.contains("msg=\"http API ready\"") }),
                    let field = line.split(separator: " ").first(where: { $0.hasPrefix("port=") }) {
                     port = UInt16(field.dropFirst(5)) ?? 0
@@ -113,15 +113,11 @@ import TestSupport
         }
 
         func stop() -> Int32 {
-            if process.isRunning { process.interrupt() }
-            let deadline = Date(timeIntervalSinceNow: 10)
-            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-            return process.terminationStatus
+            if process.end == nil { process.interrupt() }
+            return process.waitForEnd(timeout: 10)?.status ?? SIGKILL
         }
 
-        deinit { if process.isRunning { process.terminate() } }
+        deinit { if process.end == nil { process.terminate() } }
     }
 
     // MARK: OpenAPI
@@ -234,7 +230,7 @@ import TestSupport
         }
         let refused = try #require(player.ask("GET", "/api/v1/outputs/headless-0/screenshot?width=wide"))
         #expect(refused.status == 400 && refused.text.contains("width"), "\(refused.status): \(refused.text)")
-        #expect(player.process.isRunning, "log:\n\(player.log)")
+        #expect(player.process.end == nil, "log:\n\(player.log)")
     }
 
     // MARK: Metrics

@@ -99,7 +99,7 @@ public final class LoopbackServer: @unchecked Sendable {
     /// Stops the server now (a restart test's outage).
     public func kill() {
         Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        _ = process.waitForEnd(timeout: 10)
     }
 
     /// Lines after the port line: "conn" or "GET /path".
@@ -121,7 +121,7 @@ public final class LoopbackServer: @unchecked Sendable {
 
     deinit {
         Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        _ = process.waitForEnd(timeout: 10)
     }
 }
 
@@ -169,6 +169,6 @@ public final class LiveHLS: @unchecked Sendable {
 
     deinit {
         Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        _ = process.waitForEnd(timeout: 10)
     }
 }

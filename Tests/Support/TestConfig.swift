@@ -133,7 +133,7 @@ final class SchemaValidator: @unchecked Sendable {
     func problems(_ path: String) throws -> [String]? {
         try lock.withLock {
             if offline != nil { return nil }
-            if process == nil || process?.isRunning == false {
+            if process == nil || process?.end != nil {
                 do {
                     try start()
                 } catch let error as TestVenv.Unavailable where error.offline {
