@@ -94,7 +94,7 @@ let package = Package(
 
         // Test helpers: media made with the ffmpeg command at test time, configs checked by the schema
         // and `marquee --check-config`, processes run to their end.
-        .target(name: "TestSupport", path: "Tests/Support"),
+        .target(name: "TestSupport", dependencies: ["SystemCalls"], path: "Tests/Support"),
         // The Playback tests' scripted backend and hand-driven display (FakeBackend, VirtualDisplay).
         .target(name: "PlaybackTestSupport", dependencies: ["Playback"], path: "Tests/PlaybackSupport"),
 

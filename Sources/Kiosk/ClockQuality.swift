@@ -1,5 +1,6 @@
 import Foundation
 import Playback
+import SystemCalls
 
 /// How good the synchronized system clock is, as the clock service that keeps it says: chrony
 /// (`chronyc -c tracking`) or linuxptp (`pmc ... GET TIME_STATUS_NP`). Wall sync by the clock is
@@ -82,16 +83,27 @@ public struct ClockQuality: Sendable, Equatable {
         let exited = Latch<Void>()
         process.terminationHandler = { _ in exited.set(()) }
         do { try process.run() } catch { return .failure(CommandFailure(description: "cannot run: \(error)")) }
-        if exited.wait(timeout: timeout) == nil && process.isRunning {
+        // Foundation's handler, or the kernel when Foundation cannot see the end yet (`ChildEnd.of`).
+        let deadline = ContinuousClock.now + .seconds(max(0, min(timeout, 86_400)))
+        var end: ChildEnd?
+        while end == nil && ContinuousClock.now < deadline {
+            if exited.wait(timeout: 0.05) != nil {
+                end = ChildEnd(status: process.terminationStatus, signalled: process.terminationReason == .uncaughtSignal)
+            } else {
+                end = ChildEnd.of(process.processIdentifier)
+            }
+        }
+        guard let end else {
             process.terminate()
             return .failure(CommandFailure(description: "no answer within \(timeout) s"))
         }
-        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        // What it wrote is in the pipes now; a write end another process inherited never closes.
+        let output = String(decoding: FileDescriptor.readAvailable(out.fileHandleForReading.fileDescriptor, limit: 1 << 20), as: UTF8.self)
+        guard end == ChildEnd(status: 0, signalled: false) else {
+            let message = String(decoding: FileDescriptor.readAvailable(err.fileHandleForReading.fileDescriptor, limit: 1 << 16), as: UTF8.self)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             // env exits 127 when the command is not installed.
-            let why = process.terminationStatus == 127 ? "not installed" : message.isEmpty ? "exit status \(process.terminationStatus)" : message
+            let why = end == ChildEnd(status: 127, signalled: false) ? "not installed" : message.isEmpty ? "\(end)" : message
             return .failure(CommandFailure(description: why))
         }
         return .success(output)

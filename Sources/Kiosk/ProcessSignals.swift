@@ -132,6 +132,8 @@ public final class ProcessSignals: @unchecked Sendable {
                 return state.reload
             }
             if let handler {
+                // Said as it comes, not when the reload thread gets to it: an exit may come first.
+                log(.info, "SIGHUP received; reloading")
                 reloads.update { $0.append(handler) }
             } else {
                 log(.info, "SIGHUP during start-up: the config is read again once the player runs")

@@ -290,7 +290,6 @@ startThread(named: "marquee-present") { [config, options, arguments] in
             watching.ready()
             watching.start()
             signals.onReload {
-                logger.info("signal received; reloading", ["signal": "SIGHUP"])
                 notifier.reloading()
                 _ = made.reload()
                 notifier.ready(status: watching.tick().summary)

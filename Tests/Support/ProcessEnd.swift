@@ -1,37 +1,21 @@
 import Foundation
-import Glibc
+import SystemCalls
 
-/// How a child process ended: its exit status, or the signal that ended it.
-public struct ProcessEnd: Equatable, Sendable, CustomStringConvertible {
-    public let status: Int32
-    public let signalled: Bool
+/// How a child process ended (`SystemCalls.ChildEnd`).
+public typealias ProcessEnd = ChildEnd
+
+extension ChildEnd {
     public var reason: Process.TerminationReason { signalled ? .uncaughtSignal : .exit }
-    public var description: String { signalled ? "killed by signal \(status)" : "exit status \(status)" }
-    public init(status: Int32, signalled: Bool) {
-        self.status = status
-        self.signalled = signalled
-    }
 }
 
 extension Process {
-    /// How the process ended, or nil while it runs, found from its pid.
-    ///
-    /// Foundation learns that a child ended only when a socket it handed the child is closed by
-    /// every process holding it: a grandchild the child left behind, or a process another thread
-    /// started at that moment (Foundation lists the descriptors to close before it spawns), keeps
-    /// `isRunning` true and `waitUntilExit()` waiting for as long as it lives. A test suite once
-    /// sat for an hour in CI that way. `waitid` with `WNOWAIT` asks the kernel and leaves the child
-    /// for Foundation to reap; `terminationStatus` is only read once Foundation has.
+    /// How the process ended, or nil while it runs, from Foundation once it knows and from the
+    /// kernel before (`ChildEnd.of`: Foundation may not see an end for as long as a process that
+    /// inherited its socket lives; a test suite once sat for an hour in CI that way).
     public var end: ProcessEnd? {
         guard processIdentifier > 0 else { return nil }
         if !isRunning { return ProcessEnd(status: terminationStatus, signalled: terminationReason == .uncaughtSignal) }
-        var info = siginfo_t()
-        guard waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOHANG | WNOWAIT) == 0,
-              info._sifields._sigchld.si_pid == processIdentifier else {
-            // Still running, or reaped by Foundation this instant (ECHILD): asked again next time.
-            return nil
-        }
-        return ProcessEnd(status: info._sifields._sigchld.si_status, signalled: info.si_code != CLD_EXITED)
+        return ChildEnd.of(processIdentifier)
     }
 
     /// Waits up to `timeout` seconds for the process to end. One still running then is killed
