@@ -96,15 +96,16 @@ check: deps
 # a TCG guest takes a core, and guest and real-time tests starve each other otherwise (in CI the
 # sound-against-picture guest, run beside the real-time tests, dropped 1.8% of its pictures and its
 # sound stepped 10.7 ms; alone it drops none and stays within 1.2 ms).
-# tools/test-watchdog.py turns a hang into a failure that names the tests still running and prints
-# every thread's stack (gdb): CI once sat silent past its 90 minutes in the middle of the suite.
+# tools/test-watchdog.py turns a hang (10 minutes without output, 25 in a VM suite) into a failure
+# that names the tests still running and prints every thread's stack (gdb): CI once sat silent past
+# its 90 minutes in the middle of the suite.
 VM_SUITES := AudioVMTests KMSVMTests
 WATCHDOG := python3 tools/test-watchdog.py
 test: DEBIAN_PACKAGES += $(VM_PACKAGES) $(TEST_PACKAGES)
 test: vm
 	$(SWIFT) build --build-tests
 	$(WATCHDOG) --quiet 600 --limit 2400 -- $(SWIFT) test --skip-build --skip '\.($(subst $(space),|,$(VM_SUITES)))\b'
-	for suite in $(VM_SUITES); do $(WATCHDOG) --quiet 900 --limit 2400 -- $(SWIFT) test --skip-build --filter "\.$$suite\b" || exit 1; done
+	for suite in $(VM_SUITES); do $(WATCHDOG) --quiet 1500 --limit 2700 -- $(SWIFT) test --skip-build --filter "\.$$suite\b" || exit 1; done
 	$(MAKE) fuzz-short
 
 # libFuzzer targets (Fuzz/): the JSON parser, the config reader, the control protocol, the M3U reader.
