@@ -108,6 +108,8 @@ public struct KioskConfig: Sendable {
         case list
         case directory(String)
         case m3u(String)
+        /// An `http(s)` M3U, fetched and kept by `network.cache` (RemotePlaylist.swift).
+        case remoteM3U(String)
     }
 
     /// `control`: the socket's path (nil: the default) and file mode.
@@ -349,7 +351,7 @@ struct ConfigReader {
                 _ = string(value, at: "$schema")
             case "playlist":
                 if let (items, origin) = readPlaylist(value, at: "playlist", emptyHint: "give at least one item", baseDirectory: baseDirectory,
-                                                      defersListFile: defersListFile) {
+                                                      defersListFile: defersListFile, allowsRemote: true) {
                     config.playlist = items
                     config.playlistOrigin = origin
                     if case .m3u = origin, defersListFile { config.playlistUnread = true }
@@ -481,6 +483,7 @@ struct ConfigReader {
         }
         if let zone = config.timeZone { config.schedule?.timeZone = zone }
         checkNetworkItems(config)
+        checkRemotePlaylist(config)
         return config
     }
 

@@ -52,6 +52,8 @@ public final class KioskSession: @unchecked Sendable {
     private(set) var commands: PlaybackCommands!
     /// `network.cache`'s remote files (nil: none cached).
     private(set) var remoteCache: RemoteMediaCache?
+    /// A remote M3U playlist's fetches and set switches (nil: the playlist is not one).
+    private(set) var remotePlaylist: RemotePlaylist?
     /// Which part of the wall this session plays, and so where its output reports.
     let role: WallRole
     let node: String
@@ -112,8 +114,9 @@ public final class KioskSession: @unchecked Sendable {
         backend = .session(config: config, output: output, reporter: reporter, preroll: preroll,
                            slowLimit: slowStorageLimit, mediaLayer: mediaLayer, cache: remoteCache)
         driver = PlaylistDriver(player: player, backend: backend, cache: remoteCache)
-        watch = PlayerWatch(state: state, driver: driver, reporter: reporter,
-                            reader: PlaylistReader(state: state, driver: driver, reporter: reporter, logger: logger))
+        remotePlaylist = RemotePlaylist.forSession(config, cache: remoteCache, reporter: reporter, logger: logger)
+        let reader = PlaylistReader(state: state, driver: driver, reporter: reporter, logger: logger, remote: remotePlaylist)
+        watch = PlayerWatch(state: state, driver: driver, reporter: reporter, reader: reader)
         commands = PlaybackCommands(state: state, driver: driver, reporter: reporter, logger: logger) { [weak self] in self?.isStopped ?? true }
         status.update { PlaybackReporter.describeStart(&$0, config, schedule: ScheduleStep.status(config.schedule, entry: entry)) }
         // The folder's skipped entries are logged, and an empty playlist read again, by the status
@@ -121,6 +124,8 @@ public final class KioskSession: @unchecked Sendable {
         watch.start()
         remoteCache?.onSwap.withLock { $0 = { [weak self] _ in if let self, !self.isStopped { self.driver.takeNewCopies(self.state.withLock { $0.config }) } } }
         remoteCache?.start()
+        remotePlaylist?.onChange.withLock { $0 = { [weak self] in if let self, !self.isStopped { reader.read() } } }
+        remotePlaylist?.start()
         // With wall sync by the clock, playback starts when the output's vsyncs are known.
         if config.wall?.sync.mode != .clock {
             driver.start(config, afterCurrentItem: false)
@@ -135,6 +140,7 @@ public final class KioskSession: @unchecked Sendable {
         stopped.store(true, ordering: .relaxed)
         stopRequested.set(true)
         remoteCache?.stop()
+        remotePlaylist?.stop()
         for follower in state.withLock({ s in s.followers }) { follower.stop() }
     }
 

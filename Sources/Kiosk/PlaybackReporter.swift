@@ -228,6 +228,7 @@ final class PlaybackReporter: @unchecked Sendable {
         case .list: return nil
         case .directory(let folder): return "the folder \(folder) has no media files yet"
         case .m3u(let file): return "the M3U file \(file) lists nothing yet"
+        case .remoteM3U(let url): return "the remote M3U \(url) has nothing cached yet"
         }
     }
 

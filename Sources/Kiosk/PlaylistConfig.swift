@@ -41,7 +41,7 @@ extension ConfigReader {
     /// Returns its items and where they come from (nil, with the problems noted, when it cannot be
     /// read at all). `emptyHint` says what to do about an empty array.
     mutating func readPlaylist(_ value: JSONValue, at path: String, emptyHint: String,
-                               baseDirectory: String, defersListFile: Bool = false) -> (items: [KioskConfig.Item], origin: KioskConfig.PlaylistOrigin)? {
+                               baseDirectory: String, defersListFile: Bool = false, allowsRemote: Bool = false) -> (items: [KioskConfig.Item], origin: KioskConfig.PlaylistOrigin)? {
         switch value {
         case .array(let items):
             if items.isEmpty { problem(path, "empty: \(emptyHint)") }
@@ -53,6 +53,7 @@ extension ConfigReader {
                 return nil
             }
             guard let s = string(v, at: "\(path).\(key)") else { return nil }
+            if key == "m3u", NetworkURL.hasNetworkScheme(s) { return remotePlaylist(s, at: "\(path).m3u", allowed: allowsRemote) }
             let file = KioskConfig.join(baseDirectory, s)
             let origin: KioskConfig.PlaylistOrigin = key == "directory" ? .directory(file) : .m3u(file)
             // A long list is read once the player runs (its problems are warnings then, as here);
@@ -192,6 +193,8 @@ func expandPlaylist(_ origin: KioskConfig.PlaylistOrigin, skipped: inout [Skippe
     switch origin {
     case .list:
         return []
+    case .remoteM3U(let url):
+        throw PlaylistError(message: "the remote M3U \(url) is read through network.cache, not as a file")
     case .directory(let folder):
         let names: [String]
         do {

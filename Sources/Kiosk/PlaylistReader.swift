@@ -13,6 +13,8 @@ final class PlaylistReader: Sendable {
     private let driver: PlaylistDriver
     private let reporter: PlaybackReporter
     private let logger: Logger
+    /// The remote M3U the playlist comes from, if any.
+    private let remote: RemotePlaylist?
     private var status: KioskStatus { reporter.status }
     /// A reader is at work (the status thread's or a loop pass's): the other one leaves it, so two
     /// never start the same playlist.
@@ -20,8 +22,8 @@ final class PlaylistReader: Sendable {
     /// Why the playlist could not be read, as last logged (logged once per reason).
     private let loggedProblem = Mutex<String?>(nil)
 
-    init(state: SessionState, driver: PlaylistDriver, reporter: PlaybackReporter, logger: Logger) {
-        (self.state, self.driver, self.reporter, self.logger) = (state, driver, reporter, logger)
+    init(state: SessionState, driver: PlaylistDriver, reporter: PlaybackReporter, logger: Logger, remote: RemotePlaylist? = nil) {
+        (self.state, self.driver, self.reporter, self.logger, self.remote) = (state, driver, reporter, logger, remote)
     }
 
     var isReading: Bool { reading.load(ordering: .relaxed) }
@@ -38,8 +40,13 @@ final class PlaylistReader: Sendable {
         if current.playlistUnread, let head = playHead(of: current) { current = head }
         let items: [KioskConfig.Item]
         var skipped: [SkippedEntry] = []
-        do {
-            items = try expandPlaylist(current.playlistOrigin, skipped: &skipped)
+        do throws(PlaylistError) {
+            if case .remoteM3U(let url) = current.playlistOrigin {
+                guard let remote, remote.url == url else { throw PlaylistError(message: "the remote M3U \(url) is taken up at the next start") }
+                items = try remote.items()
+            } else {
+                items = try expandPlaylist(current.playlistOrigin, skipped: &skipped)
+            }
             reporter.reportSkipped(skipped, origin: current.playlistOrigin)
         } catch {
             // Logged once per reason: an empty folder is read every second until files come.

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 import Media
 import Network
 import Playback
@@ -69,6 +70,11 @@ public final class RemoteMediaCache: Sendable {
     private let entries = Mutex<[String: Entry]>([:])
     /// The URLs of the playlist, in its order: downloaded first, evicted last.
     private let wanted = Mutex<[String]>([])
+    /// The config playlist's URLs, and those a remote M3U wants besides (`RemotePlaylist`: its
+    /// next set, downloaded before it plays): `wanted` is both.
+    private let listed = Mutex<(playlist: [String], also: [String])>(([], []))
+    /// SHA-256 (lower-case hex) each download of a URL must have before it is renamed into place.
+    let expectedSHA256 = Mutex<[String: String]>([:])
     private let stopped = Latch<Bool>()
     /// Told when a copy is swapped in (the first, or a changed one): the playlist takes it at the
     /// next item boundary.
@@ -159,6 +165,23 @@ public final class RemoteMediaCache: Sendable {
     /// The playlist's cached URLs: downloaded in this order; a copy left by an earlier run plays
     /// at once and is checked first.
     public func want(_ urls: [String]) {
+        let all = listed.withLock { l in
+            l.playlist = urls
+            return urls + l.also.filter { !urls.contains($0) }
+        }
+        wantAll(all)
+    }
+
+    /// URLs wanted besides the playlist's (a remote M3U's sets), downloaded after it.
+    func wantAlso(_ urls: [String]) {
+        let all = listed.withLock { l in
+            l.also = urls
+            return l.playlist + urls.filter { !l.playlist.contains($0) }
+        }
+        wantAll(all)
+    }
+
+    private func wantAll(_ urls: [String]) {
         let at = now()
         let policy = RemoteCopy.Policy(refresh: settings.refresh)
         entries.withLock { entries in
@@ -185,6 +208,12 @@ public final class RemoteMediaCache: Sendable {
 
     /// The state of `url`'s copy.
     public func state(of url: String) -> RemoteCopy.State? { entries.withLock { $0[url]?.copy.state } }
+
+    /// Failed downloads or checks of `url` in a row (0 once one succeeds).
+    func failures(of url: String) -> Int { entries.withLock { $0[url]?.copy.previousFailures ?? 0 } }
+
+    /// The copy of `url` that plays now, if any.
+    func copy(of url: String) -> RemoteCopy.Copy? { entries.withLock { $0[url]?.copy.copy } }
 
     /// Runs the downloads on a thread of their own until `stop`; `tick` seconds between looks.
     public func start(tick: Double = 0.25) {
@@ -233,7 +262,13 @@ public final class RemoteMediaCache: Sendable {
                 RemoteFetch.discardPart(temporary)
             case .downloaded(let bytes, let validators, _):
                 entries.withLock { $0[url]?.copy.downloaded(at: now()) }
-                do { try verify(temporary) } catch {
+                do {
+                    try verify(temporary)
+                    if let expected = expectedSHA256.withLock({ $0[url] }) {
+                        let actual = hexString(try sha256(ofFile: temporary))
+                        guard actual == expected else { throw HashMismatch(url: url, expected: expected, actual: actual) }
+                    }
+                } catch {
                     RemoteFetch.discardPart(temporary)
                     throw error
                 }
@@ -355,4 +390,12 @@ struct CachedBackend: MediaBackend {
     func openAudioReader(_ url: URL) throws -> (any AudioReader)? { try inner.openAudioReader(local(url)) }
     func openSource(_ url: URL) throws -> any MediaSource { try inner.openSource(local(url)) }
     func opensOneAtATime(_ url: URL) -> Bool { inner.opensOneAtATime(url) }
+}
+
+/// A download whose SHA-256 is not the one its remote playlist gave: never renamed into place.
+struct HashMismatch: Error, CustomStringConvertible {
+    let url: String
+    let expected: String
+    let actual: String
+    var description: String { "\(url): SHA-256 mismatch: expected \(expected), got \(actual); the download was deleted" }
 }

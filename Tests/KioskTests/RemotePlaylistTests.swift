@@ -1,0 +1,170 @@
+import Foundation
+import HTTPServer
+@testable import Kiosk
+import Network
+import Playback
+import Synchronization
+import Testing
+
+/// A remote M3U (`{"m3u": "https://..."}`): its text read (entries resolved against its URL,
+/// refused ones skipped with the reason, SHA-256 tags), the config's refusals, and the set switch
+/// with a scripted server and a virtual clock (no network, no FFmpeg).
+@Suite struct RemotePlaylistTests {
+    let allow = NetworkAllowList(rules: [try! NetworkAllowList.rule("https://cdn.example.com"), try! NetworkAllowList.rule("http://10.0.0.0/8")])
+    /// cdn.example.com is a public address; anything else does not resolve.
+    let resolve: @Sendable (String) throws -> [IPAddress] = { host in
+        guard host == "cdn.example.com", let a = IPAddress("93.184.216.34") else { throw RemoteMediaCacheTests.Away() }
+        return [a]
+    }
+    let hashA = String(repeating: "ab", count: 32)
+
+    @Test func entriesResolveAgainstTheListsURL() {
+        let list = RemoteM3U(text: "#EXTM3U\r\n#EXTINF:10,A\na.mp4\n../b.mp4\n/root/c.mp4\n  \nhttps://cdn.example.com/d.mp4?x=1\nhttp://10.1.2.3/e.mp4\n",
+                             base: "https://cdn.example.com/lists/today.m3u", allow: allow, resolve: resolve)
+        #expect(list.entries.map(\.url) == ["https://cdn.example.com/lists/a.mp4", "https://cdn.example.com/b.mp4", "https://cdn.example.com/root/c.mp4",
+                                            "https://cdn.example.com/d.mp4?x=1", "http://10.1.2.3/e.mp4"])
+        #expect(list.skipped.isEmpty && list.warnings.isEmpty)
+    }
+
+    @Test func entriesNotAllowedOrNotHTTPAreSkippedWithTheReason() {
+        let list = RemoteM3U(text: "file:///etc/passwd\nhttps://other.example.org/x.mp4\nhttp://cdn.example.com/y.mp4\nrtsp://10.0.0.1/cam\nok.mp4\n",
+                             base: "https://cdn.example.com/l.m3u", allow: allow, resolve: resolve)
+        #expect(list.entries.map(\.url) == ["https://cdn.example.com/ok.mp4"])
+        #expect(list.skipped.count == 4)
+        #expect(list.skipped[0] == #"line 1: "file:///etc/passwd": file entries are not played from a remote playlist, only http and https"#)
+        #expect(list.skipped[1].hasPrefix(#"line 2: "https://other.example.org/x.mp4": refused by network.allow: "#), "\(list.skipped[1])")
+        #expect(list.skipped[2].hasPrefix(#"line 3: "http://cdn.example.com/y.mp4": refused by network.allow: "#), "\(list.skipped[2])")
+        #expect(list.skipped[3].hasPrefix(#"line 4: "rtsp://10.0.0.1/cam": rtsp entries"#), "\(list.skipped[3])")
+    }
+
+    @Test func aHashTagGoesWithTheNextEntryOnly() {
+        let text = """
+            #EXT-X-MARQUEE-SHA256:\(hashA.uppercased())
+            #EXTINF:5,A
+            a.mp4
+            b.mp4
+            #EXT-X-MARQUEE-SHA256:1234
+            c.mp4
+            #ext-x-marquee-sha256: \(hashA)
+            d.mp4
+            """
+        let list = RemoteM3U(text: text, base: "https://cdn.example.com/l.m3u", allow: allow, resolve: resolve)
+        #expect(list.entries.map(\.sha256) == [hashA, nil, nil, hashA])
+        #expect(list.warnings == [##"line 5: "#EXT-X-MARQUEE-SHA256:1234" is not #EXT-X-MARQUEE-SHA256: and 64 hex digits; the next entry has no hash"##])
+    }
+
+    @Test func aNewSetWaitsForEveryEntryAndLeavesOutTheBadOnes() {
+        #expect(RemoteSetSwitch([.ready, .pending, .bad("x"), .pending]) == .wait(pending: 2))
+        #expect(RemoteSetSwitch([.ready, .bad("x"), .ready]) == .take(playable: [0, 2], skipped: [1]))
+        #expect(RemoteSetSwitch([.bad("x")]) == .take(playable: [], skipped: [0]))
+    }
+
+    func problems(_ text: String) -> [String] {
+        do {
+            _ = try KioskConfig.parse(text, baseDirectory: "/srv")
+            return []
+        } catch {
+            return error.problems.map(\.description)
+        }
+    }
+
+    @Test func theConfigRefusesARemoteListItCannotKeepOrMayNotFetch() throws {
+        let ok = try KioskConfig.parse(#"{"playlist": {"m3u": "https://cdn.example.com/l.m3u"}, "network": {"allow": ["https://cdn.example.com"], "cache": {}}}"#,
+                                       baseDirectory: "/srv")
+        #expect(ok.playlistOrigin == .remoteM3U("https://cdn.example.com/l.m3u") && ok.playlist.isEmpty)
+        #expect(problems(#"{"playlist": {"m3u": "https://cdn.example.com/l.m3u"}, "network": {"allow": ["https://cdn.example.com"]}}"#)
+            == [#"playlist.m3u: "https://cdn.example.com/l.m3u": a remote M3U needs network.cache (its last good copy and its entries are kept there, docs/network.md)"#])
+        #expect(problems(#"{"playlist": {"m3u": "http://cdn.example.com/l.m3u"}, "network": {"allow": ["https://cdn.example.com"], "cache": {}}}"#)
+            == ["playlist.m3u: refused by network.allow: http://cdn.example.com: the scheme http is not in network.allow"])
+        #expect(problems(#"{"playlist": {"m3u": "http://10.9.9.9/l.m3u"}, "network": {"allow": ["http://192.168.0.0/16"], "cache": {}}}"#)
+            == ["playlist.m3u: refused by network.allow: http://10.9.9.9: 10.9.9.9 is in no network.allow block for http"])
+        #expect(problems(#"{"playlist": {"m3u": "rtsp://cam/l.m3u"}, "network": {"allow": ["rtsp://cam"], "cache": {}}}"#)
+            == [#"playlist.m3u: "rtsp://cam/l.m3u": a remote M3U is fetched over http or https only, not rtsp"#])
+        #expect(problems(#"{"playlist": [{"uri": "a.mp4"}], "schedule": [{"days": ["monday"], "playlist": {"m3u": "https://cdn.example.com/l.m3u"}}], "network": {"allow": ["https://cdn.example.com"], "cache": {}}}"#)
+            .contains { $0.hasPrefix(#"schedule[0].playlist.m3u: "https://cdn.example.com/l.m3u": a remote M3U can only be the top-level playlist"#) })
+    }
+
+    // The set switch, with the cache's scripted server (RemoteMediaCacheTests) and a virtual clock.
+
+    func playlist(_ server: RemoteMediaCacheTests.Server, _ cache: RemoteMediaCache, clock: RemoteMediaCacheTests.Clock, url: String) -> RemotePlaylist {
+        let resolve = resolve
+        return RemotePlaylist(url: url, cache: cache, allow: allow, logger: Logger(level: .error, sink: { _ in }), fetch: { url, part, _ in
+            guard let body = server.bodies.withLock({ $0[url] ?? nil }) else { throw RemoteMediaCacheTests.Away() }
+            try body.write(toFile: part, atomically: false, encoding: .utf8)
+            return .downloaded(bytes: Int64(body.utf8.count), validators: RemoteValidators(), transferred: Int64(body.utf8.count))
+        }, resolve: resolve, now: { clock.now.withLock { $0 } })
+    }
+
+    func run(_ cache: RemoteMediaCache, _ list: RemotePlaylist, clock: RemoteMediaCacheTests.Clock, from: Double, to: Double) {
+        for t in stride(from: from, through: to, by: 0.25) {
+            clock.set(t)
+            cache.step()
+            list.step()
+        }
+    }
+
+    func names(_ list: RemotePlaylist) -> [String] {
+        ((try? list.items()) ?? []).map { String($0.path.split(separator: "/").last ?? "") }
+    }
+
+    @Test func aChangedListPlaysOnlyWhenItsWholeSetIsCachedAndTheLastGoodOneOutlivesTheServer() throws {
+        let server = RemoteMediaCacheTests.Server()
+        let clock = RemoteMediaCacheTests.Clock()
+        let cache = try RemoteMediaCacheTests().make(server, clock: clock, refresh: 10)
+        defer { try? FileManager.default.removeItem(atPath: cache.folder) }
+        let base = "https://cdn.example.com/l/"
+        let good = hexString(sha256(Array("A1".utf8)))
+        server.bodies.withLock {
+            $0 = [base + "list.m3u": "#EXT-X-MARQUEE-SHA256:\(good)\na.mp4\n#EXT-X-MARQUEE-SHA256:\(hashA)\nb.mp4\nhttps://elsewhere.example/c.mp4\n",
+                  base + "a.mp4": "A1", base + "b.mp4": "B1"]
+        }
+        let list = playlist(server, cache, clock: clock, url: base + "list.m3u")
+        let changes = Mutex(0)
+        list.onChange.withLock { $0 = { changes.withLock { $0 += 1 } } }
+        do {
+            _ = try list.items()
+            Issue.record("a list never fetched has no items")
+        } catch {
+            #expect(error.message.contains("has no good copy yet"))
+        }
+        // b's hash never matches: failed three times and a refresh (10 s) on, it no longer holds
+        // the set back.
+        run(cache, list, clock: clock, from: 0, to: 9.5)
+        #expect(names(list).isEmpty, "the set waits for b")
+        run(cache, list, clock: clock, from: 9.75, to: 12)
+        #expect(names(list) == ["a.mp4"])
+        #expect(changes.withLock { $0 } == 1)
+        #expect(cache.localFile(for: base + "b.mp4") == nil, "a download that does not match its hash is never kept")
+        if case .failed(_, _, let reason) = cache.state(of: base + "b.mp4") {
+            #expect(reason == "\(base)b.mp4: SHA-256 mismatch: expected \(hashA), got \(hexString(sha256(Array("B1".utf8)))); the download was deleted")
+        } else {
+            Issue.record("\(String(describing: cache.state(of: base + "b.mp4")))")
+        }
+        #expect(!server.requests.withLock { $0 }.contains { $0.contains("elsewhere") }, "an entry not allowed is never requested")
+
+        // A new set, fetched at the list's next check (20 s); d is not on the server yet: a plays
+        // on until d is cached too.
+        server.bodies.withLock {
+            $0[base + "list.m3u"] = "c.mp4\nd.mp4\n"
+            $0[base + "c.mp4"] = "C1"
+        }
+        run(cache, list, clock: clock, from: 12.25, to: 21)
+        #expect(cache.localFile(for: base + "c.mp4") != nil)
+        #expect(cache.failures(of: base + "d.mp4") >= 1)
+        #expect(names(list) == ["a.mp4"], "the new set waits for d")
+        server.bodies.withLock { $0[base + "d.mp4"] = "D1" }
+        run(cache, list, clock: clock, from: 21.25, to: 30)
+        #expect(names(list) == ["c.mp4", "d.mp4"])
+
+        // The server gone, a new start on the same folder: the last good set plays at once.
+        server.bodies.withLock { $0 = [:] }
+        let again = playlist(server, cache, clock: clock, url: base + "list.m3u")
+        #expect(names(again) == ["c.mp4", "d.mp4"])
+        let health = Mutex<String?>(nil)
+        again.onHealth.withLock { $0 = { reason in health.withLock { $0 = reason } } }
+        run(cache, again, clock: clock, from: 30.25, to: 36)
+        #expect(names(again) == ["c.mp4", "d.mp4"])
+        let said = health.withLock { $0 } ?? ""
+        #expect(said.hasPrefix("remote playlist \(base)list.m3u: not refreshed for ") && said.contains("last good since "), "\(said)")
+    }
+}
