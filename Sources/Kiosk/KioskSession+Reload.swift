@@ -39,7 +39,11 @@ extension KioskSession {
     @discardableResult
     func adopt(_ loaded: KioskConfig, restartAt: WallTime) -> KioskConfig {
         let entry = Self.scheduledEntry(loaded, at: loaded.virtualClockStart == nil ? WallTime.now() : scheduleWallTimeNow())
-        let newConfig = role.config(loaded, entry: entry, node: node)
+        var newConfig = role.config(loaded, entry: entry, node: node)
+        // The same remote M3U: its set plays on (a config read leaves it empty).
+        if case .remoteM3U(let url) = newConfig.playlistOrigin, remotePlaylist?.url == url, let items = try? remotePlaylist?.items() {
+            newConfig.playlist = items
+        }
         state.withLock { s in
             s.config = newConfig
             s.unselectedConfig = loaded

@@ -100,7 +100,7 @@ public final class KioskSession: @unchecked Sendable {
         let unselectedConfig = config
         // With a schedule, the playlist of the entry playing now (a follower: its leader's).
         let entry = Self.scheduledEntry(config, at: config.virtualClockStart ?? WallTime.now())
-        let config = role.config(config, entry: entry, node: node)
+        var config = role.config(config, entry: entry, node: node)
         state = SessionState(.init(config: config, unselectedConfig: unselectedConfig, scheduleEntry: entry))
         self.configPath = configPath
         self.overrides = overrides
@@ -115,6 +115,11 @@ public final class KioskSession: @unchecked Sendable {
                            slowLimit: slowStorageLimit, mediaLayer: mediaLayer, cache: remoteCache)
         driver = PlaylistDriver(player: player, backend: backend, cache: remoteCache)
         remotePlaylist = RemotePlaylist.forSession(config, cache: remoteCache, reporter: reporter, logger: logger)
+        // A remote list's last good set is the playlist from the start (the config read leaves it empty).
+        if let items = try? remotePlaylist?.items() {
+            config.playlist = items
+            state.withLock { $0.config.playlist = items }
+        }
         let reader = PlaylistReader(state: state, driver: driver, reporter: reporter, logger: logger, remote: remotePlaylist)
         watch = PlayerWatch(state: state, driver: driver, reporter: reporter, reader: reader)
         commands = PlaybackCommands(state: state, driver: driver, reporter: reporter, logger: logger) { [weak self] in self?.isStopped ?? true }
@@ -124,13 +129,14 @@ public final class KioskSession: @unchecked Sendable {
         watch.start()
         remoteCache?.onSwap.withLock { $0 = { [weak self] _ in if let self, !self.isStopped { self.driver.takeNewCopies(self.state.withLock { $0.config }) } } }
         remoteCache?.start()
-        remotePlaylist?.onChange.withLock { $0 = { [weak self] in if let self, !self.isStopped { reader.read() } } }
-        remotePlaylist?.start()
         // With wall sync by the clock, playback starts when the output's vsyncs are known.
         if config.wall?.sync.mode != .clock {
             driver.start(config, afterCurrentItem: false)
             player.play()
         }
+        // After the first queueing: the remote list's set must not be queued before it, and replaced.
+        remotePlaylist?.onChange.withLock { $0 = { [weak self] in if let self, !self.isStopped { reader.read() } } }
+        remotePlaylist?.start()
     }
 
     public var isStopped: Bool { stopped.load(ordering: .relaxed) }

@@ -332,7 +332,8 @@ public final class KioskStatus: Sendable {
         for (uri, down) in s.liveSourcesDown.sorted(by: { $0.key < $1.key }) {
             reasons.append("live source \(uri): down for \((now - down.since).seconds.formatted(decimals: 1)) s (\(down.reason)); reopening")
         }
-        for (_, stale) in s.remoteFilesStale.sorted(by: { $0.key < $1.key }) { reasons.append("remote file \(stale)") }
+        // A remote playlist's own reason names itself (RemotePlaylist.swift).
+        for (_, stale) in s.remoteFilesStale.sorted(by: { $0.key < $1.key }) { reasons.append(stale.hasPrefix("remote playlist ") ? stale : "remote file \(stale)") }
         for output in s.outputs where !output.connected { reasons.append("output \(output.name): no display connected") }
         for output in s.outputs where output.framesNotDrawn > 0 {
             reasons.append("output \(output.name): \(output.framesNotDrawn) hardware frames could be neither imported nor copied (shown as background)")
