@@ -93,6 +93,10 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def validating(self, ranges):
         name = os.path.join(self.directory, os.path.basename(self.path))
+        if not os.path.isfile(name):
+            say("GET %s status=404 sent=0" % self.path)
+            self.send_error(404)
+            return
         with open(name, "rb") as f:
             data = f.read()
         etag = '"%s"' % hashlib.sha256(data).hexdigest()[:16]
