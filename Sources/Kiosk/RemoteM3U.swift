@@ -58,6 +58,10 @@ struct RemoteM3U: Sendable, Equatable {
                 skipped.append("\(shown): \(scheme) entries are not played from a remote playlist, only http and https")
                 continue
             }
+            guard RemoteMediaCache.isCacheable(resolved) else {
+                skipped.append("\(shown): a playlist, not a file to cache")
+                continue
+            }
             if case .refused(let reason) = allow.check(resolved, resolve: resolve) {
                 skipped.append("\(shown): refused by network.allow: \(reason)")
                 continue

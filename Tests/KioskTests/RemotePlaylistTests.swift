@@ -27,10 +27,11 @@ import Testing
     }
 
     @Test func entriesNotAllowedOrNotHTTPAreSkippedWithTheReason() {
-        let list = RemoteM3U(text: "file:///etc/passwd\nhttps://other.example.org/x.mp4\nhttp://cdn.example.com/y.mp4\nrtsp://10.0.0.1/cam\nok.mp4\n",
+        let list = RemoteM3U(text: "file:///etc/passwd\nhttps://other.example.org/x.mp4\nhttp://cdn.example.com/y.mp4\nrtsp://10.0.0.1/cam\nok.mp4\nlive/index.m3u8\n",
                              base: "https://cdn.example.com/l.m3u", allow: allow, resolve: resolve)
         #expect(list.entries.map(\.url) == ["https://cdn.example.com/ok.mp4"])
-        #expect(list.skipped.count == 4)
+        #expect(list.skipped.count == 5)
+        #expect(list.skipped[4] == #"line 6: "live/index.m3u8": a playlist, not a file to cache"#)
         #expect(list.skipped[0] == #"line 1: "file:///etc/passwd": file entries are not played from a remote playlist, only http and https"#)
         #expect(list.skipped[1].hasPrefix(#"line 2: "https://other.example.org/x.mp4": refused by network.allow: "#), "\(list.skipped[1])")
         #expect(list.skipped[2].hasPrefix(#"line 3: "http://cdn.example.com/y.mp4": refused by network.allow: "#), "\(list.skipped[2])")
@@ -59,14 +60,7 @@ import Testing
         #expect(RemoteSetSwitch([.bad("x")]) == .take(playable: [], skipped: [0]))
     }
 
-    func problems(_ text: String) -> [String] {
-        do {
-            _ = try KioskConfig.parse(text, baseDirectory: "/srv")
-            return []
-        } catch {
-            return error.problems.map(\.description)
-        }
-    }
+    func problems(_ text: String) -> [String] { NetworkConfigTests().problems(text) }
 
     @Test func theConfigRefusesARemoteListItCannotKeepOrMayNotFetch() throws {
         let ok = try KioskConfig.parse(#"{"playlist": {"m3u": "https://cdn.example.com/l.m3u"}, "network": {"allow": ["https://cdn.example.com"], "cache": {}}}"#,
