@@ -18,6 +18,11 @@ extension KioskSession {
             logger.error("reload refused; the old config keeps playing", ["config": configPath, "error": "\(error)"])
             return .failed("\(error)")
         }
+        if let why = RemotePlaylist.reloadRefusal(loaded, running: remotePlaylist?.url) {
+            status.update { $0.reloadError = why }
+            logger.error("reload refused; the old config keeps playing", ["config": configPath, "error": why])
+            return .failed(why)
+        }
         for warning in loaded.warnings {
             logger.warning("config: nothing to play there now; it is read again", ["config": configPath, "path": warning.path, "problem": warning.message])
         }

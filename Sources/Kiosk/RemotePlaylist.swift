@@ -110,6 +110,14 @@ final class RemotePlaylist: Sendable {
         return playlist
     }
 
+    /// Why a reloaded config cannot take over: it names a remote M3U other than the one this
+    /// session fetches (`running`), which is taken up at the next start; nil: it can.
+    static func reloadRefusal(_ loaded: KioskConfig, running: String?) -> String? {
+        guard case .remoteM3U(let url) = loaded.playlistOrigin, url != running else { return nil }
+        return "playlist.m3u: the remote M3U \(url) is taken up at the next start, not by a reload"
+            + (running.map { " (this run fetches \($0))" } ?? " (this run started without one)")
+    }
+
     /// The current set's entries that play now (cached, and matching their hash).
     func items() throws(PlaylistError) -> [KioskConfig.Item] {
         let (current, failure) = state.withLock { s -> (RemoteM3U?, String?) in

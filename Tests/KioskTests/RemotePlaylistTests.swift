@@ -78,6 +78,16 @@ import Testing
             .contains { $0.hasPrefix(#"schedule[0].playlist.m3u: "https://cdn.example.com/l.m3u": a remote M3U can only be the top-level playlist"#) })
     }
 
+    @Test func aReloadNamingAnotherRemoteListIsRefused() throws {
+        let text = #"{"playlist": {"m3u": "https://cdn.example.com/l.m3u"}, "network": {"allow": ["https://cdn.example.com"], "cache": {}}}"#
+        let loaded = try KioskConfig.parse(text, baseDirectory: "/srv")
+        #expect(RemotePlaylist.reloadRefusal(loaded, running: "https://cdn.example.com/l.m3u") == nil)
+        #expect(RemotePlaylist.reloadRefusal(loaded, running: "https://cdn.example.com/other.m3u")
+            == "playlist.m3u: the remote M3U https://cdn.example.com/l.m3u is taken up at the next start, not by a reload (this run fetches https://cdn.example.com/other.m3u)")
+        #expect(RemotePlaylist.reloadRefusal(loaded, running: nil)?.hasSuffix("(this run started without one)") == true)
+        #expect(RemotePlaylist.reloadRefusal(try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}]}"#, baseDirectory: "/srv"), running: "https://x/l.m3u") == nil)
+    }
+
     // The set switch, with the cache's scripted server (RemoteMediaCacheTests) and a virtual clock.
 
     func playlist(_ server: RemoteMediaCacheTests.Server, _ cache: RemoteMediaCache, clock: RemoteMediaCacheTests.Clock, url: String) -> RemotePlaylist {
