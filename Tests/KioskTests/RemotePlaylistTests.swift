@@ -54,6 +54,22 @@ import Testing
         #expect(list.warnings == [##"line 5: "#EXT-X-MARQUEE-SHA256:1234" is not #EXT-X-MARQUEE-SHA256: and 64 hex digits; the next entry has no hash"##])
     }
 
+    /// A file is hashed in 64 KiB slices: the same digest as all of it at once, past several slices.
+    @Test func aFilesHashIsItsBytesHash() throws {
+        let bytes = (0..<200_003).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
+        let path = NSTemporaryDirectory() + "marquee-hash-\(UUID().uuidString)"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try sha256(ofFile: path) == sha256(bytes))
+        #expect(hexString(sha256(Array("abc".utf8))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(throws: FileHashError.self) { try sha256(ofFile: path + ".absent") }
+        do {
+            _ = try sha256(ofFile: path + ".absent")
+        } catch {
+            #expect(error.description == "\(path).absent: open failed (\(ENOENT): No such file or directory)")
+        }
+    }
+
     @Test func aNewSetWaitsForEveryEntryAndLeavesOutTheBadOnes() {
         #expect(RemoteSetSwitch([.ready, .pending, .bad("x"), .pending]) == .wait(pending: 2))
         #expect(RemoteSetSwitch([.ready, .bad("x"), .ready]) == .take(playable: [0, 2], skipped: [1]))
