@@ -141,9 +141,9 @@ final class RemotePlaylist: Sendable {
     /// Where `entry` stands; `since`: when its set came (a copy checked after it counts as current).
     func status(of entry: RemoteM3U.Entry, since: Double) -> RemoteEntryStatus {
         guard let state = cache.state(of: entry.url) else { return .pending }
-        // Failed often enough, and for long enough (a file still being uploaded gets a refresh).
-        let givenUp = cache.failures(of: entry.url) >= Self.failuresToGiveUp && now() - since >= cache.settings.refresh
         let failures = cache.failures(of: entry.url)
+        // Failed often enough, and for long enough (a file still being uploaded gets a refresh).
+        let givenUp = failures >= Self.failuresToGiveUp && now() - since >= cache.settings.refresh
         var reason = "failed \(failures) times"
         switch state {
         case .failed(_, _, let r), .stale(_, _, _, let r): reason = r
