@@ -21,9 +21,10 @@ public enum Command {
 
     /// Runs `executable` (a path, or a name looked up on PATH) with `arguments` until it exits and
     /// returns what it printed. `environment` is added to this process's. A command still running
-    /// after `timeout` seconds is killed, so that a hang fails the test instead of stalling it.
+    /// after `timeout` seconds is killed, so that a hang fails the test instead of stalling it (by
+    /// default 40 minutes: a VM test's guest waits its turn behind the others').
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
-                           directory: String? = nil, mergeErrors: Bool = false, timeout: Double = 600) throws -> CommandResult {
+                           directory: String? = nil, mergeErrors: Bool = false, timeout: Double = 2400) throws -> CommandResult {
         let process = Process()
         if executable.hasPrefix("/") {
             process.executableURL = URL(fileURLWithPath: executable)

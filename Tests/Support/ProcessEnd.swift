@@ -19,7 +19,7 @@ extension Process {
     }
 
     /// Waits up to `timeout` seconds for the process to end. One still running then is killed
-    /// (SIGKILL) and nil returned.
+    /// (SIGKILL, with its process group) and nil returned.
     public func waitForEnd(timeout: Double) -> ProcessEnd? {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while Date() < deadline {
@@ -27,6 +27,9 @@ extension Process {
             Thread.sleep(forTimeInterval: 0.01)
         }
         if let end { return end }
+        // Its whole process group (Foundation starts each child in one of its own): what it started,
+        // a QEMU guest say, must not outlive it.
+        kill(-processIdentifier, SIGKILL)
         kill(processIdentifier, SIGKILL)
         let killed = Date(timeIntervalSinceNow: 5)
         while end == nil && Date() < killed { Thread.sleep(forTimeInterval: 0.01) }
