@@ -351,11 +351,13 @@ def soak(binary, folder, transitions, max_growth_kb, tolerance):
         if count >= next_pause:
             # The reading that counts is taken paused: running, resident memory swings by several
             # MB as decoders and their frame pools open and close at each transition, and the
-            # thread count with them. Paused, one item's decoder is open and nothing moves.
+            # thread count with them. Paused, one item's decoder is open and nothing moves; the
+            # reading waits out the thread pools' 2 s idle time (ThreadPool.idleSeconds), or the
+            # pools' threads of the last transitions count (3 more at the end once, under load).
             if m.request(["set_property", "pause", True]) is None:
                 failures.append(f"no answer to pause at transition {count}")
                 break
-            time.sleep(0.4)
+            time.sleep(2.5)
             reading = read_proc(m.pid)
             count = m.poll_trace()
             if reading is None:
