@@ -70,7 +70,7 @@ extension KioskSession {
             // (on the presentation thread, which owns the wall sync).
             let restarted = presentationTasks.run(timeout: 4) { [self] context -> KioskCommandResult in
                 do {
-                    try startClockSync(newConfig, epoch: sync.epoch, clock: context.clock, at: restartAt)
+                    try startClockSync(newConfig, epoch: clockEpoch(sync.epoch), clock: context.clock, at: restartAt)
                     // This output's further regions (a mosaic).
                     for region in state.withLock({ s in s.followers }) where !region.role.reportsOutput {
                         try region.startClockSync(region.state.withLock { $0.config }, epoch: sync.epoch, clock: context.clock,

@@ -54,6 +54,10 @@ public final class KioskSession: @unchecked Sendable {
     private(set) var remoteCache: RemoteMediaCache?
     /// A remote M3U playlist's fetches and set switches (nil: the playlist is not one).
     private(set) var remotePlaylist: RemotePlaylist?
+    /// This node's cue socket, where opened for a clock-synced wall's remote M3U (triggers share it).
+    private(set) var wallCues: WallCues?
+    /// A clock-synced wall's agreement on when its remote M3U's new sets switch (nil: none).
+    private(set) var wallSets: WallSets?
     /// Which part of the wall this session plays, and so where its output reports.
     let role: WallRole
     let node: String
@@ -114,7 +118,16 @@ public final class KioskSession: @unchecked Sendable {
         backend = .session(config: config, output: output, reporter: reporter, preroll: preroll,
                            slowLimit: slowStorageLimit, mediaLayer: mediaLayer, cache: remoteCache)
         driver = PlaylistDriver(player: player, backend: backend, cache: remoteCache)
-        remotePlaylist = RemotePlaylist.forSession(config, cache: remoteCache, reporter: reporter, logger: logger)
+        // A wall of several nodes on the clock switches sets where all agree (`WallSets`), over its cue socket.
+        if role.isLeader, remoteCache != nil, case .remoteM3U = config.playlistOrigin, let wall = config.wall, wall.sync.mode == .clock,
+           wall.nodes.count > 1, let settings = wall.sync.cue {
+            do {
+                wallCues = try WallCues(settings: settings, node: node, logger: logger, onCue: nil)
+            } catch {
+                logger.error("wall cues cannot listen; this node takes its remote M3U's new sets on its own", ["error": "\(error)"])
+            }
+        }
+        remotePlaylist = RemotePlaylist.forSession(config, cache: remoteCache, reporter: reporter, logger: logger, holdsSets: wallCues != nil)
         // A remote list's last good set is the playlist from the start (the config read leaves it empty).
         if let items = try? remotePlaylist?.items() {
             config.playlist = items
@@ -137,6 +150,17 @@ public final class KioskSession: @unchecked Sendable {
         // After the first queueing: the remote list's set must not be queued before it, and replaced.
         remotePlaylist?.onChange.withLock { $0 = { [weak self] in if let self, !self.isStopped { reader.read() } } }
         remotePlaylist?.start()
+        if let remotePlaylist, let wallCues {
+            wallSets = WallSets(session: self, remote: remotePlaylist, cues: wallCues, logger: logger)
+            wallSets?.start()
+        }
+    }
+
+    /// The epoch a clock-synced wall plays its playlist on: a remote M3U's set agreed by the wall
+    /// plays from its switch time; anything else from the config's epoch.
+    func clockEpoch(_ configured: WallTime) -> WallTime {
+        guard wallSets != nil, let since = remotePlaylist?.currentSet.since else { return configured }
+        return since
     }
 
     public var isStopped: Bool { stopped.load(ordering: .relaxed) }
@@ -147,6 +171,8 @@ public final class KioskSession: @unchecked Sendable {
         stopRequested.set(true)
         remoteCache?.stop()
         remotePlaylist?.stop()
+        wallSets?.stop()
+        wallCues?.stop()
         for follower in state.withLock({ s in s.followers }) { follower.stop() }
     }
 

@@ -204,6 +204,13 @@ public final class KioskTriggers: @unchecked Sendable {
     /// Opens the wall's cue socket when the config has one (a wall on the clock).
     func startCues(_ config: KioskConfig) {
         guard let session, let wall = config.wall, wall.sync.mode == .clock, let settings = wall.sync.cue else { return }
+        // The socket the wall's set agreement opened already: its cues come here from now on.
+        if let shared = session.wallCues {
+            let take: @Sendable (WallCue) -> Void = { [weak self] cue in self?.cued(cue) }
+            shared.handlers.cue.withLock { $0 = (triggers.count, take) }
+            cues = shared
+            return
+        }
         do {
             cues = try WallCues(settings: settings, node: session.node, rules: triggers.count, logger: logger) { [weak self] cue in
                 self?.cued(cue)

@@ -43,6 +43,8 @@ final class PlaylistReader: Sendable {
         do throws(PlaylistError) {
             if case .remoteM3U(let url) = current.playlistOrigin {
                 guard let remote, remote.url == url else { throw PlaylistError(message: "the remote M3U \(url) is taken up at the next start") }
+                // A wall's agreement switches its sets, on the vsync every node switches on (`WallSets`).
+                if remote.holdsSets { return }
                 items = try remote.items()
             } else {
                 items = try expandPlaylist(current.playlistOrigin, skipped: &skipped)

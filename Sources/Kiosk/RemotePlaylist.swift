@@ -53,6 +53,11 @@ final class RemotePlaylist: Sendable {
     private let now: @Sendable () -> Double
     /// The last good copy of the list, and its validators beside it.
     let copyFile: String
+    /// On a clock-synced wall of several nodes a whole new set is not taken here: it is held until
+    /// the wall agrees on when (`WallSetAgreement`), then `takeHeld`.
+    let holdsSets: Bool
+    /// Beside the last good copy: the set's id and the wall time it took over (`ID NANOSECONDS`).
+    var wallFile: String { copyFile + ".wall" }
 
     private struct Candidate {
         let list: RemoteM3U
@@ -60,6 +65,11 @@ final class RemotePlaylist: Sendable {
         let validators: RemoteValidators
         /// When it came: a copy the cache has checked since then is current for it.
         let since: Double
+        /// Whole (every entry ready or given up on), held for the wall's agreement (`holdsSets`).
+        var whole = false
+        /// Agreed on by the wall: kept until it is taken, whatever the server says meanwhile.
+        var pinned = false
+        var id: String { WallSetMessage.setID(of: text) }
     }
 
     private struct State {
@@ -70,6 +80,10 @@ final class RemotePlaylist: Sendable {
         var told: [String]?
         /// Waiting on a candidate, as last logged.
         var lastWait: Int?
+        /// The current set's id (the SHA-256 of its list), and the wall time it took over on a
+        /// wall's agreement (nil: it plays on the config's epoch).
+        var currentID: String?
+        var since: WallTime?
     }
 
     private let state: Mutex<State>
@@ -81,29 +95,34 @@ final class RemotePlaylist: Sendable {
     /// Told the playlist's health: why it is degraded, or nil.
     let onHealth = Mutex<(@Sendable (String?) -> Void)?>(nil)
 
-    init(url: String, cache: RemoteMediaCache, allow: NetworkAllowList, logger: Logger, fetch: @escaping Fetch,
+    init(url: String, cache: RemoteMediaCache, allow: NetworkAllowList, logger: Logger, holdsSets: Bool = false, fetch: @escaping Fetch,
          resolve: @escaping @Sendable (String) throws -> [IPAddress] = { try SystemResolver.addresses(of: $0) },
          now: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }) {
         (self.url, self.cache, self.allow, self.logger, self.fetch, self.resolve, self.now) = (url, cache, allow, logger, fetch, resolve, now)
+        self.holdsSets = holdsSets
         copyFile = (cache.file(for: url) as NSString).deletingPathExtension + ".playlist.m3u"
         var copy = RemoteCopy(policy: .init(refresh: cache.settings.refresh))
-        var current: RemoteM3U?
+        var current: RemoteM3U?, currentID: String?, since: WallTime?
         if let data = FileManager.default.contents(atPath: copyFile) {
             let list = RemoteM3U(text: String(decoding: data, as: UTF8.self), base: url, allow: allow, resolve: resolve)
             current = list
+            currentID = WallSetMessage.setID(of: data)
+            since = Self.readWallFile(copyFile + ".wall", id: currentID)
             copy.adopt(at: now())
-            logger.info("remote playlist: its last good copy plays until the server is asked", ["uri": url, "entries": "\(list.entries.count)"])
+            logger.info("remote playlist: its last good copy plays until the server is asked",
+                        ["uri": url, "entries": "\(list.entries.count)", "wall_since": since.map { $0.unixSeconds.formatted(decimals: 3) } ?? "-"])
         }
-        state = Mutex(State(copy: copy, current: current))
+        state = Mutex(State(copy: copy, current: current, currentID: currentID, since: since))
         if let current { tellCache(current: current, candidate: nil) }
     }
 
     /// The playlist of a session whose config names a remote M3U (nil: it names none, or there is
     /// no cache to keep it in).
-    static func forSession(_ config: KioskConfig, cache: RemoteMediaCache?, reporter: PlaybackReporter, logger: Logger) -> RemotePlaylist? {
+    static func forSession(_ config: KioskConfig, cache: RemoteMediaCache?, reporter: PlaybackReporter, logger: Logger,
+                           holdsSets: Bool = false) -> RemotePlaylist? {
         guard case .remoteM3U(let url) = config.playlistOrigin, let cache else { return nil }
         let limits = RemoteFetch.Limits(io: config.network.limits, maxBytes: RemoteM3U.largestFile, maxSeconds: 60)
-        let playlist = RemotePlaylist(url: url, cache: cache, allow: config.network.allow, logger: logger) { url, part, current in
+        let playlist = RemotePlaylist(url: url, cache: cache, allow: config.network.allow, logger: logger, holdsSets: holdsSets) { url, part, current in
             try RemoteFetch.fetch(url, into: part, current: current, limits: limits)
         }
         playlist.onHealth.withLock { $0 = { reason in reporter.remoteFileHealth(uri: url, reason: reason) } }
@@ -230,9 +249,11 @@ final class RemotePlaylist: Sendable {
             case .downloaded(_, let validators, _):
                 let text = try Data(contentsOf: URL(fileURLWithPath: part))
                 let same = FileManager.default.contents(atPath: copyFile) == text
-                let waiting = state.withLock { $0.candidate?.text == text }
+                let (waiting, pinned) = state.withLock { ($0.candidate?.text == text, $0.candidate?.pinned == true) }
                 state.withLock { $0.copy.verified(at: now(), changed: !same) }
-                if same {
+                if pinned {
+                    // The wall switches to the set it agreed on; what the server says now is taken up after.
+                } else if same {
                     try? RemoteFetch.keep(validators, beside: copyFile)
                     state.withLock { $0.candidate = nil }
                 } else if !waiting {
@@ -276,30 +297,89 @@ final class RemotePlaylist: Sendable {
             }
             if changed { logger.info("remote playlist: new set waiting for its downloads", ["uri": url, "pending": "\(pending)"]) }
         case .take(let playable, let skipped):
-            for i in skipped {
-                if case .bad(let reason) = statuses[i] {
-                    logger.warning("remote playlist: entry skipped as a bad item", ["uri": candidate.list.entries[i].url, "error": reason])
+            if holdsSets {
+                let first = state.withLock { s -> Bool in
+                    defer { s.candidate?.whole = true }
+                    return s.candidate?.whole == false
                 }
-            }
-            // Kept as the last good copy first: a restart plays this set.
-            let aside = copyFile + ".new"
-            do {
-                try candidate.text.write(to: URL(fileURLWithPath: aside))
-                guard rename(aside, copyFile) == 0 else {
-                    throw MediaError(uri: copyFile, call: "rename", code: errno, reason: String(cString: strerror(errno)))
+                if first {
+                    logger.info("remote playlist: new set cached; it waits for the wall's other nodes to have it",
+                                ["uri": url, "set": String(candidate.id.prefix(12)), "entries": "\(playable.count)", "skipped": "\(skipped.count)"])
                 }
-                try RemoteFetch.keep(candidate.validators, beside: copyFile)
-            } catch {
-                logger.error("remote playlist: cannot keep its copy; the new set plays without one", ["file": copyFile, "error": "\(error)"])
+                return
             }
-            state.withLock { s in
-                s.current = candidate.list
-                s.candidate = nil
-                s.lastWait = nil
-            }
-            tellCache(current: candidate.list, candidate: nil)
-            logger.info("remote playlist: new set cached; it plays from the next item boundary",
-                        ["uri": url, "entries": "\(playable.count)", "skipped": "\(skipped.count)"])
+            take(candidate, statuses: statuses, playable: playable, skipped: skipped, since: nil)
         }
+    }
+
+    /// The new set whole here and held for the wall (`holdsSets`): its id and the entries that play.
+    func heldSet() -> (id: String, items: [KioskConfig.Item])? {
+        guard let candidate = state.withLock({ $0.candidate }), candidate.whole else { return nil }
+        let items = candidate.list.entries.filter { status(of: $0, since: candidate.since) == .ready }.map { KioskConfig.Item(uri: $0.url, path: $0.url) }
+        return (candidate.id, items)
+    }
+
+    /// The wall agreed on set `id`: it is kept until taken. False: it is no longer held.
+    func pin(_ id: String) -> Bool {
+        state.withLock { s in
+            guard s.candidate?.id == id, s.candidate?.whole == true else { return false }
+            s.candidate?.pinned = true
+            return true
+        }
+    }
+
+    /// The set the current one is (nil: none yet), and the wall time it took over (nil: on the config's epoch).
+    var currentSet: (id: String?, since: WallTime?) { state.withLock { ($0.currentID, $0.since) } }
+
+    /// The wall switched to the held set `id` at `since`: it becomes the current set and the last
+    /// good copy, with `since` beside it (a restart rejoins it there). False: it is not held.
+    @discardableResult
+    func takeHeld(_ id: String, since: WallTime) -> Bool {
+        guard let candidate = state.withLock({ $0.candidate }), candidate.id == id else { return false }
+        let statuses = candidate.list.entries.map { status(of: $0, since: candidate.since) }
+        guard case .take(let playable, let skipped) = RemoteSetSwitch(statuses) else { return false }
+        take(candidate, statuses: statuses, playable: playable, skipped: skipped, since: since)
+        return true
+    }
+
+    static func readWallFile(_ path: String, id: String?) -> WallTime? {
+        guard let id, let data = FileManager.default.contents(atPath: path), data.count < 200 else { return nil }
+        let fields = String(decoding: data, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
+        guard fields.count == 2, fields[0] == id, let ns = Int64(fields[1]), ns > 0 else { return nil }
+        return WallTime(nanoseconds: ns)
+    }
+
+    private func take(_ candidate: Candidate, statuses: [RemoteEntryStatus], playable: [Int], skipped: [Int], since: WallTime?) {
+        for i in skipped {
+            if case .bad(let reason) = statuses[i] {
+                logger.warning("remote playlist: entry skipped as a bad item", ["uri": candidate.list.entries[i].url, "error": reason])
+            }
+        }
+        // Kept as the last good copy first: a restart plays this set.
+        let aside = copyFile + ".new"
+        do {
+            try candidate.text.write(to: URL(fileURLWithPath: aside))
+            guard rename(aside, copyFile) == 0 else {
+                throw MediaError(uri: copyFile, call: "rename", code: errno, reason: String(cString: strerror(errno)))
+            }
+            try RemoteFetch.keep(candidate.validators, beside: copyFile)
+            if let since {
+                try Data("\(candidate.id) \(since.nanoseconds)\n".utf8).write(to: URL(fileURLWithPath: wallFile), options: .atomic)
+            } else {
+                try? FileManager.default.removeItem(atPath: wallFile)
+            }
+        } catch {
+            logger.error("remote playlist: cannot keep its copy; the new set plays without one", ["file": copyFile, "error": "\(error)"])
+        }
+        state.withLock { s in
+            s.current = candidate.list
+            s.candidate = nil
+            s.lastWait = nil
+            s.currentID = candidate.id
+            s.since = since
+        }
+        tellCache(current: candidate.list, candidate: nil)
+        logger.info("remote playlist: new set cached; it plays from the next item boundary",
+                    ["uri": url, "entries": "\(playable.count)", "skipped": "\(skipped.count)"])
     }
 }

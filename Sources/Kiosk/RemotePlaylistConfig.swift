@@ -35,6 +35,11 @@ extension ConfigReader {
            !reason.hasSuffix(NotResolvedHere.text) {
             problem(path, "refused by network.allow: \(reason)")
         }
+        // A wall of several nodes on the clock switches to a new set where all agree, over its
+        // cue socket: without one, each node would switch on its own, at its own time.
+        if let wall = config.wall, wall.sync.mode == .clock, wall.nodes.count > 1, wall.sync.cue == nil {
+            problem("wall.sync.cue", "missing: a wall of \(wall.nodes.count) nodes on the clock playing a remote M3U needs wall.sync.cue.nodes, where its nodes agree on the wall time a new set takes over (docs/walls.md)")
+        }
     }
 }
 

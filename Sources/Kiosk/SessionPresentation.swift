@@ -68,6 +68,7 @@ struct SessionPresentation {
         presenter.onVsync = { [presentationTasks = session.presentationTasks, session] n in
             session.presentationTasks.drain(context)
             session.cueGate.vsync(n, clock: output.clock)
+            session.wallSets?.vsync(n, clock: output.clock)
             schedule?.vsync(n)
             report.vsync(n, idle: shownPlayers.allSatisfy { $0.rate == 0 } ? "paused"
                                 : shownPlayers.allSatisfy { $0.currentItem == nil } ? "nothing to play" : nil,
@@ -83,7 +84,7 @@ struct SessionPresentation {
             StartupMarks.mark("prerolled")
         }
         if let sync = current.wall?.sync, sync.mode == .clock {
-            try session.startClockSync(current, epoch: sync.epoch, clock: output.clock)
+            try session.startClockSync(current, epoch: session.clockEpoch(sync.epoch), clock: output.clock)
             for region in regions {
                 try region.startClockSync(region.state.withLock { $0.config }, epoch: sync.epoch, clock: output.clock)
             }

@@ -57,25 +57,48 @@ final class WallCues: @unchecked Sendable {
         func withLock<R>(_ body: (inout State) -> R) -> R { lock.withLock { body(&$0) } }
     }
     let state = Shared()
+    /// Who takes what the socket gets: a class, so that the socket's thread shares it.
+    final class Handlers: Sendable {
+        /// The trigger rules there are, and what takes their cues (a socket opened for the wall's
+        /// sets first gets them when the triggers start).
+        let cue: Mutex<(rules: Int, take: @Sendable (WallCue) -> Void)?>
+        /// Set messages on the same socket (`WallSetMessage`), with the sending node's name:
+        /// handed on unread (the wall's set agreement reads and counts them).
+        let set = Mutex<(@Sendable ([UInt8], String) -> Void)?>(nil)
+        init(cue: (rules: Int, take: @Sendable (WallCue) -> Void)?) { self.cue = Mutex(cue) }
+    }
+    let handlers: Handlers
     /// A cue is refused when its time is further than this from the clock here (seconds), past or
     /// beyond its lead: the nodes' clocks disagree, or it is a stale datagram.
     static let tolerance = 1.0
 
     /// Binds this node's cue socket (`node` in `settings`); `onCue` runs on the socket's thread
     /// with each new cue of a rule below `rules` from another node.
-    init(settings: WallCueSettings, node: String, rules: Int, logger: Logger,
-         onCue: @escaping @Sendable (WallCue) -> Void) throws {
+    convenience init(settings: WallCueSettings, node: String, rules: Int, logger: Logger,
+                     onCue: @escaping @Sendable (WallCue) -> Void) throws {
+        try self.init(settings: settings, node: node, logger: logger, onCue: (rules, onCue))
+    }
+
+    /// Binds this node's cue socket; cues are taken once `onCue` is given (here or later).
+    init(settings: WallCueSettings, node: String, logger: Logger,
+         onCue: (rules: Int, take: @Sendable (WallCue) -> Void)?) throws {
         guard let link = settings.link(forNode: node) else {
             throw WallCueError(message: "wall.sync.cue.nodes does not name this node \"\(node)\" (--node, else the host name)")
         }
         self.settings = settings
         self.logger = logger
         let state = state, lead = settings.lead
+        let handlers = Handlers(cue: onCue)
+        self.handlers = handlers
         var peerNames: [String] = []
         for peer in link.peers { peerNames.append(settings.nodes.first { $0.address == peer }?.name ?? "\(peer)") }
         let names = peerNames
-        socket = try CueSocket(listen: link.listen, peers: link.peers, largest: WallCue.largestPacket, logger: logger) { bytes, peer in
-            guard let cue = WallCue.parse(bytes, rules: rules) else {
+        socket = try CueSocket(listen: link.listen, peers: link.peers, largest: max(WallCue.largestPacket, WallSetMessage.largestPacket),
+                               logger: logger) { bytes, peer in
+            if WallSetMessage.looksLikeOne(bytes), let take = handlers.set.withLock({ $0 }) {
+                return take(bytes, names[peer])
+            }
+            guard let handler = handlers.cue.withLock({ $0 }), let cue = WallCue.parse(bytes, rules: handler.rules) else {
                 Self.note(state, logger, \.malformed, once: "malformed", "datagram on the wall cue socket that is not a cue ignored (further ones are counted, not logged)",
                           ["from": names[peer], "bytes": "\(bytes.count)"])
                 return
@@ -97,7 +120,7 @@ final class WallCues: @unchecked Sendable {
             }) else { return }
             logger.info("wall cue", ["from": names[peer], "trigger": "\(cue.rule)", "sequence": "\(cue.sequence)",
                                      "cue_at": cue.at.unixSeconds.formatted(decimals: 6), "ahead_ms": (ahead * 1000).formatted(decimals: 2)])
-            onCue(cue)
+            handler.take(cue)
         }
         logger.info("wall cues listening", ["address": "\(link.listen)", "port": "\(socket.boundPort)",
                                             "peers": names.joined(separator: ","), "lead_s": lead.formatted(decimals: 3)])

@@ -1,0 +1,174 @@
+import Foundation
+import Playback
+import Synchronization
+
+/// A clock-synced wall's remote M3U on one node: its new sets switch on every node at one agreed
+/// wall time (`WallSetAgreement`). A thread of its own (**marquee-wallset**) says where this node
+/// stands over the wall's cue socket every second, decides, and probes the agreed set for its
+/// timeline (epoch: the switch time); the presentation thread makes the switch on the vsync of
+/// that time (`vsync`): the item playing is cut there and the new set's first frame is that
+/// vsync's picture. The set is then kept as the last good copy with its switch time beside it,
+/// so that a restart rejoins it at the same position.
+final class WallSets: @unchecked Sendable {
+    // @unchecked: what changes is behind the mutexes; the rest is immutable.
+    private weak var session: KioskSession?
+    private let remote: RemotePlaylist
+    private let cues: WallCues
+    private let logger: Logger
+    private let agreement: Mutex<WallSetAgreement>
+    private let stopped = Latch<Bool>()
+    /// Kinds of refused messages logged (once each).
+    private let logged = Mutex(Set<String>())
+
+    /// An agreed switch, probed, for the presentation thread.
+    struct Pending: @unchecked Sendable {
+        // @unchecked: the plan is made on the agreement's thread and handed over whole.
+        let agreed: WallSetAgreement.Agreed
+        let plan: ClockPlan
+        let config: KioskConfig
+        /// The vsync it was made on (nil: not yet), and whether that was past its time.
+        var madeOn: Int64?
+        var late = false
+    }
+    private let pending = Mutex<Pending?>(nil)
+    /// How far ahead of its vsync the switch is queued (seconds): the new set's first item is
+    /// opened and prerolled behind the item playing.
+    static let lead = 2.0
+
+    init(session: KioskSession, remote: RemotePlaylist, cues: WallCues, logger: Logger) {
+        self.session = session
+        (self.remote, self.cues, self.logger) = (remote, cues, logger)
+        let current = remote.currentSet
+        agreement = Mutex(WallSetAgreement(node: session.node, nodes: cues.settings.nodes.map(\.name),
+                                           playing: current.id, since: current.since))
+        cues.handlers.set.withLock { $0 = { [weak self] bytes, peer in self?.received(bytes, from: peer) } }
+    }
+
+    var counters: WallSetAgreement.Counters { agreement.withLock { $0.counters } }
+
+    func start(tick: Double = 0.1) {
+        startThread(named: "marquee-wallset") { [weak self] in
+            while let self, self.stopped.wait(timeout: tick) == nil { self.step(now: WallTime.now()) }
+        }
+    }
+
+    func stop() { _ = stopped.set(true) }
+
+    private func received(_ bytes: [UInt8], from peer: String) {
+        let reception = agreement.withLock { $0.received(bytes, from: peer, now: WallTime.now()) }
+        let why: String
+        switch reception {
+        case .taken: return
+        case .malformed: why = "wall set message malformed; ignored (further ones are counted, not logged)"
+        case .stranger: why = "wall set message from a node not of the wall; ignored (further ones are counted, not logged)"
+        case .farOff: why = "wall set message refused: its time is far from this node's clock (are the clocks in sync?); further ones are counted, not logged"
+        }
+        if logged.withLock({ $0.insert(why).inserted }) { logger.warning(why, ["from": peer, "bytes": "\(bytes.count)"]) }
+    }
+
+    /// One look: this node's held set told, a message sent when due, an agreement probed, a switch made kept.
+    func step(now: WallTime) {
+        let held = remote.heldSet()
+        let message = agreement.withLock { a -> WallSetMessage? in
+            a.haveSet(held?.id, now: now)
+            return a.due(now: now)
+        }
+        if let message {
+            for (peer, error) in cues.socket.sendToPeers(message.encoded) where logged.withLock({ $0.insert("send \(peer)").inserted }) {
+                logger.warning("wall set message could not be sent (further failures are not logged)", ["to": "\(peer)", "error": "\(error)"])
+            }
+        }
+        if let made = pending.withLock({ $0 }), let vsync = made.madeOn {
+            remote.takeHeld(made.agreed.id, since: made.agreed.at)
+            agreement.withLock { $0.switched(to: made.agreed.id, at: made.agreed.at) }
+            pending.withLock { $0 = nil }
+            logger.info("wall set switched", ["set": String(made.agreed.id.prefix(12)), "switch_at": made.agreed.at.unixSeconds.formatted(decimals: 6),
+                                              "vsync": "\(vsync)", "late": made.late ? "yes" : "no"])
+            return
+        }
+        guard pending.withLock({ $0 == nil }), let agreed = agreement.withLock({ $0.decide() }) else { return }
+        guard let held, held.id == agreed.id, remote.pin(agreed.id), let session else {
+            agreement.withLock { $0.forget() }
+            logger.warning("wall set agreed on is no longer held here; this node waits for the next one", ["set": String(agreed.id.prefix(12))])
+            return
+        }
+        logger.info("wall set agreed", ["set": String(agreed.id.prefix(12)), "switch_at": agreed.at.unixSeconds.formatted(decimals: 6),
+                                        "ahead_s": (Double(agreed.at - now) / 1e9).formatted(decimals: 3), "items": "\(held.items.count)"])
+        var config = session.state.withLock { $0.config }
+        config.playlist = held.items
+        config.playlistUnread = false
+        // Probed here, ahead of the switch: the same lengths on every node (the same files).
+        guard let plan = (try? session.clockPlan(config, epoch: agreed.at, beating: false)) ?? nil else {
+            agreement.withLock { $0.forget() }
+            logger.error("wall set agreed on cannot be played here (no item probes); the old set plays on", ["set": String(agreed.id.prefix(12))])
+            return
+        }
+        pending.withLock { $0 = Pending(agreed: agreed, plan: plan, config: config) }
+    }
+
+    /// Presentation thread, once per vsync `n` before its picture is asked for: the switch made
+    /// when its time is near (the item playing then cut on the vsync of the switch time), or at
+    /// once at the clock's position when its time has passed (a node that was late).
+    func vsync(_ n: Int64, clock: any VsyncClock) {
+        guard let session, let switching = pending.withLock({ $0 }), switching.madeOn == nil,
+              let wall = clock.wallTime(ofVsync: n) else { return }
+        let at = switching.agreed.at
+        let interval = max(1, Int64(clock.refresh.interval.seconds * 1e9))
+        let player = session.player
+        if at <= wall {
+            adopt(switching.config, session)
+            session.followClock(switching.plan, clock: clock)
+            return made(on: n, late: true)
+        }
+        // The first vsync at or after the switch time.
+        var cut = n + (at - wall + interval - 1) / interval
+        while cut > n + 1, let w = clock.wallTime(ofVsync: cut - 1), w >= at { cut -= 1 }
+        while let w = clock.wallTime(ofVsync: cut), w < at { cut += 1 }
+        guard Double(cut - n) * clock.refresh.interval.seconds <= Self.lead else { return }
+        if player.currentItem == nil {
+            // Nothing plays yet (the wall's first set): it starts on the clock at that time.
+            adopt(switching.config, session)
+            session.followClock(switching.plan, clock: clock, at: at)
+            return made(on: cut, late: false)
+        }
+        var cutAt: Int64? = cut
+        switch player.currentItemEnd() {
+        case .notStarted: return
+        case .atVsync(let end) where end < cut: return  // an earlier item ends first: the one after it is cut
+        case .atVsync(let end) where end == cut: cutAt = nil  // it ends there itself
+        default: break
+        }
+        if let cutAt, !player.endCurrentItem(atVsync: cutAt) { return }  // again on the next vsync
+        adopt(switching.config, session)
+        let plan = switching.plan
+        guard let cutWall = clock.wallTime(ofVsync: cut) else { return }
+        let position = plan.sync.timeline.position(at: cutWall)
+        session.driver.start(plan.playable, from: position.index, afterCurrentItem: true, replacingQueued: true)
+        let offset = plan.starts[position.index] + position.itemTime
+        if offset > .zero, let first = player.items().dropFirst().first {
+            first.seek(to: offset) { _ in }
+        }
+        session.followClock(plan, clock: clock, takingOverAt: cut)
+        made(on: cut, late: false)
+    }
+
+    private func made(on vsync: Int64, late: Bool) {
+        pending.withLock {
+            $0?.madeOn = vsync
+            $0?.late = late
+        }
+    }
+
+    /// The session's playlist is the new set's from now on (what status and the reader see).
+    private func adopt(_ config: KioskConfig, _ session: KioskSession) {
+        let now = session.state.withLock { s in
+            s.config.playlist = config.playlist
+            s.config.playlistUnread = false
+            return s.config
+        }
+        session.status.update {
+            $0.replaceItems(PlaybackReporter.statusItems(now))
+            $0.playlistProblem = nil
+        }
+    }
+}
