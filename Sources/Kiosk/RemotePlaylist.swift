@@ -110,7 +110,7 @@ final class RemotePlaylist: Sendable {
             since = Self.readWallFile(copyFile + ".wall", id: currentID)
             copy.adopt(at: now())
             logger.info("remote playlist: its last good copy plays until the server is asked",
-                        ["uri": url, "entries": "\(list.entries.count)", "wall_since": since.map { $0.unixSeconds.formatted(decimals: 3) } ?? "-"])
+                        ["uri": url, "entries": "\(list.entries.count)", "wall_since": since.map { $0.unixSeconds.formatted(decimals: 6) } ?? "-"])
         }
         state = Mutex(State(copy: copy, current: current, currentID: currentID, since: since))
         if let current { tellCache(current: current, candidate: nil) }

@@ -58,8 +58,9 @@ import TestSupport
                                    "cue": {"nodes": {"left": "127.0.0.1:\#(leftPort)", "right": "127.0.0.1:\#(rightPort)"}}}}}
                 """#, named: "wall-set-\(node)-\(UUID().uuidString.prefix(8)).json")
         }
+        let rightConfig = try config("right", server: lateServer)
         let left = try Running(config: try config("left", server: earlyServer), clock: "real", exitAfter: 55, extra: ["--node", "left"])
-        let right = try Running(config: try config("right", server: lateServer), clock: "real", exitAfter: 55, extra: ["--node", "right"])
+        let right = try Running(config: rightConfig, clock: "real", exitAfter: 55, extra: ["--node", "right"])
         defer { for running in [left, right] where running.process.isRunning { kill(running.process.processIdentifier, SIGKILL) } }
         // The first set, agreed on too: both play it.
         #expect(cacheRun.waitFor(within: 20) { [left, right].allSatisfy { r in frames(r).contains { $0.name == "a1.mp4" } } },
@@ -74,8 +75,14 @@ import TestSupport
         #expect(cacheRun.waitFor(within: 20) { [left, right].allSatisfy { r in frames(r).contains { $0.name == "n1.mp4" } } },
                 "left:\n\(left.log)\nright:\n\(right.log)")
         Thread.sleep(forTimeInterval: 1)
-        for running in [left, right] { kill(running.process.processIdentifier, SIGTERM) }
-        #expect(left.wait(timeout: 20) == 0 && right.wait(timeout: 20) == 0, "left:\n\(left.log)\nright:\n\(right.log)")
+        // The right node restarts: it plays the new set at once, on its switch time, as the left does.
+        kill(right.process.processIdentifier, SIGTERM)
+        #expect(right.wait(timeout: 20) == 0, "right:\n\(right.log)")
+        let again = try Running(config: rightConfig, clock: "real", exitAfter: 30, extra: ["--node", "right"])
+        defer { if again.process.isRunning { kill(again.process.processIdentifier, SIGKILL) } }
+        #expect(cacheRun.waitFor(within: 20) { (frames(again).last?.wall ?? 0) - (frames(again).first?.wall ?? .infinity) > 4 }, "\(again.log)")
+        for running in [left, again] { kill(running.process.processIdentifier, SIGTERM) }
+        #expect(left.wait(timeout: 20) == 0 && again.wait(timeout: 20) == 0, "left:\n\(left.log)\nright again:\n\(again.log)")
 
         // Both agreed on one switch time for the new set (the second agreement of each).
         let (leftAgreed, rightAgreed) = (values(left.log, "wall set agreed", "switch_at"), values(right.log, "wall set agreed", "switch_at"))
@@ -111,6 +118,22 @@ import TestSupport
             #expect(apart < interval + slack, "the nodes showed the new set \(apart) s apart")
             figures.append("apart \((apart * 1000).formatted(decimals: 2)) ms; switch at \(switchAt.formatted(decimals: 3)), \((switchAt - lateServedAt).formatted(decimals: 2)) s after the late node's server had the new set")
         }
+        // The restarted node: the same frame as the left node at the same wall time (within a
+        // vsync), once it is on the clock (its first second left out).
+        let leftShown = frames(left), againShown = frames(again)
+        let restartedAt = againShown.first?.wall ?? 0
+        var compared = 0, differing: [String] = []
+        for frame in againShown where frame.wall > restartedAt + 1 {
+            guard let shown = leftShown.last(where: { $0.wall <= frame.wall + interval / 2 }), frame.wall - shown.wall < 0.1 else { continue }
+            compared += 1
+            if shown.name != frame.name || abs(shown.pts - frame.pts) > 1.0 / 30 + slack {
+                differing.append("\(frame.wall): right \(frame.name) \(frame.pts), left \(shown.name) \(shown.pts)")
+            }
+        }
+        #expect(compared > 60 && differing.count * 20 <= compared, "\(differing.count) of \(compared) differ: \(differing.prefix(10))\n\(again.log)")
+        #expect(again.log.contains("wall_since=\(leftAgreed.last ?? "-")") || again.log.contains("wall_since=\"\(leftAgreed.last ?? "-")"), "\(again.log)")
+        #expect(!againShown.contains { $0.name.hasPrefix("a") }, "the restarted node played the old set")
+        figures.append("right restarted: \(compared - differing.count) of \(compared) frames the same as the left node's at the same wall time (within a frame)")
         print("wall set switch, two nodes, 60 Hz, the right node's new set \(delay) s late:\n" + figures.joined(separator: "\n"))
         earlyServer.kill()
         lateServer.kill()
