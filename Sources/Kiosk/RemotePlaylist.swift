@@ -240,9 +240,11 @@ final class RemotePlaylist: Sendable {
     private func refresh() {
         let part = copyFile + "." + UUID().uuidString.prefix(8) + ".part"
         defer { RemoteFetch.discardPart(part) }
-        let hasCopy = state.withLock { $0.current != nil }
+        let (hasCopy, waiting) = state.withLock { ($0.current != nil, $0.candidate?.validators) }
         do {
-            let validators = hasCopy ? RemoteFetch.validators(of: copyFile) : nil
+            // A set waiting for its downloads: the server is asked whether the list is still that
+            // one (not modified: nothing downloaded), else whether it is still the last good copy.
+            let validators = waiting.flatMap { $0.isEmpty ? nil : $0 } ?? (hasCopy ? RemoteFetch.validators(of: copyFile) : nil)
             switch try fetch(url, part, validators) {
             case .notModified:
                 state.withLock { $0.copy.notModified(at: now()) }

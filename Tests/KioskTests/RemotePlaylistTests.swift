@@ -187,4 +187,66 @@ import Testing
         let said = health.withLock { $0 } ?? ""
         #expect(said.hasPrefix("remote playlist \(base)list.m3u: not refreshed for ") && said.contains("last good since "), "\(said)")
     }
+
+    /// On a clock-synced wall of several nodes (`holdsSets`) a whole new set is held, not taken,
+    /// until the wall agrees: then it is taken with its switch time, which a restart reads back.
+    /// While a set waits for its downloads, the list's checks send that set's validators: the
+    /// server answers "not modified" instead of sending the whole list again.
+    @Test func aWallHoldsAWholeSetUntilItIsTakenAndChecksTheWaitingListWithItsValidators() throws {
+        let server = RemoteMediaCacheTests.Server()
+        let clock = RemoteMediaCacheTests.Clock()
+        let cache = try RemoteMediaCacheTests().make(server, clock: clock, refresh: 10)
+        defer { try? FileManager.default.removeItem(atPath: cache.folder) }
+        let base = "https://cdn.example.com/w/"
+        server.bodies.withLock { $0 = [base + "list.m3u": "a.mp4\n", base + "a.mp4": "A1"] }
+        // The list's server: an ETag per body; a request naming the body's ETag is not modified.
+        let fetches = Mutex<[(sent: String?, downloaded: Bool)]>([])
+        let make = { [resolve, allow] in
+            RemotePlaylist(url: base + "list.m3u", cache: cache, allow: allow, logger: Logger(level: .error, sink: { _ in }), holdsSets: true,
+                           fetch: { url, part, current in
+                guard let body = server.bodies.withLock({ $0[url] ?? nil }) else { throw RemoteMediaCacheTests.Away() }
+                let etag = "\"\(hexString(sha256(Array(body.utf8))).prefix(16))\""
+                if current?.etag == etag {
+                    fetches.withLock { $0.append((current?.etag, false)) }
+                    return .notModified
+                }
+                fetches.withLock { $0.append((current?.etag, true)) }
+                try body.write(toFile: part, atomically: false, encoding: .utf8)
+                return .downloaded(bytes: Int64(body.utf8.count), validators: RemoteValidators(etag: etag), transferred: Int64(body.utf8.count))
+            }, resolve: resolve, now: { clock.now.withLock { $0 } })
+        }
+        let list = make()
+        run(cache, list, clock: clock, from: 0, to: 5)
+        let first = try #require(list.heldSet(), "the first set, whole, is held")
+        #expect(first.id == WallSetMessage.setID(of: Data("a.mp4\n".utf8)) && first.items.map(\.path) == [base + "a.mp4"])
+        #expect(names(list).isEmpty && list.currentSet.id == nil, "not taken by itself")
+        #expect(list.pin(first.id) && !list.pin(String(repeating: "0", count: 64)))
+        let since = WallTime(nanoseconds: 1_790_000_007_000_000_000)
+        #expect(!list.takeHeld(String(repeating: "0", count: 64), since: since))
+        #expect(list.takeHeld(first.id, since: since))
+        #expect(names(list) == ["a.mp4"] && list.currentSet.id == first.id && list.currentSet.since == since && list.heldSet() == nil)
+        #expect(RemotePlaylist.readWallFile(list.wallFile, id: first.id) == since)
+
+        // A new set whose b is not on the server yet: it waits, and each check after the one that
+        // brought it is answered "not modified".
+        server.bodies.withLock { $0[base + "list.m3u"] = "a.mp4\nb.mp4\n" }
+        fetches.withLock { $0 = [] }
+        run(cache, list, clock: clock, from: 5.25, to: 45)
+        let waiting = fetches.withLock { $0 }
+        print("list checks while the set waited: \(waiting.count), downloaded \(waiting.filter(\.downloaded).count)")
+        #expect(waiting.count >= 3 && waiting.first?.downloaded == true && waiting.dropFirst().allSatisfy { !$0.downloaded && $0.sent != nil },
+                "\(waiting)")
+        // b, failed three times and a refresh on, no longer holds the set back: held without it, still not taken.
+        #expect(list.heldSet()?.items.map(\.path) == [base + "a.mp4"] && names(list) == ["a.mp4"])
+        server.bodies.withLock { $0[base + "b.mp4"] = "B1" }
+        run(cache, list, clock: clock, from: 45.25, to: 120)
+        let second = try #require(list.heldSet(), "whole now, and held")
+        #expect(second.items.map(\.path) == [base + "a.mp4", base + "b.mp4"] && names(list) == ["a.mp4"])
+
+        // Restarted before the wall switched: the last good set, on the switch time it took over.
+        let again = make()
+        #expect(names(again) == ["a.mp4"] && again.currentSet.id == first.id && again.currentSet.since == since)
+        // A record of another set beside the copy is not this one's.
+        #expect(RemotePlaylist.readWallFile(list.wallFile, id: second.id) == nil)
+    }
 }
