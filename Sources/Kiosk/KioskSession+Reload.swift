@@ -23,6 +23,8 @@ extension KioskSession {
             logger.error("reload refused; the old config keeps playing", ["config": configPath, "error": why])
             return .failed(why)
         }
+        // Another remote M3U: its set is fetched and takes over once whole; this one plays until then.
+        if case .remoteM3U(let url) = loaded.playlistOrigin { remotePlaylist?.retarget(url) }
         for warning in loaded.warnings {
             logger.warning("config: nothing to play there now; it is read again", ["config": configPath, "path": warning.path, "problem": warning.message])
         }
@@ -45,8 +47,9 @@ extension KioskSession {
     func adopt(_ loaded: KioskConfig, restartAt: WallTime) -> KioskConfig {
         let entry = Self.scheduledEntry(loaded, at: loaded.virtualClockStart == nil ? WallTime.now() : scheduleWallTimeNow())
         var newConfig = role.config(loaded, entry: entry, node: node)
-        // The same remote M3U: its set plays on (a config read leaves it empty).
-        if case .remoteM3U(let url) = newConfig.playlistOrigin, remotePlaylist?.url == url, let items = try? remotePlaylist?.items() {
+        // A remote M3U: the set playing plays on (a config read leaves it empty); another list's
+        // set takes over once whole (`RemotePlaylist.retarget`).
+        if case .remoteM3U = newConfig.playlistOrigin, let items = try? remotePlaylist?.items() {
             newConfig.playlist = items
         }
         state.withLock { s in

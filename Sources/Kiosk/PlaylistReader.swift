@@ -42,7 +42,9 @@ final class PlaylistReader: Sendable {
         var skipped: [SkippedEntry] = []
         do throws(PlaylistError) {
             if case .remoteM3U(let url) = current.playlistOrigin {
-                guard let remote, remote.url == url else { throw PlaylistError(message: "the remote M3U \(url) is taken up at the next start") }
+                guard let remote else { throw PlaylistError(message: "the remote M3U \(url) is taken up at the next start") }
+                // Another list named by a reload: the set playing plays on until the new one is taken.
+                if remote.url != url { return }
                 // A wall's agreement switches its sets, on the vsync every node switches on (`WallSets`).
                 if remote.holdsSets { return }
                 items = try remote.items()

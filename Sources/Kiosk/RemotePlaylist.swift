@@ -44,7 +44,9 @@ final class RemotePlaylist: Sendable {
     /// Failures in a row after which an entry no longer holds a new set back.
     static let failuresToGiveUp = 3
 
-    let url: String
+    /// The list whose set plays (a reload naming another list makes that one the `target`, which
+    /// becomes `url` once its set is taken).
+    var url: String { state.withLock { $0.url } }
     private let cache: RemoteMediaCache
     private let allow: NetworkAllowList
     private let fetch: Fetch
@@ -52,7 +54,9 @@ final class RemotePlaylist: Sendable {
     private let logger: Logger
     private let now: @Sendable () -> Double
     /// The last good copy of the list, and its validators beside it.
-    let copyFile: String
+    var copyFile: String { copyFile(for: url) }
+    /// The last good copy of the list at `url`.
+    func copyFile(for url: String) -> String { (cache.file(for: url) as NSString).deletingPathExtension + ".playlist.m3u" }
     /// On a clock-synced wall of several nodes a whole new set is not taken here: it is held until
     /// the wall agrees on when (`WallSetAgreement`), then `takeHeld`.
     let holdsSets: Bool
@@ -65,6 +69,8 @@ final class RemotePlaylist: Sendable {
         let validators: RemoteValidators
         /// When it came: a copy the cache has checked since then is current for it.
         let since: Double
+        /// The list it is from.
+        let url: String
         /// Whole (every entry ready or given up on), held for the wall's agreement (`holdsSets`).
         var whole = false
         /// Agreed on by the wall: kept until it is taken, whatever the server says meanwhile.
@@ -73,6 +79,9 @@ final class RemotePlaylist: Sendable {
     }
 
     private struct State {
+        var url: String
+        /// Another list named by a reload: its set takes over once whole (nil: none).
+        var target: String?
         var copy: RemoteCopy
         var current: RemoteM3U?
         var candidate: Candidate?
@@ -98,9 +107,9 @@ final class RemotePlaylist: Sendable {
     init(url: String, cache: RemoteMediaCache, allow: NetworkAllowList, logger: Logger, holdsSets: Bool = false, fetch: @escaping Fetch,
          resolve: @escaping @Sendable (String) throws -> [IPAddress] = { try SystemResolver.addresses(of: $0) },
          now: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }) {
-        (self.url, self.cache, self.allow, self.logger, self.fetch, self.resolve, self.now) = (url, cache, allow, logger, fetch, resolve, now)
+        (self.cache, self.allow, self.logger, self.fetch, self.resolve, self.now) = (cache, allow, logger, fetch, resolve, now)
         self.holdsSets = holdsSets
-        copyFile = (cache.file(for: url) as NSString).deletingPathExtension + ".playlist.m3u"
+        let copyFile = (cache.file(for: url) as NSString).deletingPathExtension + ".playlist.m3u"
         var copy = RemoteCopy(policy: .init(refresh: cache.settings.refresh))
         var current: RemoteM3U?, currentID: String?, since: WallTime?
         if let data = FileManager.default.contents(atPath: copyFile) {
@@ -112,7 +121,7 @@ final class RemotePlaylist: Sendable {
             logger.info("remote playlist: its last good copy plays until the server is asked",
                         ["uri": url, "entries": "\(list.entries.count)", "wall_since": since.map { $0.unixSeconds.formatted(decimals: 6) } ?? "-"])
         }
-        state = Mutex(State(copy: copy, current: current, currentID: currentID, since: since))
+        state = Mutex(State(url: url, copy: copy, current: current, currentID: currentID, since: since))
         if let current { tellCache(current: current, candidate: nil) }
     }
 
@@ -125,16 +134,36 @@ final class RemotePlaylist: Sendable {
         let playlist = RemotePlaylist(url: url, cache: cache, allow: config.network.allow, logger: logger, holdsSets: holdsSets) { url, part, current in
             try RemoteFetch.fetch(url, into: part, current: current, limits: limits)
         }
-        playlist.onHealth.withLock { $0 = { reason in reporter.remoteFileHealth(uri: url, reason: reason) } }
+        playlist.onHealth.withLock { $0 = { [unowned playlist] reason in reporter.remoteFileHealth(uri: playlist.url, reason: reason) } }
         return playlist
     }
 
     /// Why a reloaded config cannot take over: it names a remote M3U other than the one this
     /// session fetches (`running`), which is taken up at the next start; nil: it can.
+    /// Another remote M3U is taken up as a new set (`retarget`); only a run that started without
+    /// one refuses it (its cache and fetches are set up at the start).
     static func reloadRefusal(_ loaded: KioskConfig, running: String?) -> String? {
-        guard case .remoteM3U(let url) = loaded.playlistOrigin, url != running else { return nil }
-        return "playlist.m3u: the remote M3U \(url) is taken up at the next start, not by a reload"
-            + (running.map { " (this run fetches \($0))" } ?? " (this run started without one)")
+        guard case .remoteM3U(let url) = loaded.playlistOrigin, running == nil else { return nil }
+        return "playlist.m3u: the remote M3U \(url) is taken up at the next start, not by a reload (this run started without one)"
+    }
+
+    /// A reload names the list at `url`: when it is another one, its set is fetched and takes over
+    /// once whole, as a changed list's does (the set playing plays on until then); the list playing
+    /// again: any other list being taken up is dropped.
+    func retarget(_ url: String) {
+        let (changed, from) = state.withLock { s -> (Bool, String) in
+            let target = url == s.url ? nil : url
+            guard target != s.target else { return (false, s.url) }
+            s.target = target
+            if s.candidate?.url != url { s.candidate = nil }
+            s.lastWait = nil
+            s.copy.checkSoon()
+            return (true, s.url)
+        }
+        guard changed else { return }
+        logger.info(url == from ? "remote playlist: the list playing is kept; the one being taken up is dropped"
+                                : "remote playlist: another list named; its set plays once all of it is cached, the current set until then",
+                    ["uri": url, "playing": from])
     }
 
     /// The current set's entries that play now (cached, and matching their hash).
@@ -225,7 +254,8 @@ final class RemotePlaylist: Sendable {
                 onChange.withLock { $0 }?()
             }
         }
-        let health = state.withLock { $0.copy.degradation(source: "remote playlist \(url)", now: now()) }
+        let source = "remote playlist \(url)"
+        let health = state.withLock { $0.copy.degradation(source: source, now: now()) }
         let copy = state.withLock { $0.copy.copy }
         onHealth.withLock { $0 }?(health.map { $0 + Self.since(health: $0, copy: copy, now: now()) })
     }
@@ -238,20 +268,22 @@ final class RemotePlaylist: Sendable {
     }
 
     private func refresh() {
+        let (playing, target) = state.withLock { ($0.url, $0.target) }
+        let url = target ?? playing, copyFile = self.copyFile(for: playing)
         let part = copyFile + "." + UUID().uuidString.prefix(8) + ".part"
         defer { RemoteFetch.discardPart(part) }
-        let (hasCopy, waiting) = state.withLock { ($0.current != nil, $0.candidate?.validators) }
+        let (hasCopy, waiting) = state.withLock { ($0.current != nil, $0.candidate.flatMap { $0.url == url ? $0.validators : nil }) }
         do {
             // A set waiting for its downloads: the server is asked whether the list is still that
             // one (not modified: nothing downloaded), else whether it is still the last good copy.
-            let validators = waiting.flatMap { $0.isEmpty ? nil : $0 } ?? (hasCopy ? RemoteFetch.validators(of: copyFile) : nil)
+            let validators = waiting.flatMap { $0.isEmpty ? nil : $0 } ?? (hasCopy && target == nil ? RemoteFetch.validators(of: copyFile) : nil)
             switch try fetch(url, part, validators) {
             case .notModified:
                 state.withLock { $0.copy.notModified(at: now()) }
             case .downloaded(_, let validators, _):
                 let text = try Data(contentsOf: URL(fileURLWithPath: part))
-                let same = FileManager.default.contents(atPath: copyFile) == text
-                let (waiting, pinned) = state.withLock { ($0.candidate?.text == text, $0.candidate?.pinned == true) }
+                let same = target == nil && FileManager.default.contents(atPath: copyFile) == text
+                let (waiting, pinned) = state.withLock { ($0.candidate?.text == text && $0.candidate?.url == url, $0.candidate?.pinned == true) }
                 state.withLock { $0.copy.verified(at: now(), changed: !same) }
                 if pinned {
                     // The wall switches to the set it agreed on; what the server says now is taken up after.
@@ -262,11 +294,14 @@ final class RemotePlaylist: Sendable {
                     let list = RemoteM3U(text: String(decoding: text, as: UTF8.self), base: url, allow: allow, resolve: resolve)
                     for line in list.warnings { logger.warning("remote playlist: hash tag ignored", ["uri": url, "line": line]) }
                     for line in list.skipped { logger.warning("remote playlist: entry skipped, never requested", ["uri": url, "entry": line]) }
-                    let current = state.withLock { s in
-                        s.candidate = Candidate(list: list, text: text, validators: validators, since: now())
+                    let taken = state.withLock { s -> RemoteM3U?? in
+                        // Unless a reload changed the list meanwhile.
+                        guard s.url == playing, s.target == target else { return nil }
+                        s.candidate = Candidate(list: list, text: text, validators: validators, since: now(), url: url)
                         s.lastWait = nil
-                        return s.current
+                        return .some(s.current)
                     }
+                    guard let current = taken else { return }
                     tellCache(current: current, candidate: list)
                     logger.info(current == nil ? "remote playlist fetched; it plays once all of it is cached"
                                                : "remote playlist changed; the new set plays once all of it is cached",
@@ -358,6 +393,7 @@ final class RemotePlaylist: Sendable {
             }
         }
         // Kept as the last good copy first: a restart plays this set.
+        let copyFile = self.copyFile(for: candidate.url), wallFile = self.copyFile(for: candidate.url) + ".wall"
         let aside = copyFile + ".new"
         do {
             try candidate.text.write(to: URL(fileURLWithPath: aside))
@@ -379,9 +415,13 @@ final class RemotePlaylist: Sendable {
             s.lastWait = nil
             s.currentID = candidate.id
             s.since = since
+            if s.url != candidate.url {
+                s.url = candidate.url
+                if s.target == candidate.url { s.target = nil }
+            }
         }
         tellCache(current: candidate.list, candidate: nil)
         logger.info("remote playlist: new set cached; it plays from the next item boundary",
-                    ["uri": url, "entries": "\(playable.count)", "skipped": "\(skipped.count)"])
+                    ["uri": candidate.url, "entries": "\(playable.count)", "skipped": "\(skipped.count)"])
     }
 }

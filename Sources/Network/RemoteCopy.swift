@@ -98,6 +98,12 @@ public struct RemoteCopy: Sendable, Equatable {
         return .download
     }
 
+    /// A ready copy is checked at the next tick rather than a `refresh` later (a copy waiting for
+    /// a retry keeps its backoff).
+    public mutating func checkSoon() {
+        if case .ready(let c, _) = state { state = .ready(c, checkAt: -.infinity) }
+    }
+
     /// The body arrived whole (as long as the server said): it is checked next.
     public mutating func downloaded(at now: Double) {
         guard case .downloading(_, let c) = state else { return }

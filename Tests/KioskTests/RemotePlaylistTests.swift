@@ -94,13 +94,14 @@ import Testing
             .contains { $0.hasPrefix(#"schedule[0].playlist.m3u: "https://cdn.example.com/l.m3u": a remote M3U can only be the top-level playlist"#) })
     }
 
-    @Test func aReloadNamingAnotherRemoteListIsRefused() throws {
+    @Test func aReloadNamingARemoteListIsRefusedOnlyByARunStartedWithoutOne() throws {
         let text = #"{"playlist": {"m3u": "https://cdn.example.com/l.m3u"}, "network": {"allow": ["https://cdn.example.com"], "cache": {}}}"#
         let loaded = try KioskConfig.parse(text, baseDirectory: "/srv")
         #expect(RemotePlaylist.reloadRefusal(loaded, running: "https://cdn.example.com/l.m3u") == nil)
-        #expect(RemotePlaylist.reloadRefusal(loaded, running: "https://cdn.example.com/other.m3u")
-            == "playlist.m3u: the remote M3U https://cdn.example.com/l.m3u is taken up at the next start, not by a reload (this run fetches https://cdn.example.com/other.m3u)")
-        #expect(RemotePlaylist.reloadRefusal(loaded, running: nil)?.hasSuffix("(this run started without one)") == true)
+        // Another list is taken up as a new set (`retarget`).
+        #expect(RemotePlaylist.reloadRefusal(loaded, running: "https://cdn.example.com/other.m3u") == nil)
+        #expect(RemotePlaylist.reloadRefusal(loaded, running: nil)
+            == "playlist.m3u: the remote M3U https://cdn.example.com/l.m3u is taken up at the next start, not by a reload (this run started without one)")
         #expect(RemotePlaylist.reloadRefusal(try KioskConfig.parse(#"{"playlist": [{"uri": "a.mp4"}]}"#, baseDirectory: "/srv"), running: "https://x/l.m3u") == nil)
     }
 
@@ -248,5 +249,36 @@ import Testing
         #expect(names(again) == ["a.mp4"] && again.currentSet.id == first.id && again.currentSet.since == since)
         // A record of another set beside the copy is not this one's.
         #expect(RemotePlaylist.readWallFile(list.wallFile, id: second.id) == nil)
+    }
+
+    /// A reload naming another list: its set is fetched at once and takes over only once whole;
+    /// the set playing plays on until then, and the new list is the last good copy after.
+    @Test func anotherListNamedByAReloadTakesOverOnceItsWholeSetIsCached() throws {
+        let server = RemoteMediaCacheTests.Server()
+        let clock = RemoteMediaCacheTests.Clock()
+        let cache = try RemoteMediaCacheTests().make(server, clock: clock, refresh: 60)
+        defer { try? FileManager.default.removeItem(atPath: cache.folder) }
+        let base = "https://cdn.example.com/r/"
+        server.bodies.withLock {
+            $0 = [base + "one.m3u": "a.mp4\n", base + "a.mp4": "A1", base + "two.m3u": "b.mp4\nc.mp4\n", base + "b.mp4": "B1"]
+        }
+        let list = playlist(server, cache, clock: clock, url: base + "one.m3u")
+        run(cache, list, clock: clock, from: 0, to: 3)
+        #expect(names(list) == ["a.mp4"])
+        // Named, it is fetched at once (not a refresh later); c is not on the server yet.
+        list.retarget(base + "two.m3u")
+        run(cache, list, clock: clock, from: 3.25, to: 6)
+        #expect(server.requests.withLock { $0 }.contains { $0.hasSuffix("b.mp4") }, "the new list's entries are downloaded")
+        #expect(names(list) == ["a.mp4"] && list.url == base + "one.m3u", "the set playing plays on")
+        // Named back before it was taken: it is dropped.
+        list.retarget(base + "one.m3u")
+        list.retarget(base + "two.m3u")
+        server.bodies.withLock { $0[base + "c.mp4"] = "C1" }
+        run(cache, list, clock: clock, from: 6.25, to: 20)
+        #expect(names(list) == ["b.mp4", "c.mp4"] && list.url == base + "two.m3u")
+        #expect(FileManager.default.contents(atPath: list.copyFile(for: base + "two.m3u")) == Data("b.mp4\nc.mp4\n".utf8))
+        // A restart on the new list, the server away: its set plays.
+        server.bodies.withLock { $0 = [:] }
+        #expect(names(playlist(server, cache, clock: clock, url: base + "two.m3u")) == ["b.mp4", "c.mp4"])
     }
 }
