@@ -69,9 +69,14 @@ final class WallSets: @unchecked Sendable {
     /// One look: this node's held set told, a message sent when due, an agreement probed, a switch made kept.
     func step(now: WallTime) {
         let held = remote.heldSet()
-        let message = agreement.withLock { a -> WallSetMessage? in
+        let (message, ready) = agreement.withLock { a -> (WallSetMessage?, (id: String, at: WallTime)?) in
+            let before = a.ready?.id
             a.haveSet(held?.id, now: now)
-            return a.due(now: now)
+            return (a.due(now: now), a.ready?.id != before ? a.ready : nil)
+        }
+        if let ready {
+            logger.info("wall set whole here; waiting for the wall's other nodes", ["set": String(ready.id.prefix(12)),
+                                                                                  "ready_at": ready.at.unixSeconds.formatted(decimals: 6)])
         }
         if let message {
             for (peer, error) in cues.socket.sendToPeers(message.encoded) where logged.withLock({ $0.insert("send \(peer)").inserted }) {

@@ -88,6 +88,11 @@ import TestSupport
         let (leftAgreed, rightAgreed) = (values(left.log, "wall set agreed", "switch_at"), values(right.log, "wall set agreed", "switch_at"))
         #expect(leftAgreed.count == 2 && leftAgreed == rightAgreed, "left \(leftAgreed), right \(rightAgreed)")
         let switchAt = try #require(leftAgreed.last.flatMap(Double.init))
+        // The late node's ready time for the new set: the switch is the margin (3 s) past it, rounded up to a second.
+        let lateReady = try #require(values(right.log, "wall set whole here; waiting for the wall's other nodes", "ready_at").last.flatMap(Double.init))
+        let earlyReady = try #require(values(left.log, "wall set whole here; waiting for the wall's other nodes", "ready_at").last.flatMap(Double.init))
+        #expect(lateReady > lateServedAt - 0.5 && lateReady > earlyReady + delay - 1.5, "ready: left \(earlyReady), right \(lateReady), served late at \(lateServedAt)")
+        #expect(switchAt >= lateReady + 3 && switchAt < lateReady + 4, "switch \(switchAt), late node ready \(lateReady)")
         #expect(!left.log.contains("late=yes") && !right.log.contains("late=yes"), "a node switched past the agreed time")
 
         // Each node's first frame of the new set, and the last frame before it.
@@ -116,7 +121,7 @@ import TestSupport
         if starts.count == 2 {
             let apart = abs(starts[0].wall - starts[1].wall)
             #expect(apart < interval + slack, "the nodes showed the new set \(apart) s apart")
-            figures.append("apart \((apart * 1000).formatted(decimals: 2)) ms; switch at \(switchAt.formatted(decimals: 3)), \((switchAt - lateServedAt).formatted(decimals: 2)) s after the late node's server had the new set")
+            figures.append("apart \((apart * 1000).formatted(decimals: 2)) ms; switch at \(switchAt.formatted(decimals: 3)), \((switchAt - lateServedAt).formatted(decimals: 2)) s after the late node's server had the new set; ready: left \(earlyReady.formatted(decimals: 3)), right \(lateReady.formatted(decimals: 3)) (\((lateReady - earlyReady).formatted(decimals: 2)) s later, \((lateReady - lateServedAt).formatted(decimals: 2)) s after its server had it)")
         }
         // The restarted node: the same frame as the left node at the same wall time (within a
         // vsync), once it is on the clock (its first second left out).
