@@ -76,6 +76,8 @@ public enum EarlyStart {
                 // output's GL driver load at the dynamic loader's lock.
                 let decoder = try VideoDecoder(demuxer: opened!.demuxer, threads: threads, hardware: .none, interop: nil,
                                                sessions: FFmpegCodecSessions())
+                // A still's one frame lasts its item's duration, which only the session knows.
+                guard !decoder.info.isStillImage else { throw CancellationError() }
                 let first = try decoder.nextFrame()
                 StartupMarks.mark("early-decoded")
                 if hardware == .auto {
