@@ -161,8 +161,9 @@ public struct FFmpegBackend: MediaBackend {
     /// A reader of `demuxer`'s video stream (see `openPrerollReader` for `threads` and
     /// `firstPacketAlone`).
     func openReader(_ demuxer: Demuxer, threads: Int, firstPacketAlone: Bool = false) throws -> any FrameReader {
-        // The decoder opened while the output opened, and its first frame (`EarlyStart`).
-        if !firstPacketAlone, let (decoder, first) = EarlyStart.takeDecoder(for: demuxer, threads: threads, hardware: hardware) {
+        // The decoder opened while the output opened, and its first frame (`EarlyStart`); a
+        // preroll's reader lets it go (its cursor would hold packets for nobody).
+        if let (decoder, first) = EarlyStart.takeDecoder(for: demuxer, threads: threads, hardware: hardware), !firstPacketAlone {
             return reader(decoder, path: demuxer.path, firstPacketAlone: false, first: first)
         }
         let decoder = try VideoDecoder(demuxer: demuxer, threads: threads, hardware: hardware, interop: interop,

@@ -56,6 +56,20 @@ import TestSupport
         #expect(FileOpens.of(again) == opensBefore + 1, "the slot was still held by the earlier start")
     }
 
+    /// A preroll's reader (one thread, its first packet alone) lets the early decoder go, and reads
+    /// the first frame itself; the slot is free at once.
+    @Test func aPrerollReaderLetsTheEarlyDecoderGo() throws {
+        let path = try Self.copy()
+        EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, threads: 0, hardware: .none, logger: Self.logger)
+        let source = try FFmpegBackend().openSource(URL(fileURLWithPath: path))
+        #expect(try source.openPrerollReader().nextFrame()?.pts.seconds == 0)
+        let again = try Self.copy()
+        let opensBefore = FileOpens.of(again)
+        EarlyStart.start(URL(fileURLWithPath: again), limits: .standard, threads: 0, hardware: .none, logger: Self.logger)
+        _ = try FFmpegBackend().openSource(URL(fileURLWithPath: again)).openReader()
+        #expect(FileOpens.of(again) == opensBefore + 1, "the slot was still held by the earlier start")
+    }
+
     /// Another file's open does not take it.
     @Test func anotherFileOpensItself() throws {
         let path = try Self.copy(), other = try Self.copy()
