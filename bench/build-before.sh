@@ -8,5 +8,6 @@ tree="$here/cache/before-$rev"
 if [ ! -d "$tree" ]; then
 	git -C "$here/.." worktree add --detach "$tree" "$rev" >&2
 fi
-(cd "$tree" && swift build -c release --product marquee >&2)
+# Built as `make release` builds this tree (the Swift runtime linked in), so that the two differ in code only.
+(cd "$tree" && swift build -c release --static-swift-stdlib --product marquee >&2)
 echo "$(cd "$tree" && swift build -c release --show-bin-path)/marquee"

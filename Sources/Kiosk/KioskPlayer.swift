@@ -44,6 +44,7 @@ public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
     logger.info("decoder chosen", ["hwdec": config.hardwareDecoding.rawValue,
                                    "order": config.hardwareDecoding == .auto ? HardwareDecoding.autoOrder.map(\.rawValue).joined(separator: ",") : config.hardwareDecoding.rawValue,
                                    "fallback": "software (FFmpeg libavcodec, frame threads)"])
+    startFirstItemEarly(config, logger: logger)
     let node = options.node ?? defaultWallNodeName()
     let wallOutputs: [WallConfig.Output?] = try config.wall.map { try $0.outputs(forNode: node) } ?? [nil]
     var card: KMSCard?
@@ -104,6 +105,17 @@ public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
                             "delayed": "\(stats.delayed)", "decoder-dropped": "\(stats.decoderDropped)",
                             "stalls": "\(stats.stalls)", "vsync": "\(stats.lastVsync)"])
     return stats
+}
+
+/// Opens the playlist's first file and decodes its first picture while the output opens
+/// (`EarlyStart`), where the first item is sure to be that file from its start: no wall, schedule
+/// or shuffle choosing another, no start offset.
+private func startFirstItemEarly(_ config: KioskConfig, logger: Logger) {
+    guard config.wall == nil, config.schedule == nil, !config.shuffle, let first = config.playlist.first,
+          first.start ?? 0 <= 0 else { return }
+    let backend = FFmpegBackend(hardware: config.hardwareDecoding)
+    EarlyStart.start(KioskConfig.mediaURL(first.path), limits: config.network.limits, threads: backend.threads,
+                     hardware: config.hardwareDecoding, logger: logger)
 }
 
 /// Opens one output (wall output `wallOutput` of this node, or the display), then makes its

@@ -161,16 +161,21 @@ public struct FFmpegBackend: MediaBackend {
     /// A reader of `demuxer`'s video stream (see `openPrerollReader` for `threads` and
     /// `firstPacketAlone`).
     func openReader(_ demuxer: Demuxer, threads: Int, firstPacketAlone: Bool = false) throws -> any FrameReader {
+        // The decoder opened while the output opened, and its first frame (`EarlyStart`); a
+        // preroll's reader lets it go (its cursor would hold packets for nobody).
+        if let (decoder, first) = EarlyStart.takeDecoder(for: demuxer, threads: threads, hardware: hardware), !firstPacketAlone {
+            return reader(decoder, path: demuxer.path, firstPacketAlone: false, first: first)
+        }
         let decoder = try VideoDecoder(demuxer: demuxer, threads: threads, hardware: hardware, interop: interop,
                                        sessions: FFmpegCodecSessions())
         return reader(decoder, path: demuxer.path, firstPacketAlone: firstPacketAlone)
     }
 
-    private func reader(_ decoder: VideoDecoder, path: String, firstPacketAlone: Bool) -> DecoderReader {
+    private func reader(_ decoder: VideoDecoder, path: String, firstPacketAlone: Bool, first: VideoFrame? = nil) -> DecoderReader {
         if firstPacketAlone { decoder.decodesFirstPacketAlone() }
         if decoder.info.isStillImage { decoder.stillDuration = still(path) }
         onOpen?(path, decoder.info, decoder.decodingPath)
-        return DecoderReader(decoder: decoder, maxTextureSide: output.maxTextureSize,
+        return DecoderReader(decoder: decoder, first: first, maxTextureSide: output.maxTextureSize,
                              onChange: onOpen, onConversion: onConversion, onDownscale: onDownscale)
     }
 }
@@ -183,7 +188,9 @@ final class FFmpegSource: MediaSource, @unchecked Sendable {
     let backend: FFmpegBackend
 
     init(url: URL, backend: FFmpegBackend) throws {
-        demuxer = try Demuxer(path: url.mediaLocation, limits: backend.limits)
+        // The first item's file may have been opened while the output opened (`EarlyStart`).
+        demuxer = try EarlyStart.takeDemuxer(path: url.mediaLocation, limits: backend.limits)
+            ?? Demuxer(path: url.mediaLocation, limits: backend.limits)
         self.backend = backend
     }
 
@@ -219,12 +226,15 @@ final class DecoderReader: FrameReader {
     private var frameDrop = DecoderFrameDrop.none
     /// Decoded frames ending by this item time are discarded (they are late).
     private var discardEndingBy: (@Sendable () -> MediaTime?)?
+    /// A frame the decoder gave before this reader was made (`EarlyStart`): handed out first.
+    private var decodedBefore: VideoFrame?
 
-    init(decoder: VideoDecoder, maxTextureSide: Int? = nil,
+    init(decoder: VideoDecoder, first: VideoFrame? = nil, maxTextureSide: Int? = nil,
          onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil,
          onConversion: (@Sendable (String, String, String) -> Void)? = nil,
          onDownscale: (@Sendable (String, String, String) -> Void)? = nil) {
         self.decoder = decoder
+        decodedBefore = first
         self.maxTextureSide = maxTextureSide
         self.onChange = onChange
         self.onConversion = onConversion
@@ -233,7 +243,7 @@ final class DecoderReader: FrameReader {
     }
 
     func nextFrame() throws -> (any PresentableFrame)? {
-        var frame = try decoder.nextFrame()
+        var frame = try decodedBefore.take() ?? decoder.nextFrame()
         // Late frames are discarded, but every fourth is handed over: the feeder learns from it
         // how far behind decoding is (and skips more).
         var discarded = 0
@@ -265,7 +275,10 @@ final class DecoderReader: FrameReader {
         return frame
     }
 
-    func seek(to time: MediaTime) throws { try decoder.seek(to: time) }
+    func seek(to time: MediaTime) throws {
+        decodedBefore = nil
+        try decoder.seek(to: time)
+    }
 
     var canceller: (@Sendable () -> Void)? { decoder.canceller }
     func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?) {

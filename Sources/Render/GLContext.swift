@@ -1,5 +1,6 @@
 import CEGL
 import CGLES
+import Media
 import Synchronization
 
 /// An EGL display with an OpenGL ES 3 context, current on the thread that made it.
@@ -37,12 +38,16 @@ public final class GLContext {
     init(platform: EGLenum, nativeDisplay: UnsafeMutableRawPointer?, surfaceType: EGLint,
          nativeVisual: EGLint? = nil, nativeOwner: AnyObject? = nil) throws {
         self.nativeOwner = nativeOwner
-        guard let display = eglGetPlatformDisplay(platform, nativeDisplay, nil) else {
-            throw RenderError.egl("eglGetPlatformDisplay")
-        }
         var major: EGLint = 0, minor: EGLint = 0
-        guard initializeDisplay(display, &major, &minor) else {
-            throw RenderError.egl("eglInitialize")
+        // The driver loads here: counted, so that other library loads can keep out of its way.
+        let display = try DriverLoads.during { () throws -> EGLDisplay in
+            guard let display = eglGetPlatformDisplay(platform, nativeDisplay, nil) else {
+                throw RenderError.egl("eglGetPlatformDisplay")
+            }
+            guard initializeDisplay(display, &major, &minor) else {
+                throw RenderError.egl("eglInitialize")
+            }
+            return display
         }
         self.display = display  // released (terminated with its last context) in deinit from here on
         eglExtensions = Set(String(cString: eglQueryString(display, EGLint(EGL_EXTENSIONS))).split(separator: " ").map(String.init))
