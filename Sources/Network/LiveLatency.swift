@@ -4,10 +4,12 @@
 /// less where the item's clock is). Pure: the caller reads frames and gives the times (seconds;
 /// virtual in tests).
 ///
-/// Over the bound, frames are dropped and the frames after them take their places on the
-/// timeline (`pullIn` grows by each dropped frame's length), so each drop shows the picture one
-/// frame nearer the edge while the timeline goes on without a gap or a step back. A backlog
-/// (a reopen's burst) then drains as fast as it decodes, until a read waits for new data again.
+/// Over the bound (its wait alone, or its age too where a newer frame follows at once: dropping
+/// one that came at its pace would only hold the picture), frames are dropped and the frames
+/// after them take their places on the timeline (`pullIn` grows by each dropped frame's length),
+/// so each drop shows the picture one frame nearer the edge while the timeline goes on without a
+/// gap or a step back. A backlog (a reopen's burst) then drains as fast as it decodes, until a
+/// read waits for new data again.
 ///
 /// Age: an open reads packets to learn the stream before any frame is decoded (FFmpeg's stream
 /// probe, most of a second), and those frames are then the first played. The open says when its
@@ -40,11 +42,12 @@ public struct LiveLatency: Sendable, Equatable {
     private var lastNow = 0.0
     /// Dropping an open's backlog (`opened`), until the first frame kept.
     private var catchingUp = false
-    /// When the last frame left the decoder while catching up.
+    /// When the last frame given with its decoder-out time left the decoder.
     private var lastOut: Double?
 
-    /// How much later per second the arrival estimate may move (a source clock 0.1 % slow).
-    public static let drift = 0.001
+    /// How much later per second the arrival estimate may move (a source clock 0.02 % slow); a
+    /// constant delay before the decoder is forgotten as fast.
+    public static let drift = 0.0002
     /// An open's backlog is dropped down to this age (seconds); unbounded: kept. What is left
     /// of it is the decode-ahead queue's margin against a late frame (none: frames come just in
     /// time, and a slow one is shown late).
@@ -77,10 +80,13 @@ public struct LiveLatency: Sendable, Equatable {
         self.age = age
         let wait = clock.map { max(0, place - $0) } ?? 0
         let framed = duration > 0 && duration.isFinite
+        // Out right after the frame before (no read waited for data): a newer one follows at once,
+        // so dropping this one for its age brings the picture nearer the edge. Otherwise dropping
+        // would only leave the screen waiting: a source whose frames come this old (the decoder's
+        // own delay, the network's) is shown as it comes, its lag over the bound.
+        let draining = now.map { now in lastOut.map { now - $0 < duration / 2 } ?? catchingUp } ?? false
+        lastOut = now
         if catchingUp {
-            // Out right after the frame before (no read waited for data): a newer one follows at once.
-            let draining = now.map { now in lastOut.map { now - $0 < duration / 2 } ?? true } ?? false
-            lastOut = now
             if framed, draining, age + wait > catchUpTarget {
                 drop(place: place, duration: duration, clock: clock)
                 return .drop
@@ -91,7 +97,7 @@ public struct LiveLatency: Sendable, Equatable {
             keptUntil = place + duration
             return .keep(place: place)
         }
-        if age + wait > bound, framed {
+        if framed, wait > bound || (draining && age + wait > bound) {
             drop(place: place, duration: duration, clock: clock)
             return .drop
         }
