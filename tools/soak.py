@@ -862,6 +862,12 @@ def live_soak(binary, folder, seconds, cut_every, poll, size, bound, settle, sou
         server.stop()
 
     walls = [w - started_wall for w in trace_frame_walls(m.trace)]
+    for c in cuts:
+        # The picture back: the first frame shown after the cut's gap (frames queued before the
+        # cut may still show for a moment after it).
+        after = [w for w in walls if w > c["at_s"]]
+        gap = next((i for i in range(len(after) - 1) if after[i + 1] - after[i] > 0.3), None)
+        c["picture_back_after_s"] = round(after[gap + 1] - c["at_s"], 2) if gap is not None else None
     if g2g:
         sent = {}
         with open(sent_log) as f:

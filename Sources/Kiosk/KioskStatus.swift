@@ -180,7 +180,7 @@ public final class KioskStatus: Sendable {
         public var liveSourceOutages = 0
         public var liveSourceReconnects = 0
         public var liveSourceOutageSeconds = 0.0
-        /// Live sources playing: URL -> how long their last frame waits to be shown (`live-lag`).
+        /// Live sources playing: URL -> how far behind its source their last frame is shown (`live-lag`).
         public var liveLag: [String: Double] = [:]
         /// Cached remote files not fresh: URL -> why (RemoteMediaCache.swift).
         public var remoteFilesStale: [String: String] = [:]

@@ -18,8 +18,8 @@ public struct NetworkSettings: Sendable, Equatable {
     public var openTimeout = 10.0
     /// One read of a network source waiting for data (seconds).
     public var readTimeout = 5.0
-    /// The longest a live source's picture may wait to be shown (`LiveLatency`, seconds): later
-    /// frames are dropped until it is back under this.
+    /// The longest a live source's picture may be shown after its data came (`LiveLatency`,
+    /// seconds): later frames are dropped until it is back under this.
     public var liveLatency = 1.0
     /// `cache`: remote files kept on disk and played from there (RemoteMediaCache.swift); nil: none.
     public var cache: RemoteCacheSettings?

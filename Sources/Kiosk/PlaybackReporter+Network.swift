@@ -41,7 +41,7 @@ extension PlaybackReporter {
 }
 
 extension PlaybackReporter {
-    /// How long a live source's last kept frame waits to be shown (`live-lag`); nil: its reader went.
+    /// How far behind its source a live source's last kept frame is shown (`live-lag`); nil: its reader went.
     func liveLag(uri: String, seconds: Double?) {
         outputStatus.update { $0.liveLag[uri] = seconds }
     }

@@ -277,11 +277,17 @@ final class FileInput {
         // On failure avformat_open_input has freed the context.
         guard r >= 0, let opened else { throw Self.error(path, state, call: "avformat_open_input", code: r, gate: gate) }
         format = opened  // every property is set: deinit closes it from here on
+        probeStarted = Double(InputGuard.now()) / 1e9
         let found = avformat_find_stream_info(opened, nil)
         guard found >= 0 else { throw Self.error(path, state, call: "avformat_find_stream_info", code: found, gate: gate) }
         state.deadline.store(0, ordering: .relaxed)
         if network { chosenVariant = HLSVariants.choose(in: opened, options: limits.source, fitHeight: limits.fitHeight) }
     }
+
+    /// When the stream probe began (monotonic seconds, as `DispatchTime`): a live source's packets
+    /// come from about then (an RTSP server plays from the open), and the probe's are played first
+    /// (`LiveLatency.opened`).
+    private(set) var probeStarted = 0.0
 
     /// The HLS variant played (`HLSVariants`), if the source has several.
     private(set) var chosenVariant: LiveSourceOptions.Variant?

@@ -10,11 +10,12 @@ import Synchronization
 /// (`resumePoint`): live, not late.
 /// `onChange` hears each change: down (why), back once pictures come again, closed when the
 /// reader goes while its source is down (its item ended: nobody waits for that source now), and
-/// the lag of each frame kept while the item plays (`LiveLatency`: frames that would wait longer
-/// than its bound to be shown are dropped, and counted through `follow`'s `dropped`).
+/// the lag of each frame kept while the item plays (`LiveLatency`: its age out of the decoder,
+/// counted from when the open's packets began to come, plus its wait to be shown; frames over
+/// its bound, and an open's backlog, are dropped, and counted through `follow`'s `dropped`).
 final class LiveReader: FrameReader {
     let uri: String
-    /// The largest wait before a frame is shown (seconds, `LiveLatency`); infinite: unbounded.
+    /// The largest lag of a frame shown (seconds, `LiveLatency`); infinite: unbounded.
     var lagBound: Double { latency?.bound ?? .infinity }
     private let open: () throws -> DecoderReader
     private var reader: DecoderReader?
@@ -48,6 +49,7 @@ final class LiveReader: FrameReader {
         reader = first
         stop.current.withLock { $0 = first.canceller }
         health = LiveSourceHealth(policy: policy, now: Self.now())
+        latency?.opened(at: first.decoder.demuxer.input.probeStarted, firstAt: 0)
     }
 
     deinit {
@@ -87,7 +89,8 @@ final class LiveReader: FrameReader {
         // The decoder's shift holds the pull-in so far: the frame's time before it is its pts plus that.
         let clockNow = clock?().flatMap { $0.isNumeric ? $0.seconds : nil }
         let pulledBefore = latency.pullIn
-        let decision = latency.frame(at: frame.pts.seconds + latency.pullIn, duration: frame.duration.seconds, clock: clockNow)
+        let decision = latency.frame(at: frame.pts.seconds + latency.pullIn, duration: frame.duration.seconds, clock: clockNow,
+                                     now: Self.now())
         self.latency = latency
         guard decision == .drop else {
             if let lag = latency.lag, clockNow != nil {
@@ -113,7 +116,11 @@ final class LiveReader: FrameReader {
         }
         do {
             let opened = try open()
-            opened.decoder.timelineShift = resumePoint()
+            let shift = resumePoint()
+            opened.decoder.timelineShift = shift
+            // The stream's start goes at `shift` (a frame's time there is its pts plus the pull-in).
+            let pulledIn = latency?.pullIn ?? 0
+            latency?.opened(at: opened.decoder.demuxer.input.probeStarted, firstAt: shift.seconds + pulledIn)
             if frameDrop != .none || discardEndingBy != nil { opened.setFrameDrop(frameDrop, discardingFramesEndingBy: discardEndingBy) }
             stop.current.withLock { $0 = opened.canceller }
             reader = opened
@@ -178,7 +185,8 @@ public enum LiveSourceChange: Sendable, Equatable {
     case back
     /// The reader went (its item ended or was skipped) while the source was down.
     case closedWhileDown
-    /// How long the last frame kept waits to be shown (seconds, `LiveLatency`); nil: the reader went.
+    /// How far behind its source the last frame kept is shown (seconds, `LiveLatency`: its age
+    /// out of the decoder plus its wait); nil: the reader went.
     case lag(Double?)
 }
 

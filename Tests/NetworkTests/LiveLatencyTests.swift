@@ -99,3 +99,171 @@ import Testing
         return (latency.dropped, lags, behind)
     }
 }
+
+/// The lag counted from when a frame's data came (`LiveLatency.opened`), on a virtual clock: a
+/// source at 25 fps, a decoder 5 ms a frame, a player that decodes 6 frames ahead and shows what
+/// is due at each tick of its clock.
+@Suite struct LiveLatencyAgeTests {
+    static let d = 0.04
+    static let decode = 0.005
+
+    /// One open of the source: its packets come from `start` (frame i at `start + i * d`, or all
+    /// of `burst` frames at once at `start + burstDelay`), the probe holds them until `probeEnd`,
+    /// and they stop at `until` (a cut).
+    struct Open {
+        var start: Double
+        var probeEnd: Double
+        var until = Double.infinity
+        var burst = 0
+        var burstDelay = 0.0
+        /// After the burst, frames come a segment of this many seconds at once (0: one by one).
+        var segment = 0.0
+        /// Added to the stream's timestamps (a jump back at `jumpAt` frames: negative).
+        var jump = 0.0
+        var jumpAt = Int.max
+    }
+
+    struct Run {
+        var latency: LiveLatency
+        /// How long after its data came each picture on screen was, at each tick (cuts left out).
+        var onScreen: [Double] = []
+        var lags: [Double] = []
+        /// When the first picture of each open was shown.
+        var firstShown: [Double] = []
+    }
+
+    /// Plays `opens` for `seconds` with `bound`; `told`: whether the reader says when each open's
+    /// packets began to come (false: the lag of before, from the decoder out).
+    static func play(_ opens: [Open], bound: Double = 1, seconds: Double = 10, told: Bool = true) -> Run {
+        var run = Run(latency: LiveLatency(bound: bound))
+        var queue: [(place: Double, arrival: Double, open: Int)] = []
+        var shown: (arrival: Double, open: Int)?
+        var origin: (now: Double, place: Double)?
+        func clock(_ now: Double) -> Double? { origin.map { $0.place + now - $0.now } }
+        var decoderFree = 0.0
+        let tick = 0.001
+        var step = 0
+        for (k, open) in opens.enumerated() {
+            // Where the reader puts the stream's start: 0, or where the item's clock is at the reopen.
+            let shift = clock(open.probeEnd) ?? 0
+            // A frame's time before the pull-in: the decoder's shift is set once, at the open.
+            let start = shift + run.latency.pullIn
+            if told { run.latency.opened(at: open.start, firstAt: start) }
+            var i = 0
+            while true {
+                let burstArrival = open.start + open.burstDelay
+                let after = Double(i - open.burst + 1) * d
+                let arrival = i < open.burst ? burstArrival
+                    : burstArrival + (open.segment > 0 ? (after / open.segment).rounded(.up) * open.segment : after)
+                guard arrival < open.until else { break }
+                var out = Double.infinity
+                // The player's ticks until this frame leaves the decoder, which waits for room in the queue.
+                while Double(step) * tick < out {
+                    let now = Double(step) * tick
+                    if queue.count < 6 && out == .infinity { out = max(now, decoderFree, arrival, open.probeEnd) + decode }
+                    if origin == nil, let first = queue.first { origin = (now, first.place) }
+                    if let c = clock(now) {
+                        while let first = queue.first, first.place <= c + 1e-9 {
+                            if shown?.open != first.open { run.firstShown.append(now) }
+                            shown = (first.arrival, first.open)
+                            queue.removeFirst()
+                        }
+                    }
+                    if let shown, shown.open == k, now < open.until { run.onScreen.append(now - shown.arrival) }
+                    step += 1
+                }
+                decoderFree = out
+                let time = start + Double(i) * d + (i >= open.jumpAt ? open.jump : 0)
+                if case .keep(let place) = run.latency.frame(at: time, duration: d, clock: clock(out), now: out) {
+                    queue.append((place, arrival, k))
+                    if let lag = run.latency.lag, clock(out) != nil { run.lags.append(lag) }
+                }
+                i += 1
+                if Double(step) * tick > seconds { return run }
+            }
+            queue.removeAll()
+        }
+        return run
+    }
+
+    /// The 0.8 s an RTSP open reads to learn the stream is played first: without the age, the
+    /// picture stays 0.8 s behind plus the player's queue, over the 1 s bound, while the lag
+    /// reads under it. With it, the backlog is dropped before the first picture down to a
+    /// quarter of the bound: on screen the picture is then within that, and the lag says so.
+    @Test func aProbeBacklogIsDroppedAndTheLagCountsIt() {
+        let open = Open(start: 0, probeEnd: 0.8)
+        let before = Self.play([open], told: false)
+        #expect(before.onScreen.dropFirst(2000).min()! > 0.75, "on screen \(before.onScreen.max()!)")
+        #expect(before.lags.max()! < 0.3)
+        let after = Self.play([open])
+        let steady = after.onScreen.dropFirst(2000)
+        #expect(steady.max()! <= 0.25 + Self.d, "on screen \(steady.max()!)")
+        #expect(after.lags.allSatisfy { $0 <= 0.25 + Self.d }, "lags \(after.lags.max()!)")
+        // The lag read is the picture's age on screen give or take a frame.
+        #expect(abs(after.lags.last! - steady.last!) <= Self.d + 0.01)
+        #expect(after.latency.dropped >= 12 && after.latency.dropped <= 21, "dropped \(after.latency.dropped)")
+        // The first picture waits only for the backlog's decoding (20 frames at 5 ms).
+        #expect(after.firstShown[0] < 0.8 + 0.15)
+    }
+
+    /// An HLS-like window: 3 s of frames there at the open, held by its 0.4 s probe, then a 1 s
+    /// segment at once each second. The window's frames are not taken for as old as their
+    /// timestamps say (2.96 s for its last): only the front that the probe held over a quarter of
+    /// the bound is dropped, none later. Had the window come 0.3 s after the probe
+    /// began, its first frames would be taken for 0.3 s older than they are: the same front.
+    @Test func aBurstIsNotTakenForOldFrames() {
+        for delay in [0.0, 0.3] {
+            let run = Self.play([Open(start: 0, probeEnd: 0.4, burst: 75, burstDelay: delay, segment: 1)])
+            #expect(run.latency.dropped <= Int((0.4 - 0.25) / Self.d) + 2, "dropped \(run.latency.dropped)")
+            #expect(run.lags.allSatisfy { $0 <= 0.3 }, "lags \(run.lags.max()!)")
+            #expect(run.onScreen.count > 9000, "shown from \(run.firstShown)")
+        }
+    }
+
+    /// The timestamps step 10 s back (a source restarted behind a relay, not seen as a new
+    /// segment): the frames after it are not taken for 10 s old.
+    @Test func aStepBackDoesNotDropEverything() {
+        let run = Self.play([Open(start: 0, probeEnd: 0.8, jump: -10, jumpAt: 100)])
+        let dropped = Self.play([Open(start: 0, probeEnd: 0.8)]).latency.dropped
+        #expect(run.latency.dropped <= dropped + 1, "dropped \(run.latency.dropped), \(dropped) without the step")
+        #expect(run.lags.allSatisfy { $0 <= 0.3 })
+    }
+
+    /// A cut at 4 s, the reopen at 5 s, its probe until 5.8 s: the age counts from the reopen, its
+    /// backlog is dropped too, and the picture is back within the backlog's decoding.
+    @Test func aReopenStartsTheAgeAgain() {
+        let run = Self.play([Open(start: 0, probeEnd: 0.8, until: 4), Open(start: 5, probeEnd: 5.8)])
+        #expect(run.firstShown.count == 2)
+        #expect(run.firstShown[1] < 5.8 + 0.25, "back at \(run.firstShown[1])")
+        let after = run.onScreen.suffix(2000)
+        #expect(after.max()! <= 0.25 + Self.d, "on screen \(after.max()!)")
+        #expect(run.latency.dropped >= 24, "dropped \(run.latency.dropped)")
+        // Untold, the reopen's backlog stays on screen.
+        let untold = Self.play([Open(start: 0, probeEnd: 0.8, until: 4), Open(start: 5, probeEnd: 5.8)], told: false)
+        #expect(untold.onScreen.suffix(2000).min()! > 0.75)
+    }
+
+    /// A bound under what the source's frames are old when they come out of the decoder at its
+    /// pace (here 45 ms: a frame's length to come, 5 ms to decode): the backlog (20 frames) is
+    /// dropped, then every frame is shown as it comes, its lag over the bound, instead of the
+    /// screen waiting. (The estimate forgets that constant delay at `drift`: 2 ms in 10 s.)
+    @Test func aBoundUnderTheSourcesOwnDelayDropsOnlyTheBacklog() {
+        let run = Self.play([Open(start: 0, probeEnd: 0.8)], bound: 0.03)
+        #expect(run.latency.dropped <= 25, "dropped \(run.latency.dropped)")
+        #expect(run.onScreen.dropFirst(2000).max()! <= 0.1, "on screen \(run.onScreen.dropFirst(2000).max()!)")
+        #expect(run.lags.count > 200 && run.lags.suffix(100).allSatisfy { $0 > 0.03 && $0 < 0.1 }, "lags \(run.lags.suffix(5))")
+    }
+
+    /// A source whose clock runs 0.02 % slow for a minute: its frames are not taken for older and older.
+    @Test func aSlowSourceClockIsFollowed() {
+        var l = LiveLatency(bound: 0.2)
+        l.opened(at: 0, firstAt: 0)
+        var drops = 0
+        for i in 0..<1500 {
+            let time = Double(i) * Self.d
+            if l.frame(at: time, duration: Self.d, clock: time - l.pullIn, now: time * 1.0002 + 0.01) == .drop { drops += 1 }
+        }
+        #expect(drops == 0)
+        #expect(l.age! < 0.05)
+    }
+}
