@@ -79,13 +79,15 @@ struct WallSetAgreement: Sendable {
     /// This node, and the wall's others.
     let node: String
     let peers: [String]
+    /// The config's epoch: where a set plays that took over with no agreement (`since` nil).
+    let epoch: WallTime
     /// Time from the last node's readiness to the switch: repeats lost in the meantime (one a
     /// second) still reach everyone, and every node has the new set probed and queued.
     static let margin: Int64 = 3_000_000_000
     /// How often a node says where it stands.
     static let every: Int64 = 1_000_000_000
     /// A message sent further than this from the clock here is refused (the clocks disagree, or
-    /// it is stale), as are set times beyond its sending.
+    /// it is stale), as are set times more than this after its sending.
     static let tolerance: Int64 = 1_000_000_000
 
     private(set) var playing: String?
@@ -97,8 +99,9 @@ struct WallSetAgreement: Sendable {
     private(set) var counters = Counters()
     private var lastSent: WallTime?
 
-    init(node: String, nodes: [String], playing: String?, since: WallTime?) {
+    init(node: String, nodes: [String], epoch: WallTime, playing: String?, since: WallTime?) {
         self.node = node
+        self.epoch = epoch
         peers = nodes.filter { $0 != node }
         (self.playing, self.since) = (playing, since)
     }
@@ -110,7 +113,8 @@ struct WallSetAgreement: Sendable {
 
     /// The new set this node has whole now (nil: none); its ready time is the first `now` it was told.
     mutating func haveSet(_ id: String?, now: WallTime) {
-        guard id != ready?.id else { return }
+        // The set playing is no new set (a copy kept, or a switch the playlist could not record).
+        guard id != ready?.id, id != playing else { return }
         // A set agreed on stays: the others switch to it at its time (the playlist keeps it).
         if let agreed, id != agreed.id { return }
         ready = id.map { ($0, now) }
@@ -144,8 +148,11 @@ struct WallSetAgreement: Sendable {
     mutating func decide() -> Agreed? {
         if let agreed { return agreed }
         guard let ready else { return nil }
-        // Another node plays it already (this one restarted, or was late): its switch time.
-        if let (_, message) = heard.first(where: { $0.value.playing == ready.id }), let since = message.since {
+        // Another node plays it already (this one restarted, or was late): its switch time, or the
+        // config's epoch where it plays the set with no agreement (a copy without its record). The
+        // latest of them where several do: the same on every node, whatever order they were heard in.
+        let playingIt = peers.compactMap { heard[$0] }.filter { $0.playing == ready.id }.map { $0.since ?? epoch }
+        if let since = playingIt.max() {
             agreed = Agreed(id: ready.id, at: since)
             return agreed
         }

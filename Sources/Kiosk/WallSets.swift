@@ -39,7 +39,8 @@ final class WallSets: @unchecked Sendable {
         self.session = session
         (self.remote, self.cues, self.logger) = (remote, cues, logger)
         let current = remote.currentSet
-        agreement = Mutex(WallSetAgreement(node: session.node, nodes: cues.settings.nodes.map(\.name),
+        let epoch = session.state.withLock { $0.config.wall?.sync.epoch } ?? WallTime(nanoseconds: 0)
+        agreement = Mutex(WallSetAgreement(node: session.node, nodes: cues.settings.nodes.map(\.name), epoch: epoch,
                                            playing: current.id, since: current.since))
         cues.handlers.set.withLock { $0 = { [weak self] bytes, peer in self?.received(bytes, from: peer) } }
     }

@@ -12,13 +12,16 @@ import Testing
     let new = String(repeating: "b7", count: 32)
     let newer = String(repeating: "c3", count: 32)
     let t0 = WallTime(nanoseconds: 1_780_000_000_123_456_789)
+    /// The config's epoch.
+    static let epoch = WallTime(nanoseconds: 1_700_000_000_000_000_000)
+    var epoch: WallTime { Self.epoch }
     func at(_ seconds: Double) -> WallTime { t0 + Int64(seconds * 1e9) }
 
     /// A wall of `names` on virtual time: each node's messages go to the others unless `lose` says so.
     struct Wall {
         var nodes: [String: WallSetAgreement]
-        init(_ names: [String], playing: String?) {
-            nodes = Dictionary(uniqueKeysWithValues: names.map { ($0, WallSetAgreement(node: $0, nodes: names, playing: playing, since: nil)) })
+        init(_ names: [String], playing: String?, epoch: WallTime = WallSetAgreementTests.epoch) {
+            nodes = Dictionary(uniqueKeysWithValues: names.map { ($0, WallSetAgreement(node: $0, nodes: names, epoch: epoch, playing: playing, since: nil)) })
         }
         /// One second of the wall: every node says where it stands (when due) and hears the others.
         mutating func tick(_ now: WallTime, lose: (String, String) -> Bool = { _, _ in false }) {
@@ -142,19 +145,62 @@ import Testing
         let switchAt = at(7)
         wall.nodes["a"]!.switched(to: new, at: switchAt)
         // b restarted without its record of the switch: its copy is the old set, and it has the new one whole again.
-        wall.nodes["b"] = WallSetAgreement(node: "b", nodes: ["a", "b"], playing: old, since: nil)
+        wall.nodes["b"] = WallSetAgreement(node: "b", nodes: ["a", "b"], epoch: epoch, playing: old, since: nil)
         wall.tick(at(30))
         #expect(wall.nodes["b"]!.decide() == nil, "it does not have the set yet")
         wall.nodes["b"]!.haveSet(new, now: at(31))
         #expect(wall.nodes["b"]!.decide() == .init(id: new, at: switchAt), "the switch time the others play on, in the past")
         // One that kept its record starts on it and agrees to nothing.
-        var kept = WallSetAgreement(node: "b", nodes: ["a", "b"], playing: new, since: switchAt)
+        var kept = WallSetAgreement(node: "b", nodes: ["a", "b"], epoch: epoch, playing: new, since: switchAt)
         kept.received(wall.nodes["a"]!.due(now: at(40))!.encoded, from: "a", now: at(40))
         #expect(kept.decide() == nil && kept.playing == new && kept.since == switchAt)
     }
 
+    /// A peer playing the set on the config's epoch (a copy without its `.wall` record, or a node
+    /// whose switch was not recorded) says no switch time: a node with that set whole joins it on
+    /// the epoch, not waiting for ever on a readiness the peer never says.
+    @Test func aPeerPlayingTheSetOnTheEpochIsJoinedOnTheEpoch() {
+        var wall = Wall(["a", "b"], playing: old)
+        wall.nodes["a"] = WallSetAgreement(node: "a", nodes: ["a", "b"], epoch: epoch, playing: new, since: nil)
+        wall.nodes["b"]!.haveSet(new, now: at(1))
+        wall.tick(at(2))
+        #expect(wall.nodes["b"]!.decide() == .init(id: new, at: epoch))
+    }
+
+    /// Several peers playing the set since different times (a stale message, heard in any order):
+    /// the latest switch time, the same on every node.
+    @Test func ofSeveralPeersPlayingTheSetTheLatestSwitchTimeIsTaken() {
+        let names = ["a", "b", "c", "d"]
+        var wall = Wall(names, playing: old)
+        wall.nodes["a"] = WallSetAgreement(node: "a", nodes: names, epoch: epoch, playing: new, since: at(-100))
+        wall.nodes["b"] = WallSetAgreement(node: "b", nodes: names, epoch: epoch, playing: new, since: at(-10))
+        wall.nodes["c"] = WallSetAgreement(node: "c", nodes: names, epoch: epoch, playing: new, since: nil)
+        wall.nodes["d"]!.haveSet(new, now: at(1))
+        wall.tick(at(2))
+        #expect(wall.nodes["d"]!.decide() == .init(id: new, at: at(-10)))
+        // Heard in the other order (a node hearing c and a before b): the same.
+        var other = WallSetAgreement(node: "d", nodes: names, epoch: epoch, playing: old, since: nil)
+        other.haveSet(new, now: at(1))
+        for peer in ["c", "b", "a"] {
+            var sender = wall.nodes[peer]!
+            other.received(sender.due(now: at(3))!.encoded, from: peer, now: at(3))
+        }
+        #expect(other.decide() == .init(id: new, at: at(-10)))
+    }
+
+    /// The set playing, still held (a switch the playlist could not record): never agreed on again,
+    /// which would cut it again and again.
+    @Test func theSetPlayingIsNoNewSet() {
+        var wall = Wall(["a", "b"], playing: old)
+        wall.nodes["a"]!.switched(to: new, at: at(5))
+        wall.nodes["b"]!.switched(to: new, at: at(5))
+        wall.nodes["a"]!.haveSet(new, now: at(6))
+        wall.tick(at(7))
+        #expect(wall.nodes["a"]!.ready == nil && wall.nodes["a"]!.decide() == nil)
+    }
+
     @Test func hostileDatagramsAreCountedAndNeverActedOn() {
-        var node = WallSetAgreement(node: "a", nodes: ["a", "b"], playing: old, since: nil)
+        var node = WallSetAgreement(node: "a", nodes: ["a", "b"], epoch: epoch, playing: old, since: nil)
         node.haveSet(new, now: at(0))
         let now = at(10)
         let good = WallSetMessage(sent: now, playing: old, since: nil, ready: new, readyAt: at(5))
@@ -177,7 +223,7 @@ import Testing
     }
 
     @Test func aNodeSaysWhereItStandsOnceASecond() {
-        var node = WallSetAgreement(node: "a", nodes: ["a", "b"], playing: nil, since: nil)
+        var node = WallSetAgreement(node: "a", nodes: ["a", "b"], epoch: epoch, playing: nil, since: nil)
         var sent: [WallSetMessage] = []
         for tenth in 0..<35 { if let m = node.due(now: at(Double(tenth) / 10)) { sent.append(m) } }
         #expect(sent.count == 4 && sent.allSatisfy { $0.playing == nil && $0.ready == nil })
