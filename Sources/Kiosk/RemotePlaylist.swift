@@ -155,7 +155,8 @@ final class RemotePlaylist: Sendable {
             let target = url == s.url ? nil : url
             guard target != s.target else { return (false, s.url) }
             s.target = target
-            if s.candidate?.url != url { s.candidate = nil }
+            // A set the wall agreed on stays: every node switches to it (the list named is taken up after).
+            if s.candidate?.url != url, s.candidate?.pinned != true { s.candidate = nil }
             s.lastWait = nil
             s.copy.checkSoon()
             return (true, s.url)
@@ -365,6 +366,9 @@ final class RemotePlaylist: Sendable {
         }
     }
 
+    /// The list a reload named, not taken up yet, and the list of the new set waiting (nil: none).
+    var waiting: (target: String?, candidate: String?) { state.withLock { ($0.target, $0.candidate?.url) } }
+
     /// The set the current one is (nil: none yet), and the wall time it took over (nil: on the config's epoch).
     var currentSet: (id: String?, since: WallTime?) { state.withLock { ($0.currentID, $0.since) } }
 
@@ -374,8 +378,9 @@ final class RemotePlaylist: Sendable {
     func takeHeld(_ id: String, since: WallTime) -> Bool {
         guard let candidate = state.withLock({ $0.candidate }), candidate.id == id else { return false }
         let statuses = candidate.list.entries.map { status(of: $0, since: candidate.since) }
-        guard case .take(let playable, let skipped) = RemoteSetSwitch(statuses) else { return false }
-        take(candidate, statuses: statuses, playable: playable, skipped: skipped, since: since)
+        // Taken whatever its entries say now (one may be pending again): the wall plays it already.
+        let playable = statuses.indices.filter { statuses[$0] == .ready }
+        take(candidate, statuses: statuses, playable: playable, skipped: statuses.indices.filter { statuses[$0] != .ready }, since: since)
         return true
     }
 
@@ -415,10 +420,11 @@ final class RemotePlaylist: Sendable {
             s.lastWait = nil
             s.currentID = candidate.id
             s.since = since
-            if s.url != candidate.url {
-                s.url = candidate.url
-                if s.target == candidate.url { s.target = nil }
-            }
+            // The list the last reload named stays the one taken up next (a pinned set may be of another).
+            let named = s.target ?? s.url
+            s.url = candidate.url
+            s.target = named == candidate.url ? nil : named
+            if s.target != nil { s.copy.checkSoon() }
         }
         tellCache(current: candidate.list, candidate: nil)
         logger.info("remote playlist: new set cached; it plays from the next item boundary",

@@ -85,11 +85,17 @@ final class WallSets: @unchecked Sendable {
             }
         }
         if let made = pending.withLock({ $0 }), let vsync = made.madeOn {
-            remote.takeHeld(made.agreed.id, since: made.agreed.at)
+            let kept = remote.takeHeld(made.agreed.id, since: made.agreed.at)
+            // The screen plays the set either way: the others are told so, and it is never agreed on again.
             agreement.withLock { $0.switched(to: made.agreed.id, at: made.agreed.at) }
             pending.withLock { $0 = nil }
-            logger.info("wall set switched", ["set": String(made.agreed.id.prefix(12)), "switch_at": made.agreed.at.unixSeconds.formatted(decimals: 6),
-                                              "vsync": "\(vsync)", "late": made.late ? "yes" : "no"])
+            let (set, at, late) = (String(made.agreed.id.prefix(12)), made.agreed.at.unixSeconds.formatted(decimals: 6), made.late ? "yes" : "no")
+            if kept {
+                logger.info("wall set switched", ["set": set, "switch_at": at, "vsync": "\(vsync)", "late": late])
+            } else {
+                logger.error("wall set plays, but the remote playlist no longer holds it: not kept as the last good copy (a restart plays the old one)",
+                             ["set": set, "switch_at": at, "vsync": "\(vsync)", "late": late])
+            }
             return
         }
         guard pending.withLock({ $0 == nil }), let agreed = agreement.withLock({ $0.decide() }) else { return }

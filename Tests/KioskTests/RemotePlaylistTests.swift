@@ -107,9 +107,10 @@ import Testing
 
     // The set switch, with the cache's scripted server (RemoteMediaCacheTests) and a virtual clock.
 
-    func playlist(_ server: RemoteMediaCacheTests.Server, _ cache: RemoteMediaCache, clock: RemoteMediaCacheTests.Clock, url: String) -> RemotePlaylist {
+    func playlist(_ server: RemoteMediaCacheTests.Server, _ cache: RemoteMediaCache, clock: RemoteMediaCacheTests.Clock, url: String,
+                  holdsSets: Bool = false) -> RemotePlaylist {
         let resolve = resolve
-        return RemotePlaylist(url: url, cache: cache, allow: allow, logger: Logger(level: .error, sink: { _ in }), fetch: { url, part, _ in
+        return RemotePlaylist(url: url, cache: cache, allow: allow, logger: Logger(level: .error, sink: { _ in }), holdsSets: holdsSets, fetch: { url, part, _ in
             guard let body = server.bodies.withLock({ $0[url] ?? nil }) else { throw RemoteMediaCacheTests.Away() }
             try body.write(toFile: part, atomically: false, encoding: .utf8)
             return .downloaded(bytes: Int64(body.utf8.count), validators: RemoteValidators(), transferred: Int64(body.utf8.count))
@@ -270,9 +271,12 @@ import Testing
         run(cache, list, clock: clock, from: 3.25, to: 6)
         #expect(server.requests.withLock { $0 }.contains { $0.hasSuffix("b.mp4") }, "the new list's entries are downloaded")
         #expect(names(list) == ["a.mp4"] && list.url == base + "one.m3u", "the set playing plays on")
+        #expect(list.waiting == (base + "two.m3u", base + "two.m3u"), "\(list.waiting)")
         // Named back before it was taken: it is dropped.
         list.retarget(base + "one.m3u")
+        #expect(list.waiting == (nil, nil) && names(list) == ["a.mp4"] && list.url == base + "one.m3u", "\(list.waiting)")
         list.retarget(base + "two.m3u")
+        #expect(list.waiting == (base + "two.m3u", nil), "fetched again from the start: \(list.waiting)")
         server.bodies.withLock { $0[base + "c.mp4"] = "C1" }
         run(cache, list, clock: clock, from: 6.25, to: 20)
         #expect(names(list) == ["b.mp4", "c.mp4"] && list.url == base + "two.m3u")
@@ -280,5 +284,31 @@ import Testing
         // A restart on the new list, the server away: its set plays.
         server.bodies.withLock { $0 = [:] }
         #expect(names(playlist(server, cache, clock: clock, url: base + "two.m3u")) == ["b.mp4", "c.mp4"])
+    }
+
+    /// On a wall: a set the wall agreed on (pinned) outlives a reload naming another list, so the
+    /// node switches with the others and keeps it; the list named is taken up after.
+    @Test func aSetTheWallAgreedOnOutlivesAReloadNamingAnotherList() throws {
+        let server = RemoteMediaCacheTests.Server()
+        let clock = RemoteMediaCacheTests.Clock()
+        let cache = try RemoteMediaCacheTests().make(server, clock: clock, refresh: 60)
+        defer { try? FileManager.default.removeItem(atPath: cache.folder) }
+        let base = "https://cdn.example.com/p/"
+        server.bodies.withLock { $0 = [base + "one.m3u": "a.mp4\n", base + "a.mp4": "A1", base + "two.m3u": "b.mp4\n", base + "b.mp4": "B1"] }
+        let list = playlist(server, cache, clock: clock, url: base + "one.m3u", holdsSets: true)
+        run(cache, list, clock: clock, from: 0, to: 3)
+        let held = try #require(list.heldSet())
+        #expect(list.pin(held.id))
+        list.retarget(base + "two.m3u")
+        run(cache, list, clock: clock, from: 3.25, to: 6)
+        #expect(list.waiting == (base + "two.m3u", base + "one.m3u") && list.heldSet()?.id == held.id, "\(list.waiting)")
+        let since = WallTime(nanoseconds: 1_790_000_007_000_000_000)
+        #expect(list.takeHeld(held.id, since: since))
+        #expect(names(list) == ["a.mp4"] && list.currentSet.id == held.id && list.currentSet.since == since)
+        #expect(RemotePlaylist.readWallFile(list.copyFile(for: base + "one.m3u") + ".wall", id: held.id) == since)
+        // The list named is taken up next, as a new set held for the wall.
+        #expect(list.url == base + "one.m3u" && list.waiting.target == base + "two.m3u")
+        run(cache, list, clock: clock, from: 6.25, to: 10)
+        #expect(list.heldSet()?.id == WallSetMessage.setID(of: Data("b.mp4\n".utf8)) && list.waiting.candidate == base + "two.m3u")
     }
 }
