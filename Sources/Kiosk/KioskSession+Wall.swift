@@ -57,4 +57,24 @@ extension KioskSession {
         }
         clockSyncCheck = follower.check
     }
+
+    /// Switches to `plan` on vsync `vsync` behind the item playing (cut there when `cutAt` is
+    /// given): `adopt` makes its playlist the session's, it is queued at the clock's position of
+    /// that vsync (its first item sought there), and the clock is followed from that vsync on.
+    /// False, with nothing changed: that vsync has no wall time yet, or the cut was refused.
+    /// Presentation thread.
+    func queueOnClock(_ plan: ClockPlan, clock: any VsyncClock, from vsync: Int64, cutAt: Int64?, adopt: () -> Void) -> Bool {
+        // The wall time first: a cut made without it would queue nothing behind it.
+        guard let wall = clock.wallTime(ofVsync: vsync) else { return false }
+        if let cutAt, !player.endCurrentItem(atVsync: cutAt) { return false }
+        adopt()
+        let position = plan.sync.timeline.position(at: wall)
+        driver.start(plan.playable, from: position.index, afterCurrentItem: true, replacingQueued: true)
+        let offset = plan.starts[position.index] + position.itemTime
+        if offset > .zero, let first = player.items().dropFirst().first {
+            first.seek(to: offset) { _ in }
+        }
+        followClock(plan, clock: clock, takingOverAt: vsync)
+        return true
+    }
 }

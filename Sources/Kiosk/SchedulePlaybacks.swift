@@ -45,20 +45,11 @@ final class WallSchedulePlayback: SchedulePlayback {
         let player = session.player
         let vsync: Int64
         if let cutAt { vsync = cutAt } else if case .atVsync(let end) = player.currentItemEnd() { vsync = end } else { return false }
-        guard let plan = probed, let wall = clock.wallTime(ofVsync: vsync) else {
+        guard let plan = probed, clock.wallTime(ofVsync: vsync) != nil else {
             // Nothing of it can be played (logged): the entry's playlist is queued as it is.
             return session.switchSchedule(to: entry, cutAt: cutAt)
         }
-        if let cutAt, !player.endCurrentItem(atVsync: cutAt) { return false }
-        _ = session.adoptScheduleEntry(entry)
-        let position = plan.sync.timeline.position(at: wall)
-        session.driver.start(plan.playable, from: position.index, afterCurrentItem: true, replacingQueued: true)
-        let offset = plan.starts[position.index] + position.itemTime
-        if offset > .zero, let first = player.items().dropFirst().first {
-            first.seek(to: offset) { _ in }
-        }
-        session.followClock(plan, clock: clock, takingOverAt: vsync)
-        return true
+        return session.queueOnClock(plan, clock: clock, from: vsync, cutAt: cutAt, adopt: { [session] in _ = session.adoptScheduleEntry(entry) })
     }
 }
 

@@ -150,17 +150,8 @@ final class WallSets: @unchecked Sendable {
         case .atVsync(let end) where end == cut: cutAt = nil  // it ends there itself
         default: break
         }
-        if let cutAt, !player.endCurrentItem(atVsync: cutAt) { return }  // again on the next vsync
-        adopt(switching.config, session)
-        let plan = switching.plan
-        guard let cutWall = clock.wallTime(ofVsync: cut) else { return }
-        let position = plan.sync.timeline.position(at: cutWall)
-        session.driver.start(plan.playable, from: position.index, afterCurrentItem: true, replacingQueued: true)
-        let offset = plan.starts[position.index] + position.itemTime
-        if offset > .zero, let first = player.items().dropFirst().first {
-            first.seek(to: offset) { _ in }
-        }
-        session.followClock(plan, clock: clock, takingOverAt: cut)
+        // Not yet (that vsync has no wall time, or the cut was refused): again on the next vsync.
+        guard session.queueOnClock(switching.plan, clock: clock, from: cut, cutAt: cutAt, adopt: { adopt(switching.config, session) }) else { return }
         made(on: cut, late: false)
     }
 
