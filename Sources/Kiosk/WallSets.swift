@@ -60,9 +60,9 @@ final class WallSets: @unchecked Sendable {
         let why: String
         switch reception {
         case .taken: return
-        case .malformed: why = "wall set message malformed; ignored (further ones are counted, not logged)"
-        case .stranger: why = "wall set message from a node not of the wall; ignored (further ones are counted, not logged)"
-        case .farOff: why = "wall set message refused: its time is far from this node's clock (are the clocks in sync?); further ones are counted, not logged"
+        case .malformed: why = "wall set message malformed; ignored (further ones are not logged)"
+        case .stranger: why = "wall set message from a node not of the wall; ignored (further ones are not logged)"
+        case .farOff: why = "wall set message refused: its time is far from this node's clock (are the clocks in sync?); further ones are not logged"
         }
         if logged.withLock({ $0.insert(why).inserted }) { logger.warning(why, ["from": peer, "bytes": "\(bytes.count)"]) }
     }
