@@ -124,35 +124,58 @@ final class WallSets: @unchecked Sendable {
     func vsync(_ n: Int64, clock: any VsyncClock) {
         guard let session, let switching = pending.withLock({ $0 }), switching.madeOn == nil,
               let wall = clock.wallTime(ofVsync: n) else { return }
-        let at = switching.agreed.at
-        let interval = max(1, Int64(clock.refresh.interval.seconds * 1e9))
         let player = session.player
-        if at <= wall {
+        let step = Self.switchStep(on: n, wall: wall, at: switching.agreed.at, refresh: clock.refresh.interval.seconds,
+                                   wallTime: { clock.wallTime(ofVsync: $0) }, playing: player.currentItem != nil,
+                                   itemEnd: { player.currentItemEnd() })
+        switch step {
+        case .wait: return
+        case .late:
             adopt(switching.config, session)
             session.followClock(switching.plan, clock: clock)
             return made(on: n, late: true)
-        }
-        // The first vsync at or after the switch time.
-        var cut = n + (at - wall + interval - 1) / interval
-        while cut > n + 1, let w = clock.wallTime(ofVsync: cut - 1), w >= at { cut -= 1 }
-        while let w = clock.wallTime(ofVsync: cut), w < at { cut += 1 }
-        guard Double(cut - n) * clock.refresh.interval.seconds <= Self.lead else { return }
-        if player.currentItem == nil {
+        case .start(let cut):
             // Nothing plays yet (the wall's first set): it starts on the clock at that time.
             adopt(switching.config, session)
-            session.followClock(switching.plan, clock: clock, at: at)
+            session.followClock(switching.plan, clock: clock, at: switching.agreed.at)
             return made(on: cut, late: false)
+        case .cut(let cut, let cutAt):
+            // Not yet (that vsync has no wall time, or the cut was refused): again on the next vsync.
+            guard session.queueOnClock(switching.plan, clock: clock, from: cut, cutAt: cutAt, adopt: { adopt(switching.config, session) }) else { return }
+            made(on: cut, late: false)
         }
-        var cutAt: Int64? = cut
-        switch player.currentItemEnd() {
-        case .notStarted: return
-        case .atVsync(let end) where end < cut: return  // an earlier item ends first: the one after it is cut
-        case .atVsync(let end) where end == cut: cutAt = nil  // it ends there itself
-        default: break
+    }
+
+    /// What vsync `n` (at wall time `wall`) does about a switch at `at`.
+    enum SwitchStep: Equatable {
+        /// Nothing yet: the switch is further off than `lead`, or the item playing has not started.
+        case wait
+        /// Its time has passed: at once, at the clock's position.
+        case late
+        /// Nothing plays yet: it starts on the clock at `at`, vsync `cut`.
+        case start(Int64)
+        /// Queued behind the item playing, which is cut on `cut` (`cutAt`), or ends there itself (`cutAt` nil).
+        case cut(Int64, cutAt: Int64?)
+    }
+
+    /// The decision of `vsync`, apart from the player (tests run it on virtual wall times):
+    /// `refresh` is the vsync interval in seconds, `wallTime` a vsync's wall time.
+    static func switchStep(on n: Int64, wall: WallTime, at: WallTime, refresh: Double, wallTime: (Int64) -> WallTime?,
+                           playing: Bool, itemEnd: () -> Player.ItemEnd) -> SwitchStep {
+        if at <= wall { return .late }
+        let interval = max(1, Int64(refresh * 1e9))
+        // The first vsync at or after the switch time.
+        var cut = n + (at - wall + interval - 1) / interval
+        while cut > n + 1, let w = wallTime(cut - 1), w >= at { cut -= 1 }
+        while let w = wallTime(cut), w < at { cut += 1 }
+        guard Double(cut - n) * refresh <= lead else { return .wait }
+        if !playing { return .start(cut) }
+        switch itemEnd() {
+        case .notStarted: return .wait
+        case .atVsync(let end) where end < cut: return .wait  // an earlier item ends first: the one after it is cut
+        case .atVsync(let end) where end == cut: return .cut(cut, cutAt: nil)  // it ends there itself
+        default: return .cut(cut, cutAt: cut)
         }
-        // Not yet (that vsync has no wall time, or the cut was refused): again on the next vsync.
-        guard session.queueOnClock(switching.plan, clock: clock, from: cut, cutAt: cutAt, adopt: { adopt(switching.config, session) }) else { return }
-        made(on: cut, late: false)
     }
 
     private func made(on vsync: Int64, late: Bool) {
