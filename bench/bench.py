@@ -941,6 +941,7 @@ STARTUP_MARKS = [
     ("session-made", "session made (players, sound, control)"),
     ("early-decoded", "first item's first frame decoded early, in software (`EarlyStart`)"),
     ("probed", "first item probed"),
+    ("early-taken", "the first reader took the early decoder and its frame (`EarlyStart`)"),
     ("decoder-open", "decoder open"),
     ("first-decoded", "first frame decoded"),
     ("prerolled", "preroll's frames decoded"),

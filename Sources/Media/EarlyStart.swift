@@ -53,8 +53,8 @@ public enum EarlyStart {
 
     /// Opens `url` (a local file) on a thread of its own and decodes its first picture in software
     /// with `threads` decoder threads (0: one per core), as the session's first reader would.
-    /// With `hardware` other than `none`, the decoder opens early only on a machine with no
-    /// decoding device at all (`auto` would then choose software): a hardware decoder is not opened twice.
+    /// The decoder opens early with `hardware` `none`, or `auto` on a machine with no decoding
+    /// device (it would choose software); otherwise only the file opens: a hardware decoder is not opened twice.
     public static func start(_ url: URL, limits: MediaIOLimits, threads: Int, hardware: HardwareDecoding, logger: Logger) {
         guard url.isFileURL else { return }
         let decodes = hardware == .none || hardware == .auto && !hasDecoderDevices()
@@ -128,17 +128,27 @@ public enum EarlyStart {
     }
 
     /// The decoder opened early on `demuxer` and the frame it decoded first, if it decodes as asked
-    /// (`threads`, `hardware`); taken once. Any other reader closes it (its cursor would lag).
-    static func takeDecoder(for demuxer: Demuxer, threads: Int, hardware: HardwareDecoding) -> (VideoDecoder, VideoFrame?)? {
-        let entry: Entry? = slot.withLock { slot in
-            guard let entry = slot.entry, slot.demuxerTaken, entry.opened.value??.demuxer === demuxer else { return nil }
-            return entry
+    /// (`threads`, `hardware`); taken once. Any other reader, or a `preroll`'s, closes it (its
+    /// cursor would lag, or hold packets for nobody once the preroll closes).
+    static func takeDecoder(for demuxer: Demuxer, threads: Int, hardware: HardwareDecoding,
+                            preroll: Bool = false) -> (VideoDecoder, VideoFrame?)? {
+        // Claimed under the lock that found it: two readers opening at once cannot both get it.
+        let claimed: (Entry, Opened)? = slot.withLock { slot in
+            guard let entry = slot.entry, slot.demuxerTaken, let opened = entry.opened.value ?? nil,
+                  opened.demuxer === demuxer, opened.decoder != nil else { return nil }
+            slot = Slot()
+            return (entry, opened)
         }
-        guard let entry, let opened = entry.opened.value ?? nil, let decoder = opened.decoder else { return nil }
-        release(entry)
-        guard entry.threads == threads && entry.hardware == hardware else { return nil }
+        guard let (entry, opened) = claimed, let decoder = opened.decoder else { return nil }
+        entry.settled.set(true)
+        guard !preroll, entry.threads == threads && entry.hardware == hardware else { return nil }
+        decodersTaken.add(1, ordering: .relaxed)
+        StartupMarks.mark("early-taken")
         return (decoder, opened.first)
     }
+
+    /// Early decoders taken by a reader (for the tests: the start path uses what was decoded early).
+    static let decodersTaken = Atomic(0)
 
     /// Whether the machine has a device a hardware decoder could use (DRM render nodes, V4L2, NVIDIA).
     static func hasDecoderDevices() -> Bool {

@@ -163,7 +163,8 @@ public struct FFmpegBackend: MediaBackend {
     func openReader(_ demuxer: Demuxer, threads: Int, firstPacketAlone: Bool = false) throws -> any FrameReader {
         // The decoder opened while the output opened, and its first frame (`EarlyStart`); a
         // preroll's reader lets it go (its cursor would hold packets for nobody).
-        if let (decoder, first) = EarlyStart.takeDecoder(for: demuxer, threads: threads, hardware: hardware), !firstPacketAlone {
+        if let (decoder, first) = EarlyStart.takeDecoder(for: demuxer, threads: threads, hardware: hardware,
+                                                         preroll: firstPacketAlone) {
             return reader(decoder, path: demuxer.path, firstPacketAlone: false, first: first)
         }
         let decoder = try VideoDecoder(demuxer: demuxer, threads: threads, hardware: hardware, interop: interop,

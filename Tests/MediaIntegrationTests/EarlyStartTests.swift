@@ -1,6 +1,7 @@
 import Foundation
 @testable import Media
 import Playback
+import Synchronization
 import Testing
 import TestSupport
 
@@ -23,8 +24,9 @@ import TestSupport
         return all
     }
 
-    /// Taken: the file is opened once (early), and the reader's frames are every frame, in order,
-    /// from the first (the one decoded early) on.
+    /// Taken: the file is opened once (early), the reader's decoder is the early one (it has
+    /// decoded one frame before the reader reads), and the reader's frames are every frame, in
+    /// order, from the first (the one decoded early, handed out by the reader) on.
     @Test func theSessionTakesTheEarlyOpenAndReadsEveryFrame() throws {
         let path = try Self.copy()
         let expected = try Self.timestamps(FFmpegBackend().openReader(URL(fileURLWithPath: path)))
@@ -33,8 +35,12 @@ import TestSupport
         let backend = FFmpegBackend()
         let source = try backend.openSource(URL(fileURLWithPath: path))
         #expect(try source.describe().tracks.first?.naturalSize == VideoSize(width: 64, height: 64))
+        let takenBefore = EarlyStart.decodersTaken.load(ordering: .relaxed)
         let reader = try source.openReader()
         #expect(FileOpens.of(path) == opensBefore + 1, "the early open was not taken")
+        #expect(EarlyStart.decodersTaken.load(ordering: .relaxed) == takenBefore + 1, "the early decoder was not taken")
+        let decoder = try #require((reader as? DecoderReader)?.decoder)
+        #expect(decoder.delivered == 1, "the reader's decoder is not the one that decoded the first frame early")
         #expect(expected.count == 60)
         #expect(try Self.timestamps(reader) == expected)
     }
@@ -47,7 +53,9 @@ import TestSupport
         var backend = FFmpegBackend()
         backend.threads = 1
         let source = try backend.openSource(URL(fileURLWithPath: path))
+        let takenBefore = EarlyStart.decodersTaken.load(ordering: .relaxed)
         let reader = try source.openReader()
+        #expect(EarlyStart.decodersTaken.load(ordering: .relaxed) == takenBefore, "a reader decoding otherwise took the early decoder")
         #expect(try Self.timestamps(reader).count == 60)
         let again = try Self.copy()
         let opensBefore = FileOpens.of(again)
@@ -62,12 +70,39 @@ import TestSupport
         let path = try Self.copy()
         EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, threads: 0, hardware: .none, logger: Self.logger)
         let source = try FFmpegBackend().openSource(URL(fileURLWithPath: path))
+        let takenBefore = EarlyStart.decodersTaken.load(ordering: .relaxed)
         #expect(try source.openPrerollReader().nextFrame()?.pts.seconds == 0)
+        #expect(EarlyStart.decodersTaken.load(ordering: .relaxed) == takenBefore, "the preroll's reader took the early decoder")
         let again = try Self.copy()
         let opensBefore = FileOpens.of(again)
         EarlyStart.start(URL(fileURLWithPath: again), limits: .standard, threads: 0, hardware: .none, logger: Self.logger)
         _ = try FFmpegBackend().openSource(URL(fileURLWithPath: again)).openReader()
         #expect(FileOpens.of(again) == opensBefore + 1, "the slot was still held by the earlier start")
+    }
+
+    /// Readers opening on the early-opened file at once: one of them at most gets the early decoder
+    /// (it is claimed where it is found), and the slot is free after.
+    @Test func concurrentReadersGetTheEarlyDecoderOnce() throws {
+        let backend = FFmpegBackend()
+        for _ in 0..<20 {
+            let path = try Self.copy()
+            EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, threads: backend.threads,
+                             hardware: backend.hardware, logger: Self.logger)
+            let source = try #require(try backend.openSource(URL(fileURLWithPath: path)) as? FFmpegSource)
+            let got = Atomic(0)
+            DispatchQueue.concurrentPerform(iterations: 4) { _ in
+                if EarlyStart.takeDecoder(for: source.demuxer, threads: backend.threads, hardware: backend.hardware) != nil {
+                    got.add(1, ordering: .relaxed)
+                }
+            }
+            #expect(got.load(ordering: .relaxed) == 1)
+            try FileManager.default.removeItem(atPath: path)
+        }
+        let again = try Self.copy()
+        let opensBefore = FileOpens.of(again)
+        EarlyStart.start(URL(fileURLWithPath: again), limits: .standard, threads: 0, hardware: .none, logger: Self.logger)
+        _ = try FFmpegBackend().openSource(URL(fileURLWithPath: again)).openReader()
+        #expect(FileOpens.of(again) == opensBefore + 1, "the slot was still held")
     }
 
     /// Another file's open does not take it.
