@@ -75,7 +75,13 @@ final class RemotePlaylist: Sendable {
         var whole = false
         /// Agreed on by the wall: kept until it is taken, whatever the server says meanwhile.
         var pinned = false
-        var id: String { WallSetMessage.setID(of: text) }
+        /// The set's id, hashed once: the wall's agreement asks for it every tick.
+        let id: String
+
+        init(list: RemoteM3U, text: Data, validators: RemoteValidators, since: Double, url: String) {
+            (self.list, self.text, self.validators, self.since, self.url) = (list, text, validators, since, url)
+            id = WallSetMessage.setID(of: text)
+        }
     }
 
     private struct State {
@@ -398,7 +404,7 @@ final class RemotePlaylist: Sendable {
             }
         }
         // Kept as the last good copy first: a restart plays this set.
-        let copyFile = self.copyFile(for: candidate.url), wallFile = self.copyFile(for: candidate.url) + ".wall"
+        let copyFile = self.copyFile(for: candidate.url), wallFile = copyFile + ".wall"
         let aside = copyFile + ".new"
         do {
             try candidate.text.write(to: URL(fileURLWithPath: aside))
