@@ -4,19 +4,22 @@ KMS test VM as deploy/vm/kms-run's KMS_RUN_GUEST, next to marquee, on the guest'
 
 usage: live-restarts.py KIND PORT RESTARTS [--up SECONDS] [--down SECONDS]
 
-KIND: udp (ffmpeg sending MPEG-TS to 127.0.0.1:PORT), hls (ffmpeg writing a live HLS window into a
+KIND: udp (ffmpeg's MPEG-TS sent to 127.0.0.1:PORT), hls (ffmpeg writing a live HLS window into a
 folder for the whole run, its HTTP server on PORT restarted), rtsp (tools/rtspfixture.py on PORT),
-http (tools/netfixture.py live on PORT: H.264 in live Matroska per request). The source starts,
-runs UP seconds, is killed, stays away DOWN seconds, and starts again, RESTARTS times. Prints
-`up TIME` once each start is listening or sending and `down TIME` after each kill (Unix seconds).
+http (tools/netfixture.py live on PORT: H.264 in live Matroska, the first request's encoder
+running before it listens). The source starts, runs UP seconds, is killed, stays away DOWN seconds, and starts again, RESTARTS times. Prints `up TIME`
+once each start can serve its stream (listening, or its first datagram sent) and `down TIME`
+after each kill (Unix seconds).
 """
 import argparse
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TOOLS = os.path.dirname(os.path.abspath(__file__))
@@ -31,13 +34,18 @@ def say(line):
 def start(kind, port, folder):
     """The source's process, once it listens (a server prints `port N`) or has started sending."""
     if kind == "udp":
-        process = subprocess.Popen(["ffmpeg", "-nostdin", "-v", "error", *PICTURE, "-f", "mpegts",
-                                    f"udp://127.0.0.1:{port}?pkt_size=1316"], stdin=subprocess.DEVNULL)
+        # Sent from here, so that the source counts as up from its first datagram, not from
+        # when its encoder was started (over a second in an emulated guest).
+        process = subprocess.Popen(["ffmpeg", "-nostdin", "-v", "error", *PICTURE, "-f", "mpegts", "-flush_packets", "1",
+                                    "pipe:1"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        first = threading.Event()
+        threading.Thread(target=send_udp, args=(process, port, first), daemon=True).start()
+        first.wait(30)
         return process
     command = {
         "hls": [sys.executable, f"{TOOLS}/netfixture.py", "serve", folder or ".", "127.0.0.1", str(port)],
         "rtsp": [sys.executable, f"{TOOLS}/rtspfixture.py", "127.0.0.1", str(port)],
-        "http": [sys.executable, f"{TOOLS}/netfixture.py", "live", "127.0.0.1", str(port)],
+        "http": [sys.executable, f"{TOOLS}/netfixture.py", "live", "127.0.0.1", str(port), "warm"],
     }[kind]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
@@ -49,6 +57,22 @@ def start(kind, port, folder):
     # The rest of its output is not read: a pipe nobody reads would block it, so it goes nowhere.
     subprocess.Popen(["cat"], stdin=process.stdout, stdout=subprocess.DEVNULL)
     return process
+
+
+def send_udp(process, port, first):
+    """The encoder's MPEG-TS to 127.0.0.1:PORT, 7 packets a datagram; sets `first` at the first."""
+    out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    pending = b""
+    while True:
+        data = process.stdout.read1(65536)
+        if not data:
+            break
+        pending += data
+        while len(pending) >= 1316:
+            out.sendto(pending[:1316], ("127.0.0.1", port))
+            pending = pending[1316:]
+            first.set()
+    out.close()
 
 
 def stop(process):

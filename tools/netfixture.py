@@ -20,7 +20,9 @@
   netfixture.py live ADDRESS        HTTP: each GET is a live picture (H.264 in live Matroska) from
                                     an ffmpeg of its own, in real time, with no length, until the
                                     client goes; GET /burst/S/NAME holds the first S seconds back
-                                    and sends them at once (as an HLS window does), then goes on live
+                                    and sends them at once (as an HLS window does), then goes on live;
+                                    `live ADDRESS PORT warm` starts the first GET's ffmpeg before it
+                                    listens, as a live server has its encoder running
 
 Each prints "port N" once listening (on PORT, or an ephemeral port of ADDRESS), then one line per
 connection or request ("conn", "GET /path"), flushed, so a test can read what reached it.
@@ -141,6 +143,24 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             self.close_connection = True
 
 
+def live_encoder(size):
+    return subprocess.Popen(
+        ["ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=%s:rate=25" % size,
+         "-t", str(LIFETIME), "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "25",
+         "-pix_fmt", "yuv420p", "-f", "matroska", "-live", "1", "-cluster_time_limit", "40", "pipe:1"],
+        stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # a client gone: broken pipe
+
+
+WARM = []  # (encoder, its first bytes) for the first GET without a size, with `live ... warm`
+
+
+def take_warm():
+    try:
+        return WARM.pop()
+    except IndexError:  # taken by another request meanwhile
+        return None
+
+
 class Live(http.server.BaseHTTPRequestHandler):
     """A live picture per request, paced in real time, ended by the client. Matroska, not MPEG-TS:
     a TS reader probes its first 5 s (its streams may change), this one its first few frames;
@@ -153,12 +173,8 @@ class Live(http.server.BaseHTTPRequestHandler):
         say("GET " + self.path)
         path, _, query = self.path.partition("?")
         size = re.fullmatch(r"size=([0-9]{2,4}x[0-9]{2,4})", query)
-        encoder = subprocess.Popen(
-            ["ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i",
-             "testsrc2=size=%s:rate=25" % (size.group(1) if size else "160x90"),
-             "-t", str(LIFETIME), "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "25",
-             "-pix_fmt", "yuv420p", "-f", "matroska", "-live", "1", "-cluster_time_limit", "40", "pipe:1"],
-            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # a client gone: broken pipe
+        warm = take_warm() if not size else None
+        encoder, first = warm or (live_encoder(size.group(1) if size else "160x90"), b"")
         parts = path.split("/")
         burst = float(parts[2]) if len(parts) > 3 and parts[1] == "burst" else 0.0
         try:
@@ -171,8 +187,8 @@ class Live(http.server.BaseHTTPRequestHandler):
                 if not data:
                     break
                 held += data
-            if held:
-                self.wfile.write(held)
+            if first or held:
+                self.wfile.write(first + held)
                 self.wfile.flush()
             while True:
                 data = encoder.stdout.read1(65536)
@@ -267,6 +283,9 @@ def main():
     if mode == "proxy":
         proxy(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 0)
     if mode == "live":
+        if sys.argv[4:5] == ["warm"]:  # before it listens: no client waits on the encoder's start
+            encoder = live_encoder("160x90")
+            WARM.append((encoder, encoder.stdout.read1(65536)))  # once it has made its first bytes
         http.server.ThreadingHTTPServer.allow_reuse_address = True
         server = http.server.ThreadingHTTPServer((sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0), Live)
         server.daemon_threads = True

@@ -136,13 +136,16 @@ public struct FFmpegBackend: MediaBackend {
         let reader = try openDecoderReader(url, threads: threads, firstPacketAlone: firstPacketAlone)
         guard !url.isFileURL, !reader.decoder.info.duration.isNumeric else { return reader }
         let lagBound = sourceOptions?(url.mediaLocation)?.latency ?? liveLagBound
+        let rate = reader.decoder.frameRate
         return LiveReader(uri: url.mediaLocation, first: reader, policy: live, lagBound: lagBound, holding: hold, onChange: onLiveChange) {
-            try openDecoderReader(url, threads: threads)
+            try openDecoderReader(url, threads: threads, knownFrameRate: rate)
         }
     }
 
-    private func openDecoderReader(_ url: URL, threads: Int, firstPacketAlone: Bool = false) throws -> DecoderReader {
+    private func openDecoderReader(_ url: URL, threads: Int, firstPacketAlone: Bool = false,
+                                   knownFrameRate: AVRational? = nil) throws -> DecoderReader {
         var limits = networkLimits(url)
+        limits.knownFrameRate = knownFrameRate
         // A network read waits no longer than a live picture may stand still.
         if !url.isFileURL { limits.read = min(limits.read, live.stallTimeout) }
         let decoder = try VideoDecoder(path: url.mediaLocation, threads: threads, hardware: hardware, interop: interop, limits: limits)

@@ -23,6 +23,9 @@ public struct MediaIOLimits: Sendable {
     /// The height the source's picture is shown at (pixels), for the HLS variant that fits it;
     /// nil: not known.
     public var fitHeight: Int?
+    /// A reopened live source's frame rate, from its first open: the probe does not measure it
+    /// again (20 to 40 frames, 0.8 to 1.6 s of a 25 fps stream, before the picture is back).
+    var knownFrameRate: AVRational?
 
     public init(open: Double = 10, read: Double = 5) {
         self.open = open
@@ -266,6 +269,7 @@ final class FileInput {
             gate.openOptions(&options)
             let scheme = (try? NetworkURL(parsing: path))?.scheme ?? ""
             for (key, value) in limits.source.demuxerOptions(scheme: scheme) { av_dict_set(&options, key, value, 0) }
+            if limits.knownFrameRate != nil { av_dict_set(&options, "fpsprobesize", "0", 0) }
         } else {
             av_dict_set(&options, "protocol_whitelist", "file", 0)
             av_dict_set(&options, "pattern_type", "none", 0)
@@ -280,8 +284,20 @@ final class FileInput {
         probeStarted = Double(InputGuard.now()) / 1e9
         let found = avformat_find_stream_info(opened, nil)
         guard found >= 0 else { throw Self.error(path, state, call: "avformat_find_stream_info", code: found, gate: gate) }
+        if let rate = limits.knownFrameRate { Self.setFrameRate(rate, ofVideoIn: opened) }
         state.deadline.store(0, ordering: .relaxed)
         if network { chosenVariant = HLSVariants.choose(in: opened, options: limits.source, fitHeight: limits.fitHeight) }
+    }
+
+    /// Gives the video streams whose rate the probe left unknown, or out of range (an RTP
+    /// stream's clock rate), `rate` (`knownFrameRate`).
+    private static func setFrameRate(_ rate: AVRational, ofVideoIn format: UnsafeMutablePointer<AVFormatContext>) {
+        for i in 0..<Int(format.pointee.nb_streams) {
+            guard let stream = format.pointee.streams[i], stream.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO,
+                  ContainerValue.framesPerSecond(av_guess_frame_rate(format, stream, nil)) == nil else { continue }
+            stream.pointee.avg_frame_rate = rate
+            stream.pointee.r_frame_rate = rate
+        }
     }
 
     /// When the stream probe began (monotonic seconds, as `DispatchTime`): a live source's packets

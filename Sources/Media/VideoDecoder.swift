@@ -63,6 +63,8 @@ public final class VideoDecoder {
     let timeBase: AVRational
     let startTime: Int64
     let nominalFrameDuration: MediaTime
+    /// The stream's frame rate as FFmpeg guessed it; nil when it could not.
+    let frameRate: AVRational?
     /// Where the next frame is due on the continuous timeline, in stream ticks (`timing(of:)`).
     var nextPTS: Int64?
     /// Added to the file's timestamps since the last discontinuity (`timing(of:)`).
@@ -175,7 +177,8 @@ public final class VideoDecoder {
         }
         let ctx = session.context!
 
-        nominalFrameDuration = ContainerValue.framesPerSecond(rate) != nil
+        frameRate = ContainerValue.framesPerSecond(rate) != nil ? rate : nil
+        nominalFrameDuration = frameRate != nil
             ? MediaTime(value: Int64(rate.den), timescale: rate.num)
             : MediaTime(value: 1, timescale: 25)
         nominalTicks = max(1, ContainerValue.ticks(seconds: nominalFrameDuration.seconds, timeBase: timeBase) ?? 1)

@@ -6,14 +6,16 @@ public struct LiveSourceHealth: Sendable, Equatable {
     public struct Policy: Sendable, Equatable {
         /// No new picture for this long while one is due: the source is stalled (seconds).
         public var stallTimeout: Double
-        /// The first wait before reopening, doubled at each failure up to `maximumDelay`.
+        /// The first wait before reopening, doubled at each failure up to `maximumDelay`. A
+        /// refused or failed open costs the server next to nothing, and the wait past its return
+        /// is picture lost, so the cap is short.
         public var initialDelay: Double
         public var maximumDelay: Double
         /// Each wait is scaled by a factor from 1 - jitter to 1 + jitter, so that sources that
         /// went down together do not come back in step.
         public var jitter: Double
 
-        public init(stallTimeout: Double = 2, initialDelay: Double = 0.25, maximumDelay: Double = 2, jitter: Double = 0.2) {
+        public init(stallTimeout: Double = 2, initialDelay: Double = 0.25, maximumDelay: Double = 1, jitter: Double = 0.2) {
             self.stallTimeout = stallTimeout
             self.initialDelay = initialDelay
             self.maximumDelay = maximumDelay

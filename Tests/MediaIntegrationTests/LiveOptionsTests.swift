@@ -1,5 +1,6 @@
+import CFFmpeg
 import Foundation
-import Media
+@testable import Media
 import Network
 import Playback
 import Testing
@@ -108,5 +109,25 @@ import TestSupport
         #expect(try backend.openReader(url).liveLagBound == 1)
         backend.sourceOptions = { $0 == url.absoluteString ? LiveSourceOptions(latency: 0.2) : nil }
         #expect(try backend.openReader(url).liveLagBound == 0.2)
+    }
+
+    /// A reopened live source is not timed again: the rate its first open found is given
+    /// (`MediaIOLimits.knownFrameRate`), and the probe stops at the stream's parameters instead of
+    /// reading 20 more frames (0.8 s of this 25 fps stream) to measure it. Given 30 fps, which the
+    /// stream is not, the decoder keeps 30: the probe measured nothing.
+    @Test func aReopenTakesTheFrameRateItIsGivenAndDoesNotMeasureIt() throws {
+        if let missing = LoopbackServer.rtspMissing {
+            print("skipped: \(missing)")
+            return
+        }
+        let server = try LoopbackServer.rtsp()
+        let url = "rtsp://127.0.0.1:\(server.port)/live"
+        var limits = try limits(["rtsp://127.0.0.1"])
+        let first = try VideoDecoder(path: url, threads: 1, limits: limits)
+        #expect(first.info.frameRate == 25, "the first open measures the stream's rate: \(first.info.frameRate)")
+        limits.knownFrameRate = AVRational(num: 30, den: 1)
+        let reopened = try VideoDecoder(path: url, threads: 1, limits: limits)
+        #expect(reopened.info.frameRate == 30, "a reopen keeps the rate it is given: \(reopened.info.frameRate)")
+        #expect(try reopened.nextFrame() != nil)
     }
 }
