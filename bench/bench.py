@@ -1540,8 +1540,8 @@ def live_soak_markdown(paths):
             lines = ["", "## 16. A live source for 30 minutes", "",
                      "`make live-soak` (tools/soak.py --only live): a live source through a loopback proxy that cuts its "
                      "connection every few minutes, played by the release binary on the headless output, real clock; "
-                     "polled every few seconds over the control socket and /proc. `live-lag` is the property (the wait "
-                     "from the decoder to the screen); the latency on screen (RTSP only) is a screenshot's frame number "
+                     "polled every few seconds over the control socket and /proc. `live-lag` is the property (from e771c50 "
+                     "on, a frame's age from when it arrived plus its wait to be shown; before, that wait alone); the latency on screen (RTSP only) is a screenshot's frame number "
                      "against the time the source handed that frame to its encoder (bench/g2g.py's blocks), reads in the 5 s "
                      "after a cut left out (the last picture stays up meanwhile)."]
         rtsp = ls["url"].startswith("rtsp:")
