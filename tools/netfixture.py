@@ -285,7 +285,9 @@ def main():
     if mode == "live":
         if sys.argv[4:5] == ["warm"]:  # before it listens: no client waits on the encoder's start
             encoder = live_encoder("160x90")
-            WARM.append((encoder, encoder.stdout.read1(65536)))  # once it has made its first bytes
+            first = encoder.stdout.read1(65536)  # once it has made its first bytes
+            if first:  # else it failed: each GET starts its own
+                WARM.append((encoder, first))
         http.server.ThreadingHTTPServer.allow_reuse_address = True
         server = http.server.ThreadingHTTPServer((sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0), Live)
         server.daemon_threads = True

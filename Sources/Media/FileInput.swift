@@ -289,8 +289,8 @@ final class FileInput {
         if network { chosenVariant = HLSVariants.choose(in: opened, options: limits.source, fitHeight: limits.fitHeight) }
     }
 
-    /// Gives the video streams whose rate the probe left unknown, or out of range (an RTP
-    /// stream's clock rate), `rate` (`knownFrameRate`).
+    /// Gives `rate` (`knownFrameRate`) to the video streams whose rate the probe left unknown or
+    /// unusable (an RTP stream's is not zero, yet FFmpeg's guess from it is no frame rate).
     private static func setFrameRate(_ rate: AVRational, ofVideoIn format: UnsafeMutablePointer<AVFormatContext>) {
         for i in 0..<Int(format.pointee.nb_streams) {
             guard let stream = format.pointee.streams[i], stream.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO,
