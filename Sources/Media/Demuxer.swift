@@ -286,15 +286,26 @@ final class Demuxer: @unchecked Sendable {
         input.state.armRead(true)
         let r = av_read_frame(format, packet)
         input.state.armRead(false)
-        let interrupted = state.withLock { state -> Bool in
+        // The interruption was this read's alone: cleared once its error is made, so that the
+        // seek that brings the others back is not interrupted too.
+        let interruption = state.withLock { state -> MediaError? in
             state.reading = nil
-            return input.state.interruptRead.load(ordering: .relaxed)
+            guard input.state.interruptRead.load(ordering: .relaxed) else { return nil }
+            let error = FileInput.error(path, input.state, call: "av_read_frame", code: r < 0 ? r : mq_averror_exit())
+            input.state.interruptRead.store(false, ordering: .relaxed)
+            return error
         }
-        if interrupted {
-            // The file's I/O stopped mid-read: every cursor comes back by a seek (which clears it).
+        if let interruption {
+            // The file's I/O stopped mid-read: every cursor comes back by a seek. FFmpeg keeps
+            // the stopped read's error in the I/O context, where Matroska finds it at the file's
+            // end and returns it instead of the end (the item's last frame was lost).
             av_packet_unref(packet)
+            if let io = format.pointee.pb {
+                io.pointee.error = 0
+                io.pointee.eof_reached = 0
+            }
             state.withLock { state in Self.detachOthers(&state, but: -1) }
-            throw FileInput.error(path, input.state, call: "av_read_frame", code: r < 0 ? r : mq_averror_exit())
+            throw interruption
         }
         if r == averrorEOF {
             state.withLock { state in

@@ -131,12 +131,15 @@ import TestSupport
         // often only where the machine kept up (no more runnable threads than cores).
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)).flatMap { Double($0.split(separator: " ")[0]) } ?? 0
         let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
-        #expect(compared > 250, "\(compared) of \(eligible) frames compared")
+        // Most frames are found on both nodes within 0.25 s (shown late or not); a real offset would
+        // leave few. How many are compared exactly is bounded below only where the machine kept up.
+        #expect(eligible > 100 && (compared + missed) * 2 > eligible, "\(compared) of \(eligible) frames compared, \(missed) shown late")
         let figures = "\(overOneVsync) of \(compared) frames over one vsync, \(missed) of \(eligible) shown late; worst \((worst * 1000).formatted(decimals: 2)) ms at \(at)"
-        if load > cores && !(overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001 && missed * 10 <= eligible) {
+        let kept = compared > 250 && overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001 && missed * 10 <= eligible
+        if load > cores && !kept {
             print("skipped the bound on frames disturbed by load: load average \(load) on \(Int(cores)) cores: \(figures)")
         } else {
-            #expect(overOneVsync * 50 <= compared && worst <= 2.0 / 60 + 0.001 && missed * 10 <= eligible, "\(figures)")
+            #expect(kept, "\(figures)")
         }
         if cutLate + shownLate > 2 && load > cores {
             print("skipped the bound on presses disturbed by load: load average \(load) on \(Int(cores)) cores")

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 @testable import Media
 import Playback
 import Testing
@@ -115,6 +116,46 @@ import TestSupport
         #expect(error.reason == "cancelled")
         samples += try Self.samples(sound)
         #expect(samples == alone, "\(samples.count) samples of \(alone.count)")
+    }
+
+    /// A cancel that lands while the cancelled decoder is reading (an audio output giving its
+    /// device up mid-item) stops that read only: the other decoder reads on to the file's end,
+    /// which comes as the end, not as "Immediate exit requested". Before, the cancel also stopped
+    /// the seek that brought the other back, or left its error in FFmpeg's I/O context; a player
+    /// lost the item's last frame to it, under load. `stopsTheRead`: the read under way sees the
+    /// cancel (and fails), or ends first.
+    @Test(arguments: ["mkv", "mp4"], [false, true])
+    func aCancelDuringAReadLeavesTheOthersReadingToTheEnd(container: String, stopsTheRead: Bool) throws {
+        // Noise: large enough for many reads past FFmpeg's buffer (64 KB).
+        let path = try TestMedia.make("demuxer-av-2s-noise.\(container)", [
+            "-f", "lavfi", "-i", "testsrc=size=320x240:rate=30:duration=2,noise=alls=40:allf=t",
+            "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000:duration=2",
+            "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "30",
+        ] + (container == "mkv" ? ["-c:a", "flac", "-f", "matroska"] : ["-c:a", "aac", "-f", "mp4"]))
+        let alone = try Self.samples(AudioDecoder(path: path))
+        // The file's reads call this: once armed, the first read cancels the decoder that is reading.
+        let armed = Mutex<(@Sendable () -> Void)?>(nil)
+        let demuxer = try Demuxer(path: path, limits: .standard, interrupt: {
+            armed.withLock { cancel in
+                guard let cancelling = cancel else { return false }
+                cancelling()
+                cancel = nil
+                return stopsTheRead
+            }
+        })
+        let sound = try AudioDecoder(demuxer: demuxer)
+        let pictures = try VideoDecoder(demuxer: demuxer, threads: 1, sessions: FFmpegCodecSessions())
+        var samples = try Self.samples(sound, buffers: 10)
+        armed.withLock { $0 = pictures.canceller }
+        var frames = 0, failed = false
+        while !failed && frames < 200 && armed.withLock({ $0 != nil }) {
+            do { if try pictures.nextFrame() == nil { break } } catch { failed = true }
+            frames += 1
+        }
+        #expect(armed.withLock { $0 == nil }, "no read of the pictures' came in \(frames) frames")
+        #expect(throws: MediaError.self) { try pictures.nextFrame() }
+        samples += try Self.samples(sound)
+        #expect(samples == alone, "\(samples.count) samples of \(alone.count); \(demuxer.stats)")
     }
 
     /// MPEG-TS with B-frames (timestamps start at 1.4 s, decode times before them): a second
