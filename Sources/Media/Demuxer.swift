@@ -297,8 +297,8 @@ final class Demuxer: @unchecked Sendable {
         }
         if let interruption {
             // The file's I/O stopped mid-read: every cursor comes back by a seek. FFmpeg keeps
-            // the stopped read's error in the I/O context, where Matroska finds it at the file's
-            // end and returns it instead of the end (the item's last frame was lost).
+            // the stopped read's error in the I/O context; Matroska would return it at the file's
+            // end instead of the end.
             av_packet_unref(packet)
             if let io = format.pointee.pb {
                 io.pointee.error = 0

@@ -119,11 +119,9 @@ import TestSupport
     }
 
     /// A cancel that lands while the cancelled decoder is reading (an audio output giving its
-    /// device up mid-item) stops that read only: the other decoder reads on to the file's end,
-    /// which comes as the end, not as "Immediate exit requested". Before, the cancel also stopped
-    /// the seek that brought the other back, or left its error in FFmpeg's I/O context; a player
-    /// lost the item's last frame to it, under load. `stopsTheRead`: the read under way sees the
-    /// cancel (and fails), or ends first.
+    /// device up mid-item) stops that read only: the other decoder's seek back is not stopped
+    /// too, and its file ends as the end, not as "Immediate exit requested" (the item's last
+    /// frame). `stopsTheRead`: the read under way sees the cancel (and fails), or ends first.
     @Test(arguments: ["mkv", "mp4"], [false, true])
     func aCancelDuringAReadLeavesTheOthersReadingToTheEnd(container: String, stopsTheRead: Bool) throws {
         // Noise: large enough for many reads past FFmpeg's buffer (64 KB).
