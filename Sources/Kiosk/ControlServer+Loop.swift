@@ -24,10 +24,16 @@ extension ControlServer {
                 let readable = !client.inputClosed && client.unhandledBytes <= maxLineBytes
                 fds.append(pollfd(fd: fd, events: (readable ? Int16(POLLIN) : 0) | (client.output.isEmpty ? 0 : Int16(POLLOUT)), revents: 0))
             }
-            // Wake at least every 100 ms to report observed property changes (sooner when a change
+            // Wake at least every `idleWake` to report observed property changes (sooner when a change
             // was hinted while a read ran).
             // An interrupted poll (EINTR) is a wake-up like any other: the loop polls again.
-            _ = poll(&fds, nfds_t(fds.count), shared.withLock { $0.changeHinted } ? 10 : 100)
+            _ = poll(&fds, nfds_t(fds.count), shared.withLock { $0.changeHinted } ? 10 : idleWake)
+            // Drained before the shared state is read: a wake-up written after that read stays in
+            // the pipe for the next poll (drained after it, a stop could wait out `idleWake`).
+            if fds[1].revents != 0 {
+                var sink = [UInt8](repeating: 0, count: 256)
+                while read(wake.read, &sink, sink.count) > 0 {}
+            }
             let (stop, events, results) = shared.withLock { shared -> (Bool, [JSONValue], [Finished]) in
                 defer {
                     shared.pendingEvents.removeAll()
@@ -35,11 +41,8 @@ extension ControlServer {
                 }
                 return (shared.stopping, shared.pendingEvents, shared.finished)
             }
+            afterStateRead.withLock { $0 }?()
             if stop { return }
-            if fds[1].revents != 0 {
-                var sink = [UInt8](repeating: 0, count: 256)
-                while read(wake.read, &sink, sink.count) > 0 {}
-            }
             if fds[0].revents & Int16(POLLIN) != 0 { acceptClients() }
             for entry in fds.dropFirst(2) where entry.revents != 0 {
                 guard let client = clients[entry.fd] else { continue }

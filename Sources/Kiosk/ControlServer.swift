@@ -81,6 +81,11 @@ public final class ControlServer: @unchecked Sendable {
     public let maxLineBytes: Int
     public let maxPendingBytes: Int
     public let maxObservedPerClient: Int
+    /// How long the server thread sleeps with nothing to do (milliseconds): observed properties
+    /// are read again after it. Only a wake-up ends it sooner.
+    let idleWake: Int32
+    /// Tests: run by the server thread each time it has read the shared state, before it acts on it.
+    let afterStateRead = Mutex<(@Sendable () -> Void)?>(nil)
     let handler: any ControlHandler
     let logger: Logger
     /// The listening socket, the server thread's: closed when that thread ends.
@@ -127,7 +132,7 @@ public final class ControlServer: @unchecked Sendable {
     /// the call and the socket's path.
     public init(path: String, mode: mode_t = 0o660, handler: any ControlHandler, logger: Logger,
                 maxClients: Int = 32, maxLineBytes: Int = 64 * 1024, maxPendingBytes: Int = 1 << 20,
-                maxObservedPerClient: Int = 64) throws {
+                maxObservedPerClient: Int = 64, idleWake: Duration = .milliseconds(100)) throws {
         self.path = path
         self.handler = handler
         self.logger = logger.with(["socket": path])
@@ -135,6 +140,7 @@ public final class ControlServer: @unchecked Sendable {
         self.maxLineBytes = maxLineBytes
         self.maxPendingBytes = maxPendingBytes
         self.maxObservedPerClient = maxObservedPerClient
+        self.idleWake = Int32(max(10, min(3_600_000, idleWake / .milliseconds(1))))
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
@@ -185,7 +191,7 @@ public final class ControlServer: @unchecked Sendable {
     public func stop() {
         shared.withLock { $0.stopping = true }
         wakeUp()
-        // The thread sees the flag at its next poll (at most 100 ms) unless a client holds it up.
+        // Woken, the thread sees the flag at once, unless a client holds it up.
         if ended.wait(timeout: 5) == nil {
             logger.warning("control server thread did not end within 5 s of stop; its socket closes when it does")
         }

@@ -175,6 +175,31 @@ final class GatedHandler: ControlHandler, @unchecked Sendable {
         }
     }
 
+    /// A stop that comes while the server thread handles another wake-up (an event broadcast, as
+    /// at the end of a run) ends the thread at once: its wake-up is not taken for the one before.
+    /// The thread's idle sleep is 10 s here: a lost wake-up would hold `stop` for its 5 s limit.
+    @Test func aStopDuringAnotherWakeUpEndsTheThreadAtOnce() throws {
+        let server = try ControlServer(path: Self.socketPath(), handler: FakeHandler(), logger: logger, idleWake: .seconds(10))
+        let reached = Latch<Void>(), stopped = Latch<Double>()
+        // The broadcast's wake-up: once the thread has read the state, the stop comes.
+        server.afterStateRead.withLock { hook in
+            hook = { [server] in
+                guard reached.set(()) else { return }
+                for _ in 0..<500 where !server.shared.withLock({ $0.stopping }) { Thread.sleep(forTimeInterval: 0.01) }
+                Thread.sleep(forTimeInterval: 0.05)  // for `stop` to write its wake-up too
+            }
+        }
+        server.broadcast(["event": "end-file"])
+        #expect(reached.wait(timeout: 5) != nil, "the broadcast woke no thread")
+        startThread(named: "test-stop") {
+            let started = ContinuousClock.now
+            server.stop()
+            _ = stopped.set((ContinuousClock.now - started).seconds)
+        }
+        let took = try #require(stopped.wait(timeout: 10))
+        #expect(took < 2.5, "the stop took \(took) s")
+    }
+
     @Test func observedPropertiesAreCappedPerClient() throws {
         try withServer { server, _ in
             let client = try connect(server), other = try connect(server)
