@@ -39,6 +39,7 @@ public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
         layer = try PlayerLayer()
         StartupMarks.mark("layer-made")
         layer.background = background
+        layer.directTarget = target
         switch kind {
         case .real:
             let clock = RealVsyncClock(refresh: mode.refresh)

@@ -2,13 +2,15 @@ import CGLES
 import Foundation
 import Media
 
-/// An offscreen RGBA8 render target (a framebuffer object with one renderbuffer).
+/// An offscreen RGBA8 render target (a framebuffer object drawing into one texture: a picture
+/// shown 1:1 may be written into it directly, `PlayerLayer.directTarget`).
 /// Owns its GL objects; must be used and released on its context's thread.
 public final class Framebuffer {
     public let width: Int
     public let height: Int
-    private var framebuffer: GLuint = 0
-    private var renderbuffer: GLuint = 0
+    private(set) var framebuffer: GLuint = 0
+    /// The target's pixels.
+    private(set) var texture: GLuint = 0
     /// The small target the last thumbnail was scaled into, kept for the next one of that size:
     /// making and freeing one per screenshot cost more than the scaling (llvmpipe maps fresh memory).
     private var thumbnail: Framebuffer?
@@ -19,13 +21,16 @@ public final class Framebuffer {
     public init(width: Int, height: Int) throws {
         self.width = width
         self.height = height
-        glGenRenderbuffers(1, &renderbuffer)
-        glBindRenderbuffer(GLenum(GL_RENDERBUFFER), renderbuffer)
-        glRenderbufferStorage(GLenum(GL_RENDERBUFFER), GLenum(GL_RGBA8), GLsizei(width), GLsizei(height))
-        try checkGL("glRenderbufferStorage(\(width)x\(height))")
+        var bound: GLint = 0
+        glGetIntegerv(GLenum(GL_TEXTURE_BINDING_2D), &bound)
+        glGenTextures(1, &texture)
+        glBindTexture(GLenum(GL_TEXTURE_2D), texture)
+        glTexStorage2D(GLenum(GL_TEXTURE_2D), 1, GLenum(GL_RGBA8), GLsizei(width), GLsizei(height))
+        glBindTexture(GLenum(GL_TEXTURE_2D), GLuint(bound))
+        try checkGL("glTexStorage2D(target \(width)x\(height))")
         glGenFramebuffers(1, &framebuffer)
         glBindFramebuffer(GLenum(GL_FRAMEBUFFER), framebuffer)
-        glFramebufferRenderbuffer(GLenum(GL_FRAMEBUFFER), GLenum(GL_COLOR_ATTACHMENT0), GLenum(GL_RENDERBUFFER), renderbuffer)
+        glFramebufferTexture2D(GLenum(GL_FRAMEBUFFER), GLenum(GL_COLOR_ATTACHMENT0), GLenum(GL_TEXTURE_2D), texture, 0)
         let status = glCheckFramebufferStatus(GLenum(GL_FRAMEBUFFER))
         guard status == GLenum(GL_FRAMEBUFFER_COMPLETE) else {
             throw RenderError(call: "glCheckFramebufferStatus", code: status, detail: "framebuffer incomplete")
@@ -34,7 +39,14 @@ public final class Framebuffer {
 
     deinit {
         glDeleteFramebuffers(1, &framebuffer)
-        glDeleteRenderbuffers(1, &renderbuffer)
+        glDeleteTextures(1, &texture)
+    }
+
+    /// Whether this target is the framebuffer GL draws into now.
+    var isBound: Bool {
+        var bound: GLint = 0
+        glGetIntegerv(GLenum(GL_DRAW_FRAMEBUFFER_BINDING), &bound)
+        return GLuint(bound) == framebuffer
     }
 
     public func bind() {

@@ -64,9 +64,16 @@ public final class PlayerLayer {
     public var colorConversion: ColorConversion = .shader
     /// Frames the cpu conversion could not convert (drawn by the shader instead).
     public private(set) var conversionFailures = 0
-    /// Pictures of the cpu conversion shown 1:1 by a framebuffer copy (`copyPicture`) rather than
-    /// drawn.
+    /// Pictures of the cpu conversion shown 1:1 by a copy rather than drawn: converted into the
+    /// layer's texture and copied into the target (`copyPicture`), or converted straight into
+    /// `directTarget` (`directUploads`).
     public private(set) var copiedDraws = 0
+    /// Of `copiedDraws`, those converted straight into `directTarget`.
+    public private(set) var directUploads = 0
+    /// An offscreen target this layer draws into that it may also write directly: while it is the
+    /// bound framebuffer, a picture of the cpu conversion shown 1:1 is converted into it with no
+    /// texture of the layer's own in between (1080p: 8 MB less, and no copy).
+    public var directTarget: Framebuffer?
     /// The read framebuffer of those copies (made at the first).
     var copyFramebuffer: GLuint = 0
     /// Made at the first frame converted on the CPU; it keeps the one buffer the conversion uses.
@@ -275,6 +282,16 @@ public final class PlayerLayer {
             // thread's queue and the player hold the decoder's own frames: 1080p 4:2:0 is 3 MB,
             // RGBA 8 MB). A frame swscale cannot convert is drawn by the shader instead.
             let copyRect = piece == nil ? oneToOneRect(frame, bounds: bounds, gravity: gravity) : nil
+            if let copyRect, let target = directTarget, target.height == targetHeight, target.isBound,
+               RGBAConverter.convertsInBands(frame) {
+                do {
+                    try convert(frame, into: target, at: copyRect)
+                    StartupMarks.mark("first-upload")
+                    return
+                } catch {
+                    conversionFailures += 1
+                }
+            }
             do {
                 let bottomUp = try uploadConverted(frame, bottomUp: copyRect != nil)
                 StartupMarks.mark("first-upload")
@@ -354,6 +371,31 @@ public final class PlayerLayer {
         try checkGL("glBlitFramebuffer(converted picture, 1:1)")
         videoRect = rect
         copiedDraws += 1
+    }
+
+    /// Converts `frame` into `target`'s own pixels at `rect` (inside it), bottom row first as GL
+    /// stores them: the picture a 1:1 draw or copy gives, with no texture of the layer's between.
+    private func convert(_ frame: VideoFrame, into target: Framebuffer, at rect: PixelRect) throws {
+        glPixelStorei(GLenum(GL_UNPACK_ALIGNMENT), 1)
+        glActiveTexture(GLenum(GL_TEXTURE0))
+        glBindTexture(GLenum(GL_TEXTURE_2D), target.texture)
+        defer {
+            glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), 0)
+            // Unbound again: nothing drawn into the target may sample it.
+            glBindTexture(GLenum(GL_TEXTURE_2D), 0)
+        }
+        let converter = rgbaConverter ?? RGBAConverter()
+        rgbaConverter = converter
+        let bottom = target.height - rect.y - rect.height
+        try converter.convertInBands(frame, flipped: true) { firstRow, band in
+            glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), GLint(band.bytesPerRow / band.bytesPerTexel))
+            glTexSubImage2D(GLenum(GL_TEXTURE_2D), 0, GLint(rect.x), GLint(bottom + frame.height - firstRow - band.height),
+                            GLsizei(band.width), GLsizei(band.height), GLenum(GL_RGBA), GLenum(GL_UNSIGNED_BYTE), band.bytes)
+        }
+        try checkGL("glTexSubImage2D(converted into the target)")
+        videoRect = rect
+        copiedDraws += 1
+        directUploads += 1
     }
 
     /// An RGBA frame: one texture, sampled nearest when each texel lands on one pixel (llvmpipe

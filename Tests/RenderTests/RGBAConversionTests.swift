@@ -110,12 +110,16 @@ import Testing
 
     /// With the cpu conversion the layer converts Y'CbCr frames as it uploads them: drawn 1:1, the
     /// picture is exactly the RGBA frame the decode thread used to make (`RGBAConverter.convert`),
-    /// in bands (yuv420p, 150 rows: 64 + 64 + 22) or whole (nv12); the texture is made once.
-    @Test(arguments: [Media.PixelFormat.yuv420p, .nv12])
-    func theLayerConvertsAsItUploads(format: Media.PixelFormat) throws {
+    /// in bands (yuv420p, 150 rows: 64 + 64 + 22) or whole (nv12). Bands go straight into the
+    /// headless output's target (no texture of the layer's), or, with no such target (a display's
+    /// framebuffer), into the layer's texture and are copied from it; a whole frame is drawn from
+    /// the texture. A texture is made once at most.
+    @Test(arguments: [(Media.PixelFormat.yuv420p, true), (.yuv420p, false), (.nv12, true)])
+    func theLayerConvertsAsItUploads(format: Media.PixelFormat, direct: Bool) throws {
         let (w, h) = (96, 150)
         let output = try HeadlessOutput(mode: DisplayMode(width: w, height: h, refresh: RefreshRate(numerator: 60)), clock: .virtual)
         output.layer.colorConversion = .cpu
+        if !direct { output.layer.directTarget = nil }
         for shift in 0..<3 {
             let frame = try VideoFrame(format: format, width: w, height: h, colorMatrix: .bt709, colorRange: .limited) { c, x, y in
                 c == 0 ? 16 + (x * 5 + y * 3 + shift * 40) % 220 : 16 + (x * 11 + y * 7 + c * 60) % 225
@@ -124,9 +128,11 @@ import Testing
             let expected = Self.image(try RGBAConverter().convert(frame))
             #expect(try output.screenshot().pixels == expected, "\(format) frame \(shift)")
         }
-        #expect(output.layer.textureAllocations == 1 && output.layer.conversionFailures == 0)
-        // Shown 1:1, a picture that comes in bands is copied (glBlitFramebuffer), a whole one drawn.
-        #expect(output.layer.copiedDraws == (format == .yuv420p ? 3 : 0))
+        let bands = format == .yuv420p
+        #expect(output.layer.textureAllocations == (bands && direct ? 0 : 1) && output.layer.conversionFailures == 0)
+        // Shown 1:1, a picture that comes in bands is copied, a whole one drawn.
+        #expect(output.layer.copiedDraws == (bands ? 3 : 0))
+        #expect(output.layer.directUploads == (bands && direct ? 3 : 0))
         // The shader path still draws the same frames when asked (the layer's default).
         output.layer.colorConversion = .shader
         let frame = try VideoFrame(format: format, width: w, height: h, colorMatrix: .bt709, colorRange: .limited) { c, _, _ in c == 0 ? 120 : 128 }
@@ -134,13 +140,16 @@ import Testing
         #expect(output.layer.textureAllocations > 1, "the planes' textures are made for the shader")
     }
 
-    /// A picture shown 1:1 is copied into place (stored bottom-up for the copy) wherever the bounds
-    /// put it, with exactly the converted pixels and the background around it; turned, blended or
-    /// scaled it is drawn from the same texture stored top-down; one after the other, each right.
-    @Test func aOneToOnePictureIsCopiedIntoPlace() throws {
+    /// A picture shown 1:1 is copied into place (converted straight into the target, or stored
+    /// bottom-up in the layer's texture and copied from it) wherever the bounds put it, with
+    /// exactly the converted pixels and the background around it; turned, blended or scaled it is
+    /// drawn from the layer's texture stored top-down; one after the other, each right.
+    @Test(arguments: [true, false])
+    func aOneToOnePictureIsCopiedIntoPlace(direct: Bool) throws {
         let (w, h, W, H) = (70, 150, 100, 170)
         let output = try HeadlessOutput(mode: DisplayMode(width: W, height: H, refresh: RefreshRate(numerator: 60)), clock: .virtual)
         output.layer.colorConversion = .cpu
+        if !direct { output.layer.directTarget = nil }
         output.layer.background = RGBColor(red: 20, green: 40, blue: 60)
         let bounds = PixelRect(x: 13, y: 9, width: w, height: h)
         for shift in 0..<2 {
@@ -150,10 +159,11 @@ import Testing
             let picture = Self.image(try RGBAConverter().convert(frame))
             for (rotation, copied) in [(Rotation.none, true), (.upsideDown, false), (.none, true)] {
                 output.layer.rotation = rotation
-                let copies = output.layer.copiedDraws
+                let (copies, directs) = (output.layer.copiedDraws, output.layer.directUploads)
                 try output.draw([nil])  // binds the target, clears it to the background
                 try output.layer.draw(frame, bounds: bounds, targetHeight: H)
                 #expect(output.layer.copiedDraws == copies + (copied ? 1 : 0), "\(rotation)")
+                #expect(output.layer.directUploads == directs + (copied && direct ? 1 : 0), "\(rotation)")
                 #expect(output.layer.videoRect == bounds)
                 let shot = try output.screenshot()
                 var inside: [UInt8] = [], outside = 0
