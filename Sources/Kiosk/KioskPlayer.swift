@@ -107,15 +107,14 @@ public func runKiosk(config: KioskConfig, options: RunOptions, logger: Logger,
     return stats
 }
 
-/// Opens the playlist's first file and decodes its first picture while the output opens
+/// Opens the playlist's first file and decodes its preroll's pictures while the output opens
 /// (`EarlyStart`), where the first item is sure to be that file from its start: no wall, schedule
 /// or shuffle choosing another, no start offset.
 private func startFirstItemEarly(_ config: KioskConfig, logger: Logger) {
     guard config.wall == nil, config.schedule == nil, !config.shuffle, let first = config.playlist.first,
           first.start ?? 0 <= 0 else { return }
-    let backend = FFmpegBackend(hardware: config.hardwareDecoding)
-    EarlyStart.start(KioskConfig.mediaURL(first.path), limits: config.network.limits, threads: backend.threads,
-                     hardware: config.hardwareDecoding, logger: logger)
+    EarlyStart.start(KioskConfig.mediaURL(first.path), limits: config.network.limits, hardware: config.hardwareDecoding,
+                     frames: Preroll.frames, logger: logger)
 }
 
 /// Opens one output (wall output `wallOutput` of this node, or the display), then makes its

@@ -2,13 +2,15 @@ import Foundation
 import Playback
 import Synchronization
 
-/// The first item's file opened, its streams probed and its first picture decoded on a thread of
+/// The first item's file opened, its streams probed and its first pictures decoded on a thread of
 /// their own while the output opens (loading the GL driver takes tens of milliseconds), so that
 /// the first picture is ready sooner. The session's first open of that file takes the demuxer
-/// (`FFmpegSource`), and its first reader takes the decoder with its frame (`openReader`) when it
-/// asks for the same decoding (threads, hardware setting); what nobody takes within `unclaimedLimit`
-/// is closed. Software decoding only: a decoder that comes up on hardware is closed at once (the
-/// session's own opens it knowing the output's DMA-BUF import).
+/// (`FFmpegSource`), and its first reader takes the frames (`openReader`) when it asks for the same
+/// hardware setting, with the decoder too when it asks for one thread; what nobody takes within
+/// `unclaimedLimit` is closed. Software decoding on one thread only: a frame-threaded decoder
+/// starts its threads as it opens, and each thread start waits for the dynamic loader's lock,
+/// which the GL driver's load holds for tens of milliseconds. A decoder that comes up on hardware
+/// is closed at once (the session's own opens it knowing the output's DMA-BUF import).
 public enum EarlyStart {
     /// How long an open nobody takes is kept (seconds).
     static let unclaimedLimit = 10.0
@@ -17,24 +19,24 @@ public enum EarlyStart {
         // @unchecked: handed from the opening thread to the one reader that takes it, through the slot's lock.
         let demuxer: Demuxer
         var decoder: VideoDecoder?
-        var first: VideoFrame?
+        /// The first frames, in order (fewer than asked: the stream ended).
+        var frames: [VideoFrame] = []
     }
 
     fileprivate final class Entry: Sendable {
         let path: String
         let open: Double
         let read: Double
-        let threads: Int
         let hardware: HardwareDecoding
         /// nil inside: the open failed (the session's own open says why).
         let opened = Latch<Opened?>()
         /// Raised once the decoder was taken or refused: the opening thread may end.
         let settled = Latch<Bool>()
 
-        init(path: String, limits: MediaIOLimits, threads: Int, hardware: HardwareDecoding) {
+        init(path: String, limits: MediaIOLimits, hardware: HardwareDecoding) {
             self.path = path
             (open, read) = (limits.open, limits.read)
-            (self.threads, self.hardware) = (threads, hardware)
+            self.hardware = hardware
         }
 
         func matches(path: String, limits: MediaIOLimits) -> Bool {
@@ -51,14 +53,14 @@ public enum EarlyStart {
 
     private static let slot = Mutex(Slot())
 
-    /// Opens `url` (a local file) on a thread of its own and decodes its first picture in software
-    /// with `threads` decoder threads (0: one per core), as the session's first reader would.
+    /// Opens `url` (a local file) on a thread of its own and decodes its first `frames` pictures (a
+    /// session's preroll: what it waits for before it presents) in software, on that thread.
     /// The decoder opens early with `hardware` `none`, or `auto` on a machine with no decoding
     /// device (it would choose software); otherwise only the file opens: a hardware decoder is not opened twice.
-    public static func start(_ url: URL, limits: MediaIOLimits, threads: Int, hardware: HardwareDecoding, logger: Logger) {
+    public static func start(_ url: URL, limits: MediaIOLimits, hardware: HardwareDecoding, frames: Int = 1, logger: Logger) {
         guard url.isFileURL else { return }
         let decodes = hardware == .none || hardware == .auto && !hasDecoderDevices()
-        let entry = Entry(path: url.mediaLocation, limits: limits, threads: threads, hardware: hardware)
+        let entry = Entry(path: url.mediaLocation, limits: limits, hardware: hardware)
         let replaced = slot.withLock { slot -> Bool in
             guard slot.entry == nil else { return true }
             slot.entry = entry
@@ -74,12 +76,15 @@ public enum EarlyStart {
                 // In software at once: with no decoding device `auto` comes to software too, and
                 // its hardware attempts load libraries (CUDA's), which would take turns with the
                 // output's GL driver load at the dynamic loader's lock.
-                let decoder = try VideoDecoder(demuxer: opened!.demuxer, threads: threads, hardware: .none, interop: nil,
+                let decoder = try VideoDecoder(demuxer: opened!.demuxer, threads: 1, hardware: .none, interop: nil,
                                                sessions: FFmpegCodecSessions())
                 // A still's one frame lasts its item's duration, which only the session knows.
                 guard !decoder.info.isStillImage else { throw CancellationError() }
-                let first = try decoder.nextFrame()
-                StartupMarks.mark("early-decoded")
+                var decoded: [VideoFrame] = []
+                while decoded.count < max(1, frames), let frame = try decoder.nextFrame() {
+                    decoded.append(frame)
+                    if decoded.count == 1 { StartupMarks.mark("early-decoded") }
+                }
                 if hardware == .auto {
                     // What `auto` says of this machine's hardware (each attempt and why it failed),
                     // learnt once the driver has loaded, from a decoder that asks as the session's would.
@@ -95,7 +100,7 @@ public enum EarlyStart {
                     decoder.decodingPath = asked.decodingPath
                 }
                 opened!.decoder = decoder
-                opened!.first = first
+                opened!.frames = decoded
             } catch is CancellationError {
             } catch {
                 // The session's own open fails the same way and reports it.
@@ -127,11 +132,13 @@ public enum EarlyStart {
         return opened.demuxer
     }
 
-    /// The decoder opened early on `demuxer` and the frame it decoded first, if it decodes as asked
-    /// (`threads`, `hardware`); taken once. Any other reader, or a `preroll`'s, closes it (its
-    /// cursor would lag, or hold packets for nobody once the preroll closes).
+    /// The frames decoded early on `demuxer`, in order, if they were decoded with `hardware`'s
+    /// setting, with their decoder when the reader asks for one thread (nil: it is closed, and the
+    /// reader's own decoder skips those frames); taken once. A `preroll`'s reader, or one asking
+    /// for other hardware, gets nothing and closes it (its cursor would lag, or hold packets for
+    /// nobody once the preroll closes).
     static func takeDecoder(for demuxer: Demuxer, threads: Int, hardware: HardwareDecoding,
-                            preroll: Bool = false) -> (VideoDecoder, VideoFrame?)? {
+                            preroll: Bool = false) -> (decoder: VideoDecoder?, frames: [VideoFrame])? {
         // Claimed under the lock that found it: two readers opening at once cannot both get it.
         let claimed: (Entry, Opened)? = slot.withLock { slot in
             guard let entry = slot.entry, slot.demuxerTaken, let opened = entry.opened.value ?? nil,
@@ -141,13 +148,13 @@ public enum EarlyStart {
         }
         guard let (entry, opened) = claimed, let decoder = opened.decoder else { return nil }
         entry.settled.set(true)
-        guard !preroll, entry.threads == threads && entry.hardware == hardware else { return nil }
+        guard !preroll, entry.hardware == hardware else { return nil }
         decodersTaken.add(1, ordering: .relaxed)
         StartupMarks.mark("early-taken")
-        return (decoder, opened.first)
+        return (threads == 1 ? decoder : nil, opened.frames)
     }
 
-    /// Early decoders taken by a reader (for the tests: the start path uses what was decoded early).
+    /// Early frames taken by a reader (for the tests: the start path uses what was decoded early).
     static let decodersTaken = Atomic(0)
 
     /// Whether the machine has a device a hardware decoder could use (DRM render nodes, V4L2, NVIDIA).

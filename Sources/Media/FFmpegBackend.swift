@@ -164,22 +164,25 @@ public struct FFmpegBackend: MediaBackend {
     /// A reader of `demuxer`'s video stream (see `openPrerollReader` for `threads` and
     /// `firstPacketAlone`).
     func openReader(_ demuxer: Demuxer, threads: Int, firstPacketAlone: Bool = false) throws -> any FrameReader {
-        // The decoder opened while the output opened, and its first frame (`EarlyStart`); a
-        // preroll's reader lets it go (its cursor would hold packets for nobody).
-        if let (decoder, first) = EarlyStart.takeDecoder(for: demuxer, threads: threads, hardware: hardware,
-                                                         preroll: firstPacketAlone) {
-            return reader(decoder, path: demuxer.path, firstPacketAlone: false, first: first)
+        // The first frames decoded while the output opened (`EarlyStart`), with their decoder when
+        // it decodes as asked; a preroll's reader lets them go (its cursor would hold packets for nobody).
+        if let early = EarlyStart.takeDecoder(for: demuxer, threads: threads, hardware: hardware, preroll: firstPacketAlone) {
+            let decoder = try early.decoder ?? VideoDecoder(demuxer: demuxer, threads: threads, hardware: hardware,
+                                                            interop: interop, sessions: FFmpegCodecSessions())
+            return reader(decoder, path: demuxer.path, firstPacketAlone: false, decoded: early.frames,
+                          decodedElsewhere: early.decoder == nil)
         }
         let decoder = try VideoDecoder(demuxer: demuxer, threads: threads, hardware: hardware, interop: interop,
                                        sessions: FFmpegCodecSessions())
         return reader(decoder, path: demuxer.path, firstPacketAlone: firstPacketAlone)
     }
 
-    private func reader(_ decoder: VideoDecoder, path: String, firstPacketAlone: Bool, first: VideoFrame? = nil) -> DecoderReader {
+    private func reader(_ decoder: VideoDecoder, path: String, firstPacketAlone: Bool, decoded: [VideoFrame] = [],
+                        decodedElsewhere: Bool = false) -> DecoderReader {
         if firstPacketAlone { decoder.decodesFirstPacketAlone() }
         if decoder.info.isStillImage { decoder.stillDuration = still(path) }
         onOpen?(path, decoder.info, decoder.decodingPath)
-        return DecoderReader(decoder: decoder, first: first, maxTextureSide: output.maxTextureSize,
+        return DecoderReader(decoder: decoder, decoded: decoded, decodedElsewhere: decodedElsewhere, maxTextureSide: output.maxTextureSize,
                              onChange: onOpen, onConversion: onConversion, onDownscale: onDownscale)
     }
 }
@@ -230,15 +233,26 @@ final class DecoderReader: FrameReader {
     private var frameDrop = DecoderFrameDrop.none
     /// Decoded frames ending by this item time are discarded (they are late).
     private var discardEndingBy: (@Sendable () -> MediaTime?)?
-    /// A frame the decoder gave before this reader was made (`EarlyStart`): handed out first.
-    private var decodedBefore: VideoFrame?
+    /// Frames decoded before this reader was made (`EarlyStart`): handed out first, in order.
+    private var decodedBefore: ArraySlice<VideoFrame>
+    /// The frames before this reader were decoded by another decoder: the decoder's own frames up
+    /// to the last of them are dropped (nil: none to drop).
+    private var skipThrough: MediaTime?
+    /// How many frames this reader was given, decoded before it was made.
+    let decodedEarly: Int
 
-    init(decoder: VideoDecoder, first: VideoFrame? = nil, maxTextureSide: Int? = nil,
+    /// - Parameters:
+    ///   - decoded: frames decoded before, handed out first: by `decoder` itself, or by another
+    ///     decoder of the same stream from its start (`decodedElsewhere`), whose frames `decoder`
+    ///     then decodes again and drops.
+    init(decoder: VideoDecoder, decoded: [VideoFrame] = [], decodedElsewhere: Bool = false, maxTextureSide: Int? = nil,
          onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil,
          onConversion: (@Sendable (String, String, String) -> Void)? = nil,
          onDownscale: (@Sendable (String, String, String) -> Void)? = nil) {
         self.decoder = decoder
-        decodedBefore = first
+        decodedBefore = decoded[...]
+        decodedEarly = decoded.count
+        skipThrough = decodedElsewhere ? decoded.last?.pts : nil
         self.maxTextureSide = maxTextureSide
         self.onChange = onChange
         self.onConversion = onConversion
@@ -247,7 +261,17 @@ final class DecoderReader: FrameReader {
     }
 
     func nextFrame() throws -> (any PresentableFrame)? {
-        var frame = try decodedBefore.take() ?? decoder.nextFrame()
+        var frame: VideoFrame?
+        if let early = decodedBefore.popFirst() {
+            frame = early
+        } else {
+            frame = try decoder.nextFrame()
+            if let skip = skipThrough {
+                // The decoder's own copies of the frames handed out before it are dropped.
+                while let again = frame, again.pts <= skip { frame = try decoder.nextFrame() }
+                skipThrough = nil
+            }
+        }
         // Late frames are discarded, but every fourth is handed over: the feeder learns from it
         // how far behind decoding is (and skips more).
         var discarded = 0
@@ -280,7 +304,8 @@ final class DecoderReader: FrameReader {
     }
 
     func seek(to time: MediaTime) throws {
-        decodedBefore = nil
+        decodedBefore = []
+        skipThrough = nil
         try decoder.seek(to: time)
     }
 

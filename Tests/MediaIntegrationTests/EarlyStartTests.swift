@@ -24,14 +24,14 @@ import TestSupport
         return all
     }
 
-    /// Taken: the file is opened once (early), the reader's decoder is the early one (it has
-    /// decoded one frame before the reader reads), and the reader's frames are every frame, in
-    /// order, from the first (the one decoded early, handed out by the reader) on.
+    /// Taken: the file is opened once (early), the reader is given the frame decoded early, and
+    /// its frames are every frame, in order, from the first (the one decoded early) on. Its
+    /// decoder is its own (frame threads): the early one decodes on one thread.
     @Test func theSessionTakesTheEarlyOpenAndReadsEveryFrame() throws {
         let path = try Self.copy()
         let expected = try Self.timestamps(FFmpegBackend().openReader(URL(fileURLWithPath: path)))
         let opensBefore = FileOpens.of(path)
-        EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, threads: 0, hardware: .none, logger: Self.logger)
+        EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, hardware: .none, logger: Self.logger)
         let backend = FFmpegBackend()
         let source = try backend.openSource(URL(fileURLWithPath: path))
         #expect(try source.describe().tracks.first?.naturalSize == VideoSize(width: 64, height: 64))
@@ -39,19 +39,38 @@ import TestSupport
         let reader = try source.openReader()
         #expect(FileOpens.of(path) == opensBefore + 1, "the early open was not taken")
         #expect(EarlyStart.decodersTaken.load(ordering: .relaxed) == takenBefore + 1, "the early decoder was not taken")
-        let decoder = try #require((reader as? DecoderReader)?.decoder)
-        #expect(decoder.delivered == 1, "the reader's decoder is not the one that decoded the first frame early")
+        let taken = try #require(reader as? DecoderReader)
+        #expect(taken.decodedEarly == 1, "the reader was not given the frame decoded early")
+        #expect(taken.decoder.delivered == 0, "a reader asking for frame threads kept the early decoder")
         #expect(expected.count == 60)
         #expect(try Self.timestamps(reader) == expected)
     }
 
-    /// A reader that decodes otherwise (one thread, a preroll's) opens a decoder of its own on the
+    /// Asked for a preroll's frames (or more than the clip has), the early decoder has decoded them
+    /// all before the reader reads. The reader hands them out first, then decodes on: with the
+    /// early decoder itself when it asks for one thread, else with its own, which drops its copies
+    /// of those frames. Either way every frame, in order, each once, and the end after the last.
+    @Test(arguments: [(3, 1), (3, 0), (70, 1), (70, 0)])
+    func theEarlyFramesAreHandedOutFirstAndNoneIsLost(frames: Int, threads: Int) throws {
+        let path = try Self.copy()
+        let expected = try Self.timestamps(FFmpegBackend().openReader(URL(fileURLWithPath: path)))
+        EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, hardware: .none, frames: frames, logger: Self.logger)
+        var backend = FFmpegBackend()
+        backend.threads = threads
+        let reader = try #require(try backend.openSource(URL(fileURLWithPath: path)).openReader() as? DecoderReader)
+        let early = min(frames, expected.count)
+        #expect(reader.decodedEarly == early, "the early decoder did not decode the frames asked")
+        #expect(reader.decoder.delivered == (threads == 1 ? early : 0))
+        #expect(try Self.timestamps(reader) == expected)
+        #expect(try reader.nextFrame() == nil)
+    }
+
+    /// A reader that decodes otherwise (another hardware setting) opens a decoder of its own on the
     /// early-opened file; the early decoder is closed, and the next start can take the slot.
     @Test func aReaderAskingForOtherDecodingOpensItsOwn() throws {
         let path = try Self.copy()
-        EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, threads: 0, hardware: .none, logger: Self.logger)
-        var backend = FFmpegBackend()
-        backend.threads = 1
+        EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, hardware: .none, logger: Self.logger)
+        let backend = FFmpegBackend(hardware: .auto)
         let source = try backend.openSource(URL(fileURLWithPath: path))
         let takenBefore = EarlyStart.decodersTaken.load(ordering: .relaxed)
         let reader = try source.openReader()
@@ -59,7 +78,7 @@ import TestSupport
         #expect(try Self.timestamps(reader).count == 60)
         let again = try Self.copy()
         let opensBefore = FileOpens.of(again)
-        EarlyStart.start(URL(fileURLWithPath: again), limits: .standard, threads: 0, hardware: .none, logger: Self.logger)
+        EarlyStart.start(URL(fileURLWithPath: again), limits: .standard, hardware: .none, logger: Self.logger)
         _ = try FFmpegBackend().openSource(URL(fileURLWithPath: again)).openReader()
         #expect(FileOpens.of(again) == opensBefore + 1, "the slot was still held by the earlier start")
     }
@@ -68,14 +87,14 @@ import TestSupport
     /// the first frame itself; the slot is free at once.
     @Test func aPrerollReaderLetsTheEarlyDecoderGo() throws {
         let path = try Self.copy()
-        EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, threads: 0, hardware: .none, logger: Self.logger)
+        EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, hardware: .none, logger: Self.logger)
         let source = try FFmpegBackend().openSource(URL(fileURLWithPath: path))
         let takenBefore = EarlyStart.decodersTaken.load(ordering: .relaxed)
         #expect(try source.openPrerollReader().nextFrame()?.pts.seconds == 0)
         #expect(EarlyStart.decodersTaken.load(ordering: .relaxed) == takenBefore, "the preroll's reader took the early decoder")
         let again = try Self.copy()
         let opensBefore = FileOpens.of(again)
-        EarlyStart.start(URL(fileURLWithPath: again), limits: .standard, threads: 0, hardware: .none, logger: Self.logger)
+        EarlyStart.start(URL(fileURLWithPath: again), limits: .standard, hardware: .none, logger: Self.logger)
         _ = try FFmpegBackend().openSource(URL(fileURLWithPath: again)).openReader()
         #expect(FileOpens.of(again) == opensBefore + 1, "the slot was still held by the earlier start")
     }
@@ -86,8 +105,7 @@ import TestSupport
         let backend = FFmpegBackend()
         for _ in 0..<20 {
             let path = try Self.copy()
-            EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, threads: backend.threads,
-                             hardware: backend.hardware, logger: Self.logger)
+            EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, hardware: backend.hardware, logger: Self.logger)
             let source = try #require(try backend.openSource(URL(fileURLWithPath: path)) as? FFmpegSource)
             let got = Atomic(0)
             DispatchQueue.concurrentPerform(iterations: 4) { _ in
@@ -100,7 +118,7 @@ import TestSupport
         }
         let again = try Self.copy()
         let opensBefore = FileOpens.of(again)
-        EarlyStart.start(URL(fileURLWithPath: again), limits: .standard, threads: 0, hardware: .none, logger: Self.logger)
+        EarlyStart.start(URL(fileURLWithPath: again), limits: .standard, hardware: .none, logger: Self.logger)
         _ = try FFmpegBackend().openSource(URL(fileURLWithPath: again)).openReader()
         #expect(FileOpens.of(again) == opensBefore + 1, "the slot was still held")
     }
@@ -108,7 +126,7 @@ import TestSupport
     /// Another file's open does not take it.
     @Test func anotherFileOpensItself() throws {
         let path = try Self.copy(), other = try Self.copy()
-        EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, threads: 0, hardware: .none, logger: Self.logger)
+        EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, hardware: .none, logger: Self.logger)
         let opensBefore = FileOpens.of(other)
         let reader = try FFmpegBackend().openSource(URL(fileURLWithPath: other)).openReader()
         #expect(FileOpens.of(other) == opensBefore + 1)
