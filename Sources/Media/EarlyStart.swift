@@ -5,9 +5,8 @@ import Synchronization
 /// The first item's file opened, its streams probed and its first pictures decoded on a thread of
 /// their own while the output opens (loading the GL driver takes tens of milliseconds), so that
 /// the first picture is ready sooner. The session's first open of that file takes the demuxer
-/// (`FFmpegSource`), and its first reader takes the frames (`openReader`) when it asks for the same
-/// hardware setting, with the decoder too when it asks for one thread; what nobody takes within
-/// `unclaimedLimit` is closed. Software decoding on one thread only: a frame-threaded decoder
+/// (`FFmpegSource`), and its first reader takes the decoder with its frames (`openReader`) when it
+/// asks for the same hardware setting; what nobody takes within `unclaimedLimit` is closed. Software decoding on one thread only: a frame-threaded decoder
 /// starts its threads as it opens, and each thread start waits for the dynamic loader's lock,
 /// which the GL driver's load holds for tens of milliseconds. A decoder that comes up on hardware
 /// is closed at once (the session's own opens it knowing the output's DMA-BUF import).
@@ -19,8 +18,10 @@ public enum EarlyStart {
         // @unchecked: handed from the opening thread to the one reader that takes it, through the slot's lock.
         let demuxer: Demuxer
         var decoder: VideoDecoder?
-        /// The first frames, in order (fewer than asked: the stream ended).
+        /// The first frames, in order.
         var frames: [VideoFrame] = []
+        /// The stream ended within them.
+        var ended = false
     }
 
     fileprivate final class Entry: Sendable {
@@ -81,9 +82,14 @@ public enum EarlyStart {
                 // A still's one frame lasts its item's duration, which only the session knows.
                 guard !decoder.info.isStillImage else { throw CancellationError() }
                 var decoded: [VideoFrame] = []
-                while decoded.count < max(1, frames), let frame = try decoder.nextFrame() {
-                    decoded.append(frame)
-                    if decoded.count == 1 { StartupMarks.mark("early-decoded") }
+                var ended = false
+                while decoded.count < max(1, frames), !ended {
+                    if let frame = try decoder.nextFrame() {
+                        decoded.append(frame)
+                        if decoded.count == 1 { StartupMarks.mark("early-decoded") }
+                    } else {
+                        ended = true
+                    }
                 }
                 if hardware == .auto {
                     // What `auto` says of this machine's hardware (each attempt and why it failed),
@@ -101,6 +107,7 @@ public enum EarlyStart {
                 }
                 opened!.decoder = decoder
                 opened!.frames = decoded
+                opened!.ended = ended
             } catch is CancellationError {
             } catch {
                 // The session's own open fails the same way and reports it.
@@ -132,13 +139,12 @@ public enum EarlyStart {
         return opened.demuxer
     }
 
-    /// The frames decoded early on `demuxer`, in order, if they were decoded with `hardware`'s
-    /// setting, with their decoder when the reader asks for one thread (nil: it is closed, and the
-    /// reader's own decoder skips those frames); taken once. A `preroll`'s reader, or one asking
-    /// for other hardware, gets nothing and closes it (its cursor would lag, or hold packets for
-    /// nobody once the preroll closes).
-    static func takeDecoder(for demuxer: Demuxer, threads: Int, hardware: HardwareDecoding,
-                            preroll: Bool = false) -> (decoder: VideoDecoder?, frames: [VideoFrame])? {
+    /// The decoder opened early on `demuxer` (one thread) and the frames it decoded first, in
+    /// order (`ended`: the stream ended within them), if it decodes with `hardware`'s setting; taken once. A `preroll`'s reader, or one
+    /// asking for other hardware, gets nothing and closes it (its cursor would lag, or hold packets
+    /// for nobody once the preroll closes).
+    static func takeDecoder(for demuxer: Demuxer, preroll: Bool = false,
+                            hardware: HardwareDecoding) -> (decoder: VideoDecoder, frames: [VideoFrame], ended: Bool)? {
         // Claimed under the lock that found it: two readers opening at once cannot both get it.
         let claimed: (Entry, Opened)? = slot.withLock { slot in
             guard let entry = slot.entry, slot.demuxerTaken, let opened = entry.opened.value ?? nil,
@@ -151,7 +157,7 @@ public enum EarlyStart {
         guard !preroll, entry.hardware == hardware else { return nil }
         decodersTaken.add(1, ordering: .relaxed)
         StartupMarks.mark("early-taken")
-        return (threads == 1 ? decoder : nil, opened.frames)
+        return (decoder, opened.frames, opened.ended)
     }
 
     /// Early frames taken by a reader (for the tests: the start path uses what was decoded early).

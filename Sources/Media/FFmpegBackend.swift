@@ -1,5 +1,6 @@
 import CFFmpeg
 import Foundation
+import Synchronization
 import Network
 import Playback
 
@@ -164,13 +165,17 @@ public struct FFmpegBackend: MediaBackend {
     /// A reader of `demuxer`'s video stream (see `openPrerollReader` for `threads` and
     /// `firstPacketAlone`).
     func openReader(_ demuxer: Demuxer, threads: Int, firstPacketAlone: Bool = false) throws -> any FrameReader {
-        // The first frames decoded while the output opened (`EarlyStart`), with their decoder when
-        // it decodes as asked; a preroll's reader lets them go (its cursor would hold packets for nobody).
-        if let early = EarlyStart.takeDecoder(for: demuxer, threads: threads, hardware: hardware, preroll: firstPacketAlone) {
-            let decoder = try early.decoder ?? VideoDecoder(demuxer: demuxer, threads: threads, hardware: hardware,
-                                                            interop: interop, sessions: FFmpegCodecSessions())
-            return reader(decoder, path: demuxer.path, firstPacketAlone: false, decoded: early.frames,
-                          decodedElsewhere: early.decoder == nil)
+        // The first frames decoded while the output opened (`EarlyStart`), with their decoder; a
+        // preroll's reader lets them go (its cursor would hold packets for nobody).
+        if let early = EarlyStart.takeDecoder(for: demuxer, preroll: firstPacketAlone, hardware: hardware) {
+            // One thread, as asked, or the stream ended: the early decoder reads on. Otherwise the
+            // reader's own decoder opens once the early frames are handed out (after the first
+            // picture, not before it).
+            let own: DecoderReader.Opening? = threads == 1 || early.ended ? nil : { [interop, hardware] in
+                try VideoDecoder(demuxer: demuxer, threads: threads, hardware: hardware, interop: interop,
+                                 sessions: FFmpegCodecSessions())
+            }
+            return reader(early.decoder, path: demuxer.path, firstPacketAlone: false, decoded: early.frames, own: own)
         }
         let decoder = try VideoDecoder(demuxer: demuxer, threads: threads, hardware: hardware, interop: interop,
                                        sessions: FFmpegCodecSessions())
@@ -178,11 +183,11 @@ public struct FFmpegBackend: MediaBackend {
     }
 
     private func reader(_ decoder: VideoDecoder, path: String, firstPacketAlone: Bool, decoded: [VideoFrame] = [],
-                        decodedElsewhere: Bool = false) -> DecoderReader {
+                        own: DecoderReader.Opening? = nil) -> DecoderReader {
         if firstPacketAlone { decoder.decodesFirstPacketAlone() }
         if decoder.info.isStillImage { decoder.stillDuration = still(path) }
         onOpen?(path, decoder.info, decoder.decodingPath)
-        return DecoderReader(decoder: decoder, decoded: decoded, decodedElsewhere: decodedElsewhere, maxTextureSide: output.maxTextureSize,
+        return DecoderReader(decoder: decoder, decoded: decoded, own: own, maxTextureSide: output.maxTextureSize,
                              onChange: onOpen, onConversion: onConversion, onDownscale: onDownscale)
     }
 }
@@ -219,7 +224,10 @@ final class FFmpegSource: MediaSource, @unchecked Sendable {
 /// A `VideoDecoder` as a frame reader; owned by one item's decode thread. Reports a change of
 /// decoding path (hardware failing over to software mid-stream) through `onChange`.
 final class DecoderReader: FrameReader {
-    let decoder: VideoDecoder
+    /// Opens a decoder of the reader's stream, from its start.
+    typealias Opening = () throws -> VideoDecoder
+
+    private(set) var decoder: VideoDecoder
     /// The output's largest texture side: larger frames are scaled down here (nil: no limit).
     private let maxTextureSide: Int?
     private let onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)?
@@ -233,26 +241,33 @@ final class DecoderReader: FrameReader {
     private var frameDrop = DecoderFrameDrop.none
     /// Decoded frames ending by this item time are discarded (they are late).
     private var discardEndingBy: (@Sendable () -> MediaTime?)?
-    /// Frames decoded before this reader was made (`EarlyStart`): handed out first, in order.
-    private var decodedBefore: ArraySlice<VideoFrame>
-    /// The frames before this reader were decoded by another decoder: the decoder's own frames up
-    /// to the last of them are dropped (nil: none to drop).
-    private var skipThrough: MediaTime?
+    /// Frames `decoder` gave before this reader was made (`EarlyStart`), the last first: handed out
+    /// first, in order. (An array, not a slice: a slice would keep the frames handed out alive.)
+    private var decodedBefore: [VideoFrame]
     /// How many frames this reader was given, decoded before it was made.
     let decodedEarly: Int
+    /// The reader's own decoder, opened in place of `decoder` once `decodedBefore` is handed out.
+    private var own: Opening?
+    /// The last frame handed out before the switch to `own`'s decoder: that decoder's frames up to
+    /// it are dropped (it decodes them again).
+    private var skipThrough: MediaTime?
+    /// Cancels the current decoder's waits, and those of any opened after a cancel.
+    private let cancels = CancelRelay()
 
     /// - Parameters:
-    ///   - decoded: frames decoded before, handed out first: by `decoder` itself, or by another
-    ///     decoder of the same stream from its start (`decodedElsewhere`), whose frames `decoder`
-    ///     then decodes again and drops.
-    init(decoder: VideoDecoder, decoded: [VideoFrame] = [], decodedElsewhere: Bool = false, maxTextureSide: Int? = nil,
+    ///   - decoded: frames `decoder` gave before this reader was made, handed out first.
+    ///   - own: where set, once those are handed out (or at a seek) `decoder` closes and this
+    ///     opens the reader's own decoder, which decodes the stream again from its start and
+    ///     drops the frames already handed out.
+    init(decoder: VideoDecoder, decoded: [VideoFrame] = [], own: Opening? = nil, maxTextureSide: Int? = nil,
          onChange: (@Sendable (String, VideoStreamInfo, DecodingPath) -> Void)? = nil,
          onConversion: (@Sendable (String, String, String) -> Void)? = nil,
          onDownscale: (@Sendable (String, String, String) -> Void)? = nil) {
         self.decoder = decoder
-        decodedBefore = decoded[...]
+        decodedBefore = decoded.reversed()
         decodedEarly = decoded.count
-        skipThrough = decodedElsewhere ? decoded.last?.pts : nil
+        self.own = own
+        cancels.follow(decoder.canceller)
         self.maxTextureSide = maxTextureSide
         self.onChange = onChange
         self.onConversion = onConversion
@@ -262,12 +277,13 @@ final class DecoderReader: FrameReader {
 
     func nextFrame() throws -> (any PresentableFrame)? {
         var frame: VideoFrame?
-        if let early = decodedBefore.popFirst() {
+        if let early = decodedBefore.popLast() {
             frame = early
+            if own != nil { skipThrough = early.pts }
         } else {
+            try openOwn()
             frame = try decoder.nextFrame()
             if let skip = skipThrough {
-                // The decoder's own copies of the frames handed out before it are dropped.
                 while let again = frame, again.pts <= skip { frame = try decoder.nextFrame() }
                 skipThrough = nil
             }
@@ -305,11 +321,24 @@ final class DecoderReader: FrameReader {
 
     func seek(to time: MediaTime) throws {
         decodedBefore = []
+        try openOwn()
         skipThrough = nil
         try decoder.seek(to: time)
     }
 
-    var canceller: (@Sendable () -> Void)? { decoder.canceller }
+    /// Closes the decoder the reader was given and opens its own (`own`), once.
+    private func openOwn() throws {
+        guard let opening = own else { return }
+        own = nil
+        let opened = try opening()
+        decoder = opened  // the early decoder closes here
+        releaseFreedMemory()
+        if frameDrop != .none { opened.setFrameDrop(frameDrop) }
+        cancels.follow(opened.canceller)
+    }
+
+    var canceller: (@Sendable () -> Void)? { cancels.cancel }
+
     func setFrameDrop(_ drop: DecoderFrameDrop, discardingFramesEndingBy clock: (@Sendable () -> MediaTime?)?) {
         if drop != frameDrop { decoder.setFrameDrop(drop) }
         frameDrop = drop
@@ -317,3 +346,24 @@ final class DecoderReader: FrameReader {
     }
 }
 
+/// A reader's cancel, passed to whichever decoder it reads with now: a decoder it follows after
+/// the cancel is cancelled as it is followed.
+private final class CancelRelay: Sendable {
+    private let state = Mutex<(cancelled: Bool, current: @Sendable () -> Void)>((false, {}))
+
+    func follow(_ canceller: @escaping @Sendable () -> Void) {
+        let cancelled = state.withLock { state -> Bool in
+            state.current = canceller
+            return state.cancelled
+        }
+        if cancelled { canceller() }
+    }
+
+    @Sendable func cancel() {
+        let current = state.withLock { state -> @Sendable () -> Void in
+            state.cancelled = true
+            return state.current
+        }
+        current()
+    }
+}

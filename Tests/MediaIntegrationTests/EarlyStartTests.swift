@@ -24,9 +24,9 @@ import TestSupport
         return all
     }
 
-    /// Taken: the file is opened once (early), the reader is given the frame decoded early, and
-    /// its frames are every frame, in order, from the first (the one decoded early) on. Its
-    /// decoder is its own (frame threads): the early one decodes on one thread.
+    /// Taken: the file is opened once (early), the reader is given the early decoder with the frame
+    /// it decoded, and its frames are every frame, in order, from the first (the one decoded
+    /// early) on.
     @Test func theSessionTakesTheEarlyOpenAndReadsEveryFrame() throws {
         let path = try Self.copy()
         let expected = try Self.timestamps(FFmpegBackend().openReader(URL(fileURLWithPath: path)))
@@ -40,16 +40,16 @@ import TestSupport
         #expect(FileOpens.of(path) == opensBefore + 1, "the early open was not taken")
         #expect(EarlyStart.decodersTaken.load(ordering: .relaxed) == takenBefore + 1, "the early decoder was not taken")
         let taken = try #require(reader as? DecoderReader)
-        #expect(taken.decodedEarly == 1, "the reader was not given the frame decoded early")
-        #expect(taken.decoder.delivered == 0, "a reader asking for frame threads kept the early decoder")
+        #expect(taken.decodedEarly == 1 && taken.decoder.delivered == 1, "the reader was not given the early decoder and its frame")
         #expect(expected.count == 60)
         #expect(try Self.timestamps(reader) == expected)
     }
 
-    /// Asked for a preroll's frames (or more than the clip has), the early decoder has decoded them
-    /// all before the reader reads. The reader hands them out first, then decodes on: with the
-    /// early decoder itself when it asks for one thread, else with its own, which drops its copies
-    /// of those frames. Either way every frame, in order, each once, and the end after the last.
+    /// Asked for a preroll's frames (or more than the clip has), the early decoder (one thread)
+    /// has decoded them all before the reader reads. The reader hands them out first, then decodes
+    /// on: with the early decoder itself when it asks for one thread, else with its own (frame
+    /// threads), opened once they are out, which drops its copies of them. Either way every frame,
+    /// in order, each once, and the end after the last.
     @Test(arguments: [(3, 1), (3, 0), (70, 1), (70, 0)])
     func theEarlyFramesAreHandedOutFirstAndNoneIsLost(frames: Int, threads: Int) throws {
         let path = try Self.copy()
@@ -59,10 +59,25 @@ import TestSupport
         backend.threads = threads
         let reader = try #require(try backend.openSource(URL(fileURLWithPath: path)).openReader() as? DecoderReader)
         let early = min(frames, expected.count)
-        #expect(reader.decodedEarly == early, "the early decoder did not decode the frames asked")
-        #expect(reader.decoder.delivered == (threads == 1 ? early : 0))
+        #expect(reader.decodedEarly == early && reader.decoder.delivered == early, "the early decoder did not decode the frames asked")
+        let earlyDecoder = reader.decoder
         #expect(try Self.timestamps(reader) == expected)
         #expect(try reader.nextFrame() == nil)
+        #expect((reader.decoder === earlyDecoder) == (threads == 1 || frames > expected.count))
+    }
+
+    /// A reader cancelled while it hands out the early frames (its own decoder not yet open)
+    /// cancels the decoder it opens next: its next read fails at once instead of decoding on.
+    @Test func aCancelBeforeTheReadersOwnDecoderOpensReachesIt() throws {
+        let path = try Self.copy()
+        EarlyStart.start(URL(fileURLWithPath: path), limits: .standard, hardware: .none, frames: 2, logger: Self.logger)
+        let reader = try #require(try FFmpegBackend().openSource(URL(fileURLWithPath: path)).openReader() as? DecoderReader)
+        let earlyDecoder = reader.decoder
+        #expect(try reader.nextFrame() != nil && reader.nextFrame() != nil)
+        let cancel = try #require(reader.canceller)
+        cancel()
+        #expect(throws: (any Error).self) { try reader.nextFrame() }
+        #expect(reader.decoder !== earlyDecoder, "the reader's own decoder was not opened")
     }
 
     /// A reader that decodes otherwise (another hardware setting) opens a decoder of its own on the
@@ -109,7 +124,7 @@ import TestSupport
             let source = try #require(try backend.openSource(URL(fileURLWithPath: path)) as? FFmpegSource)
             let got = Atomic(0)
             DispatchQueue.concurrentPerform(iterations: 4) { _ in
-                if EarlyStart.takeDecoder(for: source.demuxer, threads: backend.threads, hardware: backend.hardware) != nil {
+                if EarlyStart.takeDecoder(for: source.demuxer, hardware: backend.hardware) != nil {
                     got.add(1, ordering: .relaxed)
                 }
             }
