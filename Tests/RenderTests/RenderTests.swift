@@ -2,7 +2,7 @@ import Display
 import Foundation
 import Media
 import Playback
-import Render
+@testable import Render
 import Testing
 import TestSupport
 
@@ -49,5 +49,21 @@ import TestSupport
             let p = image.pixel(x: x, y: y)
             #expect([p.r, p.g, p.b, p.a] == [255, 128, 0, 255])
         }
+    }
+}
+
+/// Where the GL driver is loaded from before EGL loads it (`DriverPreload`).
+@Suite struct DriverPreloadTests {
+    /// `LIBGL_DRIVERS_PATH`'s folders first, in order, then `dri` beside the EGL library; the
+    /// first that holds the driver's file; none: nil.
+    @Test func theDriverIsLookedForWhereMesaLooks() {
+        let egl = "/usr/lib/x86_64-linux-gnu/libEGL.so.1.1.0"
+        let mesa = "/usr/lib/x86_64-linux-gnu/dri/swrast_dri.so"
+        #expect(DriverPreload.driverPath(driversPath: nil, eglLibrary: egl, exists: { $0 == mesa }) == mesa)
+        #expect(DriverPreload.driverPath(driversPath: "/a:/b", eglLibrary: egl, exists: { $0 == mesa || $0 == "/b/swrast_dri.so" })
+                == "/b/swrast_dri.so")
+        #expect(DriverPreload.driverPath(driversPath: "/a", eglLibrary: egl, exists: { _ in true }) == "/a/swrast_dri.so")
+        #expect(DriverPreload.driverPath(driversPath: "/a", eglLibrary: nil, exists: { $0 == mesa }) == nil)
+        #expect(DriverPreload.driverPath(driversPath: nil, eglLibrary: egl, exists: { _ in false }) == nil)
     }
 }
