@@ -6,10 +6,11 @@ import Synchronization
 /// their own while the output opens (loading the GL driver takes tens of milliseconds), so that
 /// the first picture is ready sooner. The session's first open of that file takes the demuxer
 /// (`FFmpegSource`), and its first reader takes the decoder with its frames (`openReader`) when it
-/// asks for the same hardware setting; what nobody takes within `unclaimedLimit` is closed. Software decoding on one thread only: a frame-threaded decoder
-/// starts its threads as it opens, and each thread start waits for the dynamic loader's lock,
-/// which the GL driver's load holds for tens of milliseconds. A decoder that comes up on hardware
-/// is closed at once (the session's own opens it knowing the output's DMA-BUF import).
+/// asks for the same hardware setting; what nobody takes within `unclaimedLimit` is closed.
+/// Software decoding on one thread only: a frame-threaded decoder starts its threads as it opens,
+/// and each thread start waits for the dynamic loader's lock, which the GL driver's load holds for
+/// tens of milliseconds. A decoder that comes up on hardware is closed at once (the session's own
+/// opens it knowing the output's DMA-BUF import).
 public enum EarlyStart {
     /// How long an open nobody takes is kept (seconds).
     static let unclaimedLimit = 10.0
@@ -140,9 +141,9 @@ public enum EarlyStart {
     }
 
     /// The decoder opened early on `demuxer` (one thread) and the frames it decoded first, in
-    /// order (`ended`: the stream ended within them), if it decodes with `hardware`'s setting; taken once. A `preroll`'s reader, or one
-    /// asking for other hardware, gets nothing and closes it (its cursor would lag, or hold packets
-    /// for nobody once the preroll closes).
+    /// order (`ended`: the stream ended within them), if it decodes with `hardware`'s setting;
+    /// taken once. A `preroll`'s reader, or one asking for other hardware, gets nothing and closes
+    /// it (its cursor would lag, or hold packets for nobody once the preroll closes).
     static func takeDecoder(for demuxer: Demuxer, preroll: Bool = false,
                             hardware: HardwareDecoding) -> (decoder: VideoDecoder, frames: [VideoFrame], ended: Bool)? {
         // Claimed under the lock that found it: two readers opening at once cannot both get it.
@@ -160,7 +161,7 @@ public enum EarlyStart {
         return (decoder, opened.frames, opened.ended)
     }
 
-    /// Early frames taken by a reader (for the tests: the start path uses what was decoded early).
+    /// Early decoders taken by a reader (for the tests: the start path uses what was decoded early).
     static let decodersTaken = Atomic(0)
 
     /// Whether the machine has a device a hardware decoder could use (DRM render nodes, V4L2, NVIDIA).

@@ -1,8 +1,8 @@
 import CFFmpeg
 import Foundation
-import Synchronization
 import Network
 import Playback
+import Synchronization
 
 /// The FFmpeg implementation of `MediaBackend`: assets probe a file's container and stream
 /// parameters (`VideoDecoder.describe(path:)`: a missing, non-media or unsupported file fails
@@ -281,7 +281,7 @@ final class DecoderReader: FrameReader {
             frame = early
             if own != nil { skipThrough = early.pts }
         } else {
-            try openOwn()
+            openOwn()
             frame = try decoder.nextFrame()
             if let skip = skipThrough {
                 while let again = frame, again.pts <= skip { frame = try decoder.nextFrame() }
@@ -321,16 +321,20 @@ final class DecoderReader: FrameReader {
 
     func seek(to time: MediaTime) throws {
         decodedBefore = []
-        try openOwn()
+        openOwn()
         skipThrough = nil
         try decoder.seek(to: time)
     }
 
-    /// Closes the decoder the reader was given and opens its own (`own`), once.
-    private func openOwn() throws {
+    /// Closes the decoder the reader was given and opens its own (`own`), once. One that cannot
+    /// open leaves the given decoder reading on (one thread, but no frame lost).
+    private func openOwn() {
         guard let opening = own else { return }
         own = nil
-        let opened = try opening()
+        guard let opened = try? opening() else {
+            skipThrough = nil
+            return
+        }
         decoder = opened  // the early decoder closes here
         releaseFreedMemory()
         if frameDrop != .none { opened.setFrameDrop(frameDrop) }

@@ -80,6 +80,19 @@ import TestSupport
         #expect(reader.decoder !== earlyDecoder, "the reader's own decoder was not opened")
     }
 
+    /// A reader whose own decoder cannot open reads on with the one it was given: every frame,
+    /// in order, each once.
+    @Test func aReaderWhoseOwnDecoderCannotOpenReadsOnWithTheEarlyOne() throws {
+        let path = try Self.copy()
+        let expected = try Self.timestamps(FFmpegBackend().openReader(URL(fileURLWithPath: path)))
+        let decoder = try VideoDecoder(path: path, threads: 1)
+        let early = [try #require(try decoder.nextFrame()), try #require(try decoder.nextFrame())]
+        struct CannotOpen: Error {}
+        let reader = DecoderReader(decoder: decoder, decoded: early, own: { throw CannotOpen() })
+        #expect(try Self.timestamps(reader) == expected)
+        #expect(reader.decoder === decoder)
+    }
+
     /// A reader that decodes otherwise (another hardware setting) opens a decoder of its own on the
     /// early-opened file; the early decoder is closed, and the next start can take the slot.
     @Test func aReaderAskingForOtherDecodingOpensItsOwn() throws {
