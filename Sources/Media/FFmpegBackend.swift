@@ -248,8 +248,8 @@ final class DecoderReader: FrameReader {
     let decodedEarly: Int
     /// The reader's own decoder, opened in place of `decoder` once `decodedBefore` is handed out.
     private var own: Opening?
-    /// The last frame handed out before the switch to `own`'s decoder: that decoder's frames up to
-    /// it are dropped (it decodes them again).
+    /// The last of the frames given (while `own` is set): its decoder's frames up to it are dropped
+    /// (it decodes them again).
     private var skipThrough: MediaTime?
     /// Cancels the current decoder's waits, and those of any opened after a cancel.
     private let cancels = CancelRelay()
@@ -267,6 +267,7 @@ final class DecoderReader: FrameReader {
         decodedBefore = decoded.reversed()
         decodedEarly = decoded.count
         self.own = own
+        skipThrough = own == nil ? nil : decoded.last?.pts
         cancels.follow(decoder.canceller)
         self.maxTextureSide = maxTextureSide
         self.onChange = onChange
@@ -279,7 +280,6 @@ final class DecoderReader: FrameReader {
         var frame: VideoFrame?
         if let early = decodedBefore.popLast() {
             frame = early
-            if own != nil { skipThrough = early.pts }
         } else {
             openOwn()
             frame = try decoder.nextFrame()

@@ -1,6 +1,6 @@
 import CEGL
-import Foundation
 import CGLES
+import Foundation
 import Glibc
 import Media
 import Synchronization

@@ -37,7 +37,6 @@ extension PlayerLayer {
     /// busy machine: each band waited for that thread to be scheduled.)
     @discardableResult
     func uploadConverted(_ frame: VideoFrame, bottomUp: Bool = false) throws -> Bool {
-        glPixelStorei(GLenum(GL_UNPACK_ALIGNMENT), 1)
         glActiveTexture(GLenum(GL_TEXTURE0))
         let storage = TextureStorage.rgba
         if textures[0].width != frame.width || textures[0].height != frame.height || textures[0].storage != storage {
@@ -45,18 +44,26 @@ extension PlayerLayer {
         } else {
             glBindTexture(GLenum(GL_TEXTURE_2D), textures[0].name)
         }
+        let flipped = bottomUp && RGBAConverter.convertsInBands(frame)
+        try convertIntoBoundTexture(frame, flipped: flipped, x: 0, y: 0)
+        try checkGL("glTexSubImage2D(converted to RGBA)")
+        return flipped
+    }
+
+    /// Converts `frame` to RGBA (in bands, with the layer's one converter) into the bound 2D
+    /// texture, the picture's rows from (`x`, `y`) on; `flipped`: its bottom row first, as GL
+    /// stores a picture it shows.
+    func convertIntoBoundTexture(_ frame: VideoFrame, flipped: Bool, x: Int, y: Int) throws {
+        glPixelStorei(GLenum(GL_UNPACK_ALIGNMENT), 1)
         defer { glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), 0) }
         let converter = rgbaConverter ?? RGBAConverter()
         rgbaConverter = converter
-        let flipped = bottomUp && RGBAConverter.convertsInBands(frame)
         try converter.convertInBands(frame, flipped: flipped) { firstRow, band in
             glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), GLint(band.bytesPerRow / band.bytesPerTexel))
-            let y = flipped ? frame.height - firstRow - band.height : firstRow
-            glTexSubImage2D(GLenum(GL_TEXTURE_2D), 0, 0, GLint(y), GLsizei(band.width), GLsizei(band.height),
-                            storage.format, storage.type, band.bytes)
+            let row = flipped ? frame.height - firstRow - band.height : firstRow
+            glTexSubImage2D(GLenum(GL_TEXTURE_2D), 0, GLint(x), GLint(y + row), GLsizei(band.width), GLsizei(band.height),
+                            GLenum(GL_RGBA), GLenum(GL_UNSIGNED_BYTE), band.bytes)
         }
-        try checkGL("glTexSubImage2D(converted to RGBA)")
-        return flipped
     }
 
     func remakeTexture(_ i: Int, width: Int, height: Int, storage: TextureStorage) throws {

@@ -376,22 +376,11 @@ public final class PlayerLayer {
     /// Converts `frame` into `target`'s own pixels at `rect` (inside it), bottom row first as GL
     /// stores them: the picture a 1:1 draw or copy gives, with no texture of the layer's between.
     private func convert(_ frame: VideoFrame, into target: Framebuffer, at rect: PixelRect) throws {
-        glPixelStorei(GLenum(GL_UNPACK_ALIGNMENT), 1)
         glActiveTexture(GLenum(GL_TEXTURE0))
         glBindTexture(GLenum(GL_TEXTURE_2D), target.texture)
-        defer {
-            glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), 0)
-            // Unbound again: nothing drawn into the target may sample it.
-            glBindTexture(GLenum(GL_TEXTURE_2D), 0)
-        }
-        let converter = rgbaConverter ?? RGBAConverter()
-        rgbaConverter = converter
-        let bottom = target.height - rect.y - rect.height
-        try converter.convertInBands(frame, flipped: true) { firstRow, band in
-            glPixelStorei(GLenum(GL_UNPACK_ROW_LENGTH), GLint(band.bytesPerRow / band.bytesPerTexel))
-            glTexSubImage2D(GLenum(GL_TEXTURE_2D), 0, GLint(rect.x), GLint(bottom + frame.height - firstRow - band.height),
-                            GLsizei(band.width), GLsizei(band.height), GLenum(GL_RGBA), GLenum(GL_UNSIGNED_BYTE), band.bytes)
-        }
+        // Unbound again: nothing drawn into the target may sample it.
+        defer { glBindTexture(GLenum(GL_TEXTURE_2D), 0) }
+        try convertIntoBoundTexture(frame, flipped: true, x: rect.x, y: target.height - rect.y - rect.height)
         try checkGL("glTexSubImage2D(converted into the target)")
         videoRect = rect
         copiedDraws += 1
