@@ -181,6 +181,21 @@ final class DRMDevice: @unchecked Sendable {
     /// Whether this fd may modeset (it is DRM master).
     var isMaster: Bool { drmIsMaster(fd) != 0 }
 
+    /// Whether the card can have a GPU, from its kernel driver's name and (virtio-gpu) its 3D
+    /// feature: asked without loading GL. A query that fails leaves it `unknown`, which only means
+    /// the GL renderer is asked instead.
+    func gpu() -> CardGPU {
+        guard let version = drmGetVersion(fd) else { return .unknown }
+        defer { drmFreeVersion(version) }
+        guard let name = version.pointee.name.map({ String(cString: $0) }) else { return .unknown }
+        var virtio3D: Bool?
+        if name == "virtio_gpu" {
+            var value: Int32 = 0
+            virtio3D = marquee_virtgpu_has_3d(fd, &value) == 0 ? value != 0 : nil
+        }
+        return cardGPU(driver: name, virtio3D: virtio3D)
+    }
+
     // MARK: Resources
 
     struct Resources {

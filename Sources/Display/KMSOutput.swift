@@ -108,11 +108,13 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
 
     /// The presentations `mode` allows, in the order they are tried: the one place the way
     /// pictures reach a KMS display is chosen (as mpv's `init_best_video_out` tries its table).
-    static func presentationTable(_ mode: ScanoutMode) -> [ScanoutKind] {
+    /// Under `auto`, a card with no GPU (`CardGPU.none`) goes straight to the planes: no GL stack
+    /// is loaded to learn that its renderer is a software one.
+    static func presentationTable(_ mode: ScanoutMode, card: CardGPU = .unknown) -> [ScanoutKind] {
         switch mode {
         case .gl: [.gl]
         case .planes: [.planes]
-        case .auto: [.gl, .planes]
+        case .auto: if case .none = card { [.planes] } else { [.gl, .planes] }
         }
     }
 
@@ -124,7 +126,8 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
     static func openPresentation(_ mode: ScanoutMode, device: DRMDevice, settings: KMSSettings, api: KMSAPI, background: RGBColor,
                                  logger: Logger) throws -> (presentation: any KMSPresentation, choice: ScanoutChoice) {
         var declined: ScanoutChoice?
-        for kind in presentationTable(mode) {
+        let card = mode == .auto ? device.gpu() : .unknown
+        for kind in presentationTable(mode, card: card) {
             switch kind {
             case .gl:
                 let opened: KMSGLPresentation
@@ -138,7 +141,7 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
                 if choice.kind == .gl { return (opened, choice) }
                 declined = choice   // a software rasterizer: its GL context goes with `opened`
             case .planes:
-                let choice = declined ?? chooseScanout(mode) { .failure(OutputUnavailable(description: "not asked")) }
+                let choice = declined ?? chooseScanout(mode, card: card) { .failure(OutputUnavailable(description: "not asked")) }
                 return (KMSPlanesPresentation(device: device, settings: settings, api: api, background: background, logger: logger), choice)
             }
         }

@@ -29,13 +29,44 @@ public struct ScanoutChoice: Sendable, Equatable {
     }
 }
 
-/// Chooses the scan-out for `mode`. `renderer` is the `GL_RENDERER` the card's GL context reports
-/// (asked only for `auto`), or the error that kept one from being made.
-public func chooseScanout(_ mode: ScanoutMode, renderer: () -> Result<String, any Error>) -> ScanoutChoice {
+/// Whether a card can have a GPU, as its kernel driver tells without any GL being loaded.
+public enum CardGPU: Equatable, Sendable {
+    /// The driver only scans out: Mesa has no GPU driver for it, so its GL could only be a software
+    /// rasterizer. Says which driver and why.
+    case none(String)
+    /// It may have one: only its GL renderer can tell.
+    case unknown
+}
+
+/// Kernel DRM drivers that only scan out (firmware framebuffers, emulated and USB display adapters,
+/// server management controllers): Mesa has no GPU driver for any of them.
+let displayOnlyDrivers: Set<String> = ["simpledrm", "ofdrm", "efidrm", "vesadrm", "bochs-drm", "cirrus", "cirrus-qemu",
+                                       "vkms", "udl", "gud", "ast", "mgag200", "hyperv_drm", "vboxvideo", "qxl"]
+
+/// `driver` is the kernel driver's name (`drmGetVersion`); `virtio3D` is virtio-gpu's 3D feature
+/// (virgl), nil when it was not or could not be asked. virtio-gpu without 3D is what Mesa falls
+/// back from to its software rasterizer too.
+public func cardGPU(driver: String, virtio3D: Bool?) -> CardGPU {
+    if displayOnlyDrivers.contains(driver) {
+        return .none("the card's driver (\(driver)) only scans out")
+    }
+    if driver == "virtio_gpu" && virtio3D == false {
+        return .none("the card's driver (virtio_gpu) has no 3D from its host (no virgl)")
+    }
+    return .unknown
+}
+
+/// Chooses the scan-out for `mode`. Under `auto`, `card` settles it when the card has no GPU;
+/// otherwise `renderer` is asked: the `GL_RENDERER` the card's GL context reports, or the error that
+/// kept one from being made.
+public func chooseScanout(_ mode: ScanoutMode, card: CardGPU = .unknown, renderer: () -> Result<String, any Error>) -> ScanoutChoice {
     switch mode {
     case .gl: return ScanoutChoice(kind: .gl, reason: "display.scanout is gl")
     case .planes: return ScanoutChoice(kind: .planes, reason: "display.scanout is planes")
     case .auto:
+        if case .none(let why) = card {
+            return ScanoutChoice(kind: .planes, reason: "\(why): its GL could only be Mesa's software rasterizer (llvmpipe), so pictures go to the planes and no GL is loaded")
+        }
         switch renderer() {
         case .failure(let error):
             return ScanoutChoice(kind: .planes, reason: "no GL renderer on this card (\(error)): pictures go to the planes without GL")

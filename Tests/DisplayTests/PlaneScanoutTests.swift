@@ -36,6 +36,44 @@ struct PlaneScanoutTests {
         #expect(KMSOutput.presentationTable(.auto) == [.gl, .planes])
         #expect(KMSOutput.presentationTable(.gl) == [.gl])
         #expect(KMSOutput.presentationTable(.planes) == [.planes])
+        let noGPU = CardGPU.none("the card's driver (simpledrm) only scans out")
+        #expect(KMSOutput.presentationTable(.auto, card: noGPU) == [.planes])
+        #expect(KMSOutput.presentationTable(.gl, card: noGPU) == [.gl])
+    }
+
+    @Test("a card whose driver only scans out, or virtio-gpu without 3D, has no GPU; any other card may have one")
+    func cardWithoutGPU() {
+        for driver in ["simpledrm", "bochs-drm", "vkms", "udl", "ast", "mgag200"] {
+            guard case .none(let why) = cardGPU(driver: driver, virtio3D: nil) else {
+                Issue.record("\(driver) should have no GPU")
+                continue
+            }
+            #expect(why.contains(driver))
+        }
+        guard case .none(let why) = cardGPU(driver: "virtio_gpu", virtio3D: false) else {
+            Issue.record("virtio-gpu without 3D should have no GPU")
+            return
+        }
+        #expect(why.contains("virgl"))
+        #expect(cardGPU(driver: "virtio_gpu", virtio3D: true) == .unknown)
+        #expect(cardGPU(driver: "virtio_gpu", virtio3D: nil) == .unknown)
+        for driver in ["i915", "amdgpu", "vc4", "v3d", "msm", "panfrost", "nouveau", ""] {
+            #expect(cardGPU(driver: driver, virtio3D: nil) == .unknown, "\(driver)")
+        }
+    }
+
+    @Test("auto on a card without a GPU takes the planes without asking the renderer; gl stays gl")
+    func autoWithoutGPU() {
+        var asked = 0
+        let renderer: () -> Result<String, any Error> = { asked += 1; return .success("Mesa Intel(R) UHD Graphics 620") }
+        let card = cardGPU(driver: "virtio_gpu", virtio3D: false)
+        let choice = chooseScanout(.auto, card: card, renderer: renderer)
+        #expect(choice.kind == .planes)
+        #expect(choice.reason.contains("virtio_gpu") && choice.reason.contains("no GL is loaded"), "\(choice.reason)")
+        #expect(chooseScanout(.gl, card: card, renderer: renderer).kind == .gl)
+        #expect(asked == 0)
+        #expect(chooseScanout(.auto, card: .unknown, renderer: renderer).kind == .gl)
+        #expect(asked == 1)
     }
 
     @Test("a dumb buffer's pitch and size from the driver are checked before use")
