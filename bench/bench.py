@@ -1278,7 +1278,12 @@ def gstreamer_markdown(gs):
              "| peak resident size MB | " + " | ".join(fmt(rt[k]["peak_rss_mb"]) for k in ("marquee", "mpv", "gst")) + " |",
              "", "Start to exit after the first frame (s, median of "
              f"{len(gs['first_frame_s']['marquee'])}): Marquee {fmt(ff['marquee'], 3)}, mpv {fmt(ff['mpv'], 3)}, "
-             f"GStreamer {fmt(ff['gst'], 3)} (Marquee / GStreamer {fmt(ratio(ff['marquee'], ff['gst']), 2)}x)."]
+             f"GStreamer {fmt(ff['gst'], 3)} (Marquee / GStreamer {fmt(ratio(ff['marquee'], ff['gst']), 2)}x).", "",
+             "GStreamer into fakesink only decodes: it shows nothing, so it is the decoder's own rate (Marquee, which also "
+             "converts, uploads and draws each frame, is at "
+             f"{fmt(ratio(tp['marquee']['median_fps'], tp['gst_decode']['median_fps']), 2)}x of it); the player to compare "
+             "with is glimagesink. On a KMS display (the QEMU guest), GStreamer's kmssink beside `mpv --vo=drm` and "
+             "Marquee's planes path: bench/VM.md."]
     return lines
 
 
