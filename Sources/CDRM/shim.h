@@ -19,7 +19,7 @@ static inline int marquee_drm_destroy_dumb(int fd, uint32_t handle) {
     return drmIoctl(fd, DRM_IOCTL_MODE_DESTROY_DUMB, &arg);
 }
 /* virtio-gpu's 3D (virgl) feature: without it Mesa has no GPU driver for the card (Display's
-   DRMDevice.cardGPU). The ioctl number is a function-like macro Swift cannot import. */
+   DRMDevice.gpu). The ioctl number is a function-like macro Swift cannot import. */
 #include <virtgpu_drm.h>
 static inline int marquee_virtgpu_has_3d(int fd, int *value) {
     struct drm_virtgpu_getparam arg = { .param = VIRTGPU_PARAM_3D_FEATURES, .value = (uint64_t)(uintptr_t)value };
