@@ -59,8 +59,10 @@ public enum EarlyStart {
     /// session's preroll: what it waits for before it presents) in software, on that thread.
     /// The decoder opens early with `hardware` `none`, or `auto` on a machine with no decoding
     /// device (it would choose software); otherwise only the file opens: a hardware decoder is not opened twice.
-    public static func start(_ url: URL, limits: MediaIOLimits, hardware: HardwareDecoding, frames: Int = 1, logger: Logger) {
-        guard url.isFileURL else { return }
+    /// False when it did not start: not a file, or the one slot still holds another start's open.
+    @discardableResult
+    public static func start(_ url: URL, limits: MediaIOLimits, hardware: HardwareDecoding, frames: Int = 1, logger: Logger) -> Bool {
+        guard url.isFileURL else { return false }
         let decodes = hardware == .none || hardware == .auto && !hasDecoderDevices()
         let entry = Entry(path: url.mediaLocation, limits: limits, hardware: hardware)
         let replaced = slot.withLock { slot -> Bool in
@@ -68,7 +70,7 @@ public enum EarlyStart {
             slot.entry = entry
             return false
         }
-        guard !replaced else { return }
+        guard !replaced else { return false }
         startThread(named: "marquee-early") {
             var opened: Opened?
             do {
@@ -121,6 +123,12 @@ public enum EarlyStart {
                 if slot.entry === entry { slot = Slot() }
             }
         }
+        return true
+    }
+
+    /// Whether the slot holds an open of `url` (for the tests: taking or letting go of it frees the slot).
+    static func holds(_ url: URL) -> Bool {
+        slot.withLock { $0.entry?.path == url.mediaLocation }
     }
 
     /// The demuxer opened early for `path`, if it was opened with these limits (waits for an
