@@ -38,10 +38,12 @@ public enum CardGPU: Equatable, Sendable {
     case unknown
 }
 
-/// Kernel DRM drivers that only scan out (firmware framebuffers, emulated and USB display adapters,
-/// server management controllers): Mesa has no GPU driver for any of them.
+/// Kernel DRM drivers that only scan out (firmware framebuffers, emulated display adapters, server
+/// management controllers): Mesa has no GPU driver for any of them, nor pairs them with a
+/// render-only GPU. (USB adapters and vkms are left out: Mesa's kmsro can pair those with an ARM
+/// board's GPU.)
 let displayOnlyDrivers: Set<String> = ["simpledrm", "ofdrm", "efidrm", "vesadrm", "bochs-drm", "cirrus", "cirrus-qemu",
-                                       "vkms", "udl", "gud", "ast", "mgag200", "hyperv_drm", "vboxvideo", "qxl"]
+                                       "ast", "mgag200", "hyperv_drm", "vboxvideo", "qxl"]
 
 /// `driver` is the kernel driver's name (`drmGetVersion`); `virtio3D` is virtio-gpu's 3D feature
 /// (virgl), nil when it was not or could not be asked. virtio-gpu without 3D is what Mesa falls
