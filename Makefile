@@ -13,9 +13,10 @@ DEBIAN_PACKAGES := pkg-config libdrm-dev libgbm-dev libegl-dev libgles-dev libeg
 	libcurl4-openssl-dev
 # `make bench` also needs the peers it compares with (mpv and GStreamer; Xvfb so that they render through EGL on
 # llvmpipe) and Python's venv for matplotlib (from PyPI, into bench/.venv); its glass-to-glass section serves
-# RTSP from GStreamer's server through its introspection bindings (bench/g2g.py).
+# RTSP from GStreamer's server through its introspection bindings (bench/g2g.py). bench/vm-clock.sh reads each
+# player's peak memory with GNU time.
 BENCH_PACKAGES := mpv xvfb xauth python3 python3-venv gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav gstreamer1.0-gl \
-	python3-gi gir1.2-gst-rtsp-server-1.0
+	python3-gi gir1.2-gst-rtsp-server-1.0 time
 # The KMS tests boot Debian's kernel under QEMU with a virtio-gpu display (deploy/vm/kms-run): QEMU,
 # a static busybox for the guest's initramfs, netpbm for the screen captures, python3 for QMP;
 # systemd, udev and kmod for deploy/vm/boot-test (systemd as PID 1, udev loading the GPU driver) and

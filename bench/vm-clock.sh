@@ -41,7 +41,7 @@ if [ -z "$marquee" ]; then
 fi
 [ -n "$marquee" ] && [ -x "$marquee" ] || { echo "vm-clock: no marquee binary (swift build -c release, or set MARQUEE)" >&2; exit 2; }
 marquee=$(realpath "$marquee")
-for tool in qemu-system-x86_64 ffmpeg mpv python3; do
+for tool in qemu-system-x86_64 ffmpeg mpv gst-launch-1.0 /usr/bin/time python3; do
     command -v $tool >/dev/null || { echo "vm-clock: $tool is missing (make vm / the Makefile's BENCH_PACKAGES install it)" >&2; exit 125; }
 done
 
@@ -124,7 +124,7 @@ done
 exit 0
 JOB
 
-echo "vm-clock: booting the VM (marquee, then mpv, $seconds s each; then $frames frames untimed each)"
+echo "vm-clock: booting the VM (marquee, mpv and GStreamer: $seconds s each, $frames frames untimed each, then 5 first pictures each)"
 timeout $((12 * seconds + 3 * frames + 900)) qemu-system-x86_64 -machine q35,accel=tcg -smp 2 -m 2048 \
     -kernel "$guest/vmlinuz" -initrd "$guest/initrd.cpio.gz" \
     -append "console=ttyS0 panic=-1 quiet loglevel=4" -no-reboot -display none \
