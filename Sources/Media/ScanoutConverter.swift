@@ -53,12 +53,17 @@ public struct ScanoutPlacement: Sendable, Equatable {
 /// RGB with the frame's own matrix and range, a crop of the frame scaled to the placement, in one
 /// pass (the KMS planes output's picture path: no GL, no intermediate RGBA frame). A turned
 /// picture (the frame's or the display's rotation) is converted into a scratch buffer of the
-/// unturned size and copied turned into place.
+/// unturned size and copied turned into place; so is a picture whose width is not a whole number
+/// of `rowGroup`s, since swscale's SIMD converters write whole groups of pixels and would run on
+/// into the pixels beside it (and past the buffer's end on its last row).
 ///
 /// Used from one thread at a time (the presentation thread); owns its swscale context and scratch.
 public final class ScanoutConverter {
     private let scaler = RGBScaler()
     private var scratch: [UInt32] = []
+    /// The pixels swscale may write per row at once (x86's yuv2rgb writes 8): a row of the
+    /// scratch buffer is a whole number of these, so nothing is written past it.
+    static let rowGroup = 16
 
     public init() {}
 
@@ -94,18 +99,19 @@ public final class ScanoutConverter {
         let context = try scaler.context(for: frame, width: w, height: h, outWidth: ow, outHeight: oh, to: AV_PIX_FMT_BGRA,
                                         flags: scaled ? Int32(SWS_BILINEAR) : settings.flags,
                                         brightness: scaled ? 0 : settings.brightness, name: name)
-        if turn == .none {
+        if turn == .none && outW % Self.rowGroup == 0 {
             let start = base + placement.y * placement.pitch + placement.x * 4
             try scale(frame, crop: crop, with: context, into: start, pitch: placement.pitch, rows: oh, name: name)
             return
         }
-        let count = outW * outH
+        let pitch = (outW + Self.rowGroup - 1) / Self.rowGroup * Self.rowGroup
+        let count = pitch * outH
         if scratch.count < count { scratch = [UInt32](repeating: 0, count: count) }
         try scratch.withUnsafeMutableBytes { s in
-            try scale(frame, crop: crop, with: context, into: s.baseAddress!, pitch: outW * 4, rows: oh, name: name)
+            try scale(frame, crop: crop, with: context, into: s.baseAddress!, pitch: pitch * 4, rows: oh, name: name)
         }
         scratch.withUnsafeBufferPointer { s in
-            Self.copyTurned(s, width: outW, height: outH, turn: turn, into: base, placement: placement)
+            Self.copyTurned(s, width: outW, height: outH, pitch: pitch, turn: turn, into: base, placement: placement)
         }
     }
 
@@ -145,12 +151,16 @@ public final class ScanoutConverter {
         }
     }
 
-    /// Copies a `width` x `height` picture (32-bit pixels, rows packed) turned clockwise by `turn`
+    /// Copies a `width` x `height` picture (32-bit pixels, `pitch` of them a row) turned clockwise by `turn`
     /// into `base` at `placement` (whose size is the turned size).
-    static func copyTurned(_ source: UnsafeBufferPointer<UInt32>, width: Int, height: Int, turn: Rotation,
+    static func copyTurned(_ source: UnsafeBufferPointer<UInt32>, width: Int, height: Int, pitch: Int, turn: Rotation,
                            into base: UnsafeMutableRawPointer, placement: ScanoutPlacement) {
         for dy in 0..<placement.height {
             let row = (base + (placement.y + dy) * placement.pitch + placement.x * 4).assumingMemoryBound(to: UInt32.self)
+            if turn == .none {
+                row.update(from: source.baseAddress! + dy * pitch, count: placement.width)
+                continue
+            }
             for dx in 0..<placement.width {
                 let (sx, sy): (Int, Int) = switch turn {
                 case .none: (dx, dy)
@@ -158,7 +168,7 @@ public final class ScanoutConverter {
                 case .upsideDown: (width - 1 - dx, height - 1 - dy)
                 case .clockwise270: (width - 1 - dy, dx)
                 }
-                row[dx] = source[sy * width + sx]
+                row[dx] = source[sy * pitch + sx]
             }
         }
     }

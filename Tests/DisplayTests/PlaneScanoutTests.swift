@@ -195,6 +195,19 @@ struct PlaneScanoutTests {
         Self.expectColour(scaled(2 + 76, 4 + 57), white, "\(format) scaled bottom right")
     }
 
+    /// swscale's SIMD converters write whole groups of pixels (x86's yuv2rgb: 8), so a row of a
+    /// width outside that group ran on into the pixels beside the placement (found comparing the
+    /// headless planes output with the GL one: a 36-pixel wall piece wrote 40).
+    @Test("a placement of any width is written exactly, 1:1, scaled and turned: nothing beside it changes", arguments: [33, 36, 37, 44, 48, 64, 80])
+    func oddWidthsAreWrittenExactly(width: Int) throws {
+        let frame = try Self.quadrants(.yuv420p, width: 64, height: 48)
+        for (crop, turn) in [(FrameCrop(x: 0, y: 0, width: 64, height: 48), Rotation.none), (FrameCrop(x: 32, y: 0, width: 32, height: 48), .none),
+                             (FrameCrop(x: 0, y: 0, width: 64, height: 48), .clockwise90), (FrameCrop(x: 0, y: 0, width: width, height: 48), .none)] {
+            // `convert` fails the test where a pixel outside the placement was written.
+            _ = try Self.convert(frame, crop: crop, turn: turn, placement: ScanoutPlacement(x: 100 - width - 12, y: 8, width: width, height: 48, pitch: 448))
+        }
+    }
+
     @Test("a transition's mix on the planes path: a red frame and a blue one blended into the buffer at weight one half are half of each within 4/255; outside the placement nothing changes")
     func crossfadeBlend() throws {
         func flat(_ rgb: [Double]) throws -> VideoFrame {
