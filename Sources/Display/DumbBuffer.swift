@@ -105,28 +105,61 @@ final class MappedDumbBuffer<Layout: DumbBufferPlanes> {
 }
 
 /// One XRGB8888 dumb buffer of a DRM card, mapped into memory, with its framebuffer
-/// (`MappedDumbBuffer`), and what the planes scan-out painted into it.
+/// (`MappedDumbBuffer`); the planes scan-out paints its `canvas`.
 final class DumbBuffer {
-    /// What was last painted into it (the pieces and background), so that an unchanged layout is
-    /// not cleared again; nil: unknown (clear everything).
-    var painted: (pieces: [PixelRect], background: RGBColor)?
-    /// Where overlays were blended in over what was painted (ScanoutLayer).
-    var overlaid: [PixelRect] = []
+    let canvas: XRGBCanvas
     private let mapped: MappedDumbBuffer<DumbBufferLayout>
-    var layout: DumbBufferLayout { mapped.layout }
     var framebuffer: UInt32 { mapped.framebuffer }
-    private var bytes: UnsafeMutableRawPointer { mapped.bytes }
 
     init(device: DRMDevice, width: Int, height: Int) throws {
         mapped = try MappedDumbBuffer(device: device, what: "\(width)x\(height) XR24", request: (width, height, 32),
                                       fourcc: ScanoutFormat.xrgb8888.code, width: width, height: height) { pitch, size in
             DumbBufferLayout(width: width, height: height, pitch: pitch, size: size)
         }
+        canvas = XRGBCanvas(mapped)
+    }
+}
+
+/// An XRGB8888 picture in memory that the scan-out layer paints, and what it painted there: a
+/// dumb buffer's mapping, or memory of its own (the headless output without GL).
+final class XRGBCanvas {
+    /// What was last painted into it (the pieces and background), so that an unchanged layout is
+    /// not cleared again; nil: unknown (clear everything).
+    var painted: (pieces: [PixelRect], background: RGBColor)?
+    /// Where overlays were blended in over what was painted (ScanoutLayer).
+    var overlaid: [PixelRect] = []
+    let layout: DumbBufferLayout
+    private let bytes: UnsafeMutableRawPointer
+    /// The dumb buffer whose mapping `bytes` is (kept alive by this reference); nil: this canvas
+    /// allocated them and frees them in `deinit`.
+    private let mapping: MappedDumbBuffer<DumbBufferLayout>?
+
+    /// Paints into `mapping`.
+    init(_ mapping: MappedDumbBuffer<DumbBufferLayout>) {
+        self.mapping = mapping
+        layout = mapping.layout
+        bytes = mapping.bytes
     }
 
-    /// Calls `body` with the mapping (valid only inside it).
+    /// A `width` x `height` picture of its own, black; nil when no layout can hold that size.
+    init?(width: Int, height: Int) {
+        guard (1...16384).contains(width), (1...16384).contains(height),
+              let layout = DumbBufferLayout(width: width, height: height, pitch: UInt32(width * 4), size: UInt64(width * height * 4)) else {
+            return nil
+        }
+        self.layout = layout
+        mapping = nil
+        bytes = UnsafeMutableRawPointer.allocate(byteCount: layout.size, alignment: 64)
+        bytes.initializeMemory(as: UInt8.self, repeating: 0, count: layout.size)
+    }
+
+    deinit {
+        if mapping == nil { bytes.deallocate() }
+    }
+
+    /// Calls `body` with the picture's bytes (valid only inside it).
     func withBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
-        try mapped.withBytes(body)
+        try body(UnsafeMutableRawBufferPointer(start: bytes, count: layout.size))
     }
 
     /// Fills `rect` (clipped to the buffer) with `color`.

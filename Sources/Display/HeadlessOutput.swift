@@ -20,15 +20,15 @@ public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
 
     public let name: String
     public let mode: DisplayMode
-    public let clock: any VsyncClock
     public let layer: PlayerLayer
     public let context: GLContext
+    /// How this output came to draw with GL (`display.scanout`), where the kiosk chose it.
+    public var scanout: ScanoutChoice?
     private let target: Framebuffer
-    private let realClock: RealVsyncClock?
-    /// The vsync the picture queued last is shown on, until its event is reported.
-    private var queued: Int64?
+    private var pacing: HeadlessPacing
+    public var clock: any VsyncClock { pacing.clock }
     /// False in standby (`setDisplayPower(false)`): the picture is black and nothing is presented.
-    public private(set) var isDisplayOn = true
+    public var isDisplayOn: Bool { pacing.isDisplayOn }
 
     public init(name: String = "headless-0", mode: DisplayMode, clock kind: ClockKind, background: RGBColor = .black) throws {
         self.name = name
@@ -40,15 +40,7 @@ public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
         StartupMarks.mark("layer-made")
         layer.background = background
         layer.directTarget = target
-        switch kind {
-        case .real:
-            let clock = RealVsyncClock(refresh: mode.refresh)
-            realClock = clock
-            self.clock = clock
-        case .virtual:
-            realClock = nil
-            clock = VirtualVsyncClock(refresh: mode.refresh)
-        }
+        pacing = HeadlessPacing(kind, refresh: mode.refresh)
     }
 
     public var bounds: PixelRect { PixelRect(x: 0, y: 0, width: mode.width, height: mode.height) }
@@ -88,47 +80,17 @@ public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
     }
 
     private func finishDrawing() {
-        if realClock == nil { glFlushRenderer() } else { glFinishRenderer() }
+        if pacing.realClock == nil { glFlushRenderer() } else { glFinishRenderer() }
     }
 
-    /// The picture drawn last is shown on `vsync`, or on the first vsync after now when that one
-    /// has passed.
-    public func queue(forVsync vsync: Int64) throws {
-        queued = realClock.map { max(vsync, $0.currentVsync + 1) } ?? vsync
-    }
-
-    /// In standby with a real clock: not ready, so the presentation loop presents nothing. With a
-    /// virtual clock the vsyncs go on (they are the clock), each a black picture.
-    public var isReady: Bool { isDisplayOn || realClock == nil }
+    public func queue(forVsync vsync: Int64) throws { pacing.queue(forVsync: vsync) }
+    public var isReady: Bool { pacing.isReady }
+    public func waitForEvent(timeout: Double) throws -> OutputEvent { pacing.waitForEvent(timeout: timeout) }
 
     /// Standby: the picture goes black (what a screen in standby shows) and stays so until woken.
     public func setDisplayPower(_ on: Bool) throws {
-        guard on != isDisplayOn else { return }
-        isDisplayOn = on
-        queued = nil
+        guard pacing.setDisplayOn(on) else { return }
         if !on { try draw([nil]) }
-    }
-
-    /// A virtual clock: the queued picture is shown at once. A real one: waits for the vsync the
-    /// queued picture is shown on, or `timeout` when that comes first (or nothing is queued).
-    public func waitForEvent(timeout: Double) throws -> OutputEvent {
-        if !isDisplayOn && queued == nil {
-            // In standby nothing happens; a virtual clock does not spin meanwhile.
-            if timeout > 0 { Thread.sleep(forTimeInterval: realClock == nil ? min(timeout, 0.01) : timeout) }
-            return .timedOut
-        }
-        guard let realClock else {
-            guard let vsync = queued else { return .timedOut }
-            queued = nil
-            return .flipped(vsync: vsync)
-        }
-        if let vsync = queued, let left = realClock.timeUntilVsync(vsync)?.seconds, left <= timeout {
-            if left > 0 { Thread.sleep(forTimeInterval: left) }
-            queued = nil
-            return .flipped(vsync: vsync)
-        }
-        if timeout > 0 { Thread.sleep(forTimeInterval: timeout) }
-        return .timedOut
     }
 
     /// The picture now on the output, top row first.
@@ -150,5 +112,68 @@ public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
     /// The picture now on the output as PNG.
     public func screenshotPNG() throws -> Data {
         try target.readPixels().pngData()
+    }
+}
+
+/// The vsyncs of an output with no display, and its standby: what both headless outputs (GL and
+/// `HeadlessPlanesOutput`) share.
+struct HeadlessPacing {
+    let clock: any VsyncClock
+    /// The clock when it is a real one (nil: virtual).
+    let realClock: RealVsyncClock?
+    /// The vsync the picture queued last is shown on, until its event is reported.
+    private var queued: Int64?
+    private(set) var isDisplayOn = true
+
+    init(_ kind: ClockKind, refresh: RefreshRate) {
+        switch kind {
+        case .real:
+            let clock = RealVsyncClock(refresh: refresh)
+            realClock = clock
+            self.clock = clock
+        case .virtual:
+            realClock = nil
+            clock = VirtualVsyncClock(refresh: refresh)
+        }
+    }
+
+    /// The picture drawn last is shown on `vsync`, or on the first vsync after now when that one
+    /// has passed.
+    mutating func queue(forVsync vsync: Int64) {
+        queued = realClock.map { max(vsync, $0.currentVsync + 1) } ?? vsync
+    }
+
+    /// In standby with a real clock: not ready, so the presentation loop presents nothing. With a
+    /// virtual clock the vsyncs go on (they are the clock), each a black picture.
+    var isReady: Bool { isDisplayOn || realClock == nil }
+
+    /// Whether this changed anything (the output then paints its standby picture or wakes).
+    mutating func setDisplayOn(_ on: Bool) -> Bool {
+        guard on != isDisplayOn else { return false }
+        isDisplayOn = on
+        queued = nil
+        return true
+    }
+
+    /// A virtual clock: the queued picture is shown at once. A real one: waits for the vsync the
+    /// queued picture is shown on, or `timeout` when that comes first (or nothing is queued).
+    mutating func waitForEvent(timeout: Double) -> OutputEvent {
+        if !isDisplayOn && queued == nil {
+            // In standby nothing happens; a virtual clock does not spin meanwhile.
+            if timeout > 0 { Thread.sleep(forTimeInterval: realClock == nil ? min(timeout, 0.01) : timeout) }
+            return .timedOut
+        }
+        guard let realClock else {
+            guard let vsync = queued else { return .timedOut }
+            queued = nil
+            return .flipped(vsync: vsync)
+        }
+        if let vsync = queued, let left = realClock.timeUntilVsync(vsync)?.seconds, left <= timeout {
+            if left > 0 { Thread.sleep(forTimeInterval: left) }
+            queued = nil
+            return .flipped(vsync: vsync)
+        }
+        if timeout > 0 { Thread.sleep(forTimeInterval: timeout) }
+        return .timedOut
     }
 }

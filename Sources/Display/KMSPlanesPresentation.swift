@@ -121,8 +121,8 @@ final class DumbHeadBuffers: KMSHeadBuffers {
 
     private unowned let presentation: KMSPlanesPresentation
     private let connector: String
-    /// The buffer being drawn (only during `draw`).
-    private var target: DumbBuffer?
+    /// The picture being drawn (only during `draw`).
+    private var target: XRGBCanvas?
     /// The Y'CbCr plane's pictures (the `yuvPlane` route); nil on the XRGB route.
     private var yuvPlane: YUVPlanePresenter?
     private var buffers: [DumbBuffer]          // freed in close()
@@ -142,7 +142,7 @@ final class DumbHeadBuffers: KMSHeadBuffers {
             atomic.planeAdditions = { [unowned plane] request in plane.add(to: request) }
         }
         presentation.logger.info("planes scan-out", ["connector": connector, "buffers": "\(Self.bufferCount)",
-                                                     "size": "\(pipe.width)x\(pipe.height)", "pitch": "\(buffers[0].layout.pitch)",
+                                                     "size": "\(pipe.width)x\(pipe.height)", "pitch": "\(buffers[0].canvas.layout.pitch)",
                                                      "format": "XR24",
                                                      "path": yuvPlane.map { "\($0.setup.plane.name) for pictures, XR24 for the background" } ?? "swscale into dumb buffers"])
     }
@@ -153,7 +153,7 @@ final class DumbHeadBuffers: KMSHeadBuffers {
         guard let index = buffers.indices.first(where: { $0 != onScreen && $0 != inFlight }) else {
             throw OutputUnavailable(description: "no free scan-out buffer on \(connector)")
         }
-        target = buffers[index]
+        target = buffers[index].canvas
         defer { target = nil }
         let started = monotonicNow()
         try draw()
@@ -202,7 +202,7 @@ final class DumbHeadBuffers: KMSHeadBuffers {
 
     /// The picture on screen, read back from its buffer.
     func screenImage() -> RGBAImage? {
-        onScreen.map { buffers[$0].readBack() }
+        onScreen.map { buffers[$0].canvas.readBack() }
     }
 
     func close() {

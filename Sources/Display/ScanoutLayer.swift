@@ -49,7 +49,7 @@ public final class ScanoutLayer: PictureLayer {
     }
 
     /// Draws `frames` into `buffer`, whose whole is `bounds` of the output.
-    func draw(_ frames: [VideoFrame?], into buffer: DumbBuffer, bounds: PixelRect, mixes: [FrameMix<VideoFrame>?] = []) throws {
+    func draw(_ frames: [VideoFrame?], into buffer: XRGBCanvas, bounds: PixelRect, mixes: [FrameMix<VideoFrame>?] = []) throws {
         let memoryFrames = frames.map(inMemory)
         if mixes.contains(where: { $0 != nil }) {
             try drawMixed(memoryFrames, mixes: mixes, into: buffer, bounds: bounds)
@@ -78,12 +78,20 @@ public final class ScanoutLayer: PictureLayer {
             }
         }
         blendOverlays(into: buffer)
-        videoRect = wallPlacement == nil ? pieces.last?.piece.destination : nil
+        videoRect = pieces.last.map { reportedRect($0.frame, $0.piece, bounds: bounds) }
         picturesDrawn += pieces.isEmpty ? 0 : 1
     }
 
+    /// Where the picture is, as the player layer reports it: on one screen the whole placed
+    /// picture (under aspect fill partly outside `bounds`); on a wall or mosaic the part drawn.
+    private func reportedRect(_ frame: VideoFrame, _ piece: ScanoutPiece, bounds: PixelRect) -> PixelRect {
+        guard wallPlacement == nil else { return piece.destination }
+        return Render.videoRect(contentWidth: frame.displayWidth, contentHeight: frame.height, bounds: bounds, gravity: gravity,
+                                rotation: frame.rotation + rotation)
+    }
+
     /// Blends `overlays` over the picture in `buffer`, remembering where.
-    func blendOverlays(into buffer: DumbBuffer) {
+    func blendOverlays(into buffer: XRGBCanvas) {
         let (width, height, pitch) = (buffer.layout.width, buffer.layout.height, buffer.layout.pitch)
         for overlay in overlays {
             guard let rect = intersection(overlay.rect, PixelRect(x: 0, y: 0, width: width, height: height)) else { continue }
@@ -106,7 +114,7 @@ public final class ScanoutLayer: PictureLayer {
     /// A transition: the buffer is painted with the background, then per lane the other picture
     /// and the lane's own are each converted into the scratch buffer and blended over it with the
     /// alphas that make frameWeight x frame + otherWeight x other + the rest x background.
-    private func drawMixed(_ frames: [VideoFrame?], mixes: [FrameMix<VideoFrame>?], into buffer: DumbBuffer, bounds: PixelRect) throws {
+    private func drawMixed(_ frames: [VideoFrame?], mixes: [FrameMix<VideoFrame>?], into buffer: XRGBCanvas, bounds: PixelRect) throws {
         let whole = PixelRect(x: 0, y: 0, width: buffer.layout.width, height: buffer.layout.height)
         buffer.fill(whole, with: background)
         buffer.painted = nil  // the next picture paints its layout again
@@ -136,12 +144,11 @@ public final class ScanoutLayer: PictureLayer {
                             }
                         }
                     }
-                    if frames.count == 1 || wallPlacement == nil { videoRect = piece.destination }
+                    videoRect = reportedRect(frame, piece, bounds: bounds)
                     drawn = true
                 }
             }
         }
-        if wallPlacement != nil { videoRect = nil }
         buffer.overlaid = []
         blendOverlays(into: buffer)
         picturesDrawn += drawn ? 1 : 0

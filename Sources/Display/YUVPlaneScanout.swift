@@ -158,7 +158,7 @@ final class YUVPlanePresenter {
     /// Makes the plane's content for `frames` (one picture: the route excludes mosaics); the
     /// primary plane's `target` gets the background, or the picture itself where it cannot go on
     /// the plane.
-    func draw(_ frames: [VideoFrame?], layer: ScanoutLayer, into target: DumbBuffer, bounds: PixelRect) throws {
+    func draw(_ frames: [VideoFrame?], layer: ScanoutLayer, into target: XRGBCanvas, bounds: PixelRect) throws {
         drawn = nil
         if !layer.overlays.isEmpty {
             // Overlays (added by a reload, or scheduled) blend into the XRGB picture while they show.
@@ -232,12 +232,12 @@ final class YUVPlanePresenter {
         drawn = .dumb(buffer, rects, colour: (colour.encoding, colour.range), rotation: rotation)
     }
 
-    private func drawXRGB(_ frames: [VideoFrame?], layer: ScanoutLayer, into target: DumbBuffer, bounds: PixelRect) throws {
+    private func drawXRGB(_ frames: [VideoFrame?], layer: ScanoutLayer, into target: XRGBCanvas, bounds: PixelRect) throws {
         try layer.draw(frames, into: target, bounds: bounds)
     }
 
     /// The whole primary buffer in the background colour (painted only when it was not already).
-    private func paintBackground(_ target: DumbBuffer, layer: ScanoutLayer) {
+    private func paintBackground(_ target: XRGBCanvas, layer: ScanoutLayer) {
         if target.painted.map({ !$0.pieces.isEmpty || $0.background != layer.background }) ?? true {
             target.fill(PixelRect(x: 0, y: 0, width: target.layout.width, height: target.layout.height), with: layer.background)
             target.painted = ([], layer.background)

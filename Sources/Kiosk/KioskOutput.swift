@@ -28,7 +28,7 @@ public protocol KioskOutput: PresentationOutput where Frame == VideoFrame {
     /// What places the pictures: the player layer (GL), or the planes presentation's scan-out layer.
     var pictureLayer: any PictureLayer { get }
     var bounds: PixelRect { get }
-    /// The scan-out a KMS output uses and why (`display.scanout`); nil for other outputs.
+    /// How the output draws and why (`display.scanout`); nil where nothing chose it.
     var scanout: ScanoutChoice? { get }
     /// What the output can do besides drawing, as it reports it; each facet below is nil where
     /// it lacks that feature (callers ask, never cast the output).
@@ -51,6 +51,12 @@ extension KioskOutput where Self: ScreenshotSource {
 
 extension HeadlessOutput: KioskOutput {
     public var pictureLayer: any PictureLayer { layer }
+}
+extension HeadlessPlanesOutput: KioskOutput {
+    public var pictureLayer: any PictureLayer { layer }
+}
+extension HeadlessPlanesOutput: ScreenshotSource {
+    public func readBack() throws -> RGBAImage { screenshot() }
 }
 extension KMSOutput: KioskOutput {
     public var pictureLayer: any PictureLayer { layer }

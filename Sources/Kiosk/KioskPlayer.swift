@@ -144,22 +144,56 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
                                     shouldContinue: shouldContinue, onVsync: onVsync)
     }
     StartupMarks.mark("output-open-start")
-    let output = try HeadlessOutput(name: wallOutput.map { "headless-\($0.name)" } ?? "headless-0", mode: config.display.mode,
-                                    clock: options.clock, background: config.display.background)
-    output.layer.gravity = config.display.gravity
-    output.layer.rotation = config.display.rotation
-    applyWall(config, output: wallOutput, to: output.layer, logger: logger)
+    let name = wallOutput.map { "headless-\($0.name)" } ?? "headless-0"
+    let scanout = chooseHeadlessScanout(config.display.scanout, renderNodes: renderNodes())
+    switch scanout.kind {
+    case .gl:
+        let output = try HeadlessOutput(name: name, mode: config.display.mode, clock: options.clock, background: config.display.background)
+        output.scanout = scanout
+        return try presentHeadless(output, kind: kind, reason: reason,
+                                   trace: trace, config: config, wallOutput: wallOutput, options: options, logger: logger,
+                                   onVsync: onVsync, makeSession: makeSession, shouldContinue: shouldContinue)
+    case .planes:
+        let output = try HeadlessPlanesOutput(name: name, mode: config.display.mode, clock: options.clock, background: config.display.background)
+        output.scanout = scanout
+        return try presentHeadless(output, kind: kind, reason: reason,
+                                   trace: trace, config: config, wallOutput: wallOutput, options: options, logger: logger,
+                                   onVsync: onVsync, makeSession: makeSession, shouldContinue: shouldContinue)
+    }
+}
+
+/// A headless output of either kind, opened: placed as the config says, its capabilities read and
+/// logged, then its session made and presented on it.
+private func presentHeadless<Output: HeadlessKioskOutput>(_ output: Output, kind: OutputKind, reason: String, trace: TraceWriter?, config: KioskConfig,
+                                                          wallOutput: WallConfig.Output?, options: RunOptions, logger: Logger,
+                                                          onVsync: ((Int64) -> Void)?, makeSession: (OutputCapabilities) throws -> KioskSession,
+                                                          shouldContinue: @escaping () -> Bool) throws -> PresentationStats {
+    let layer = output.pictureLayer
+    layer.gravity = config.display.gravity
+    layer.rotation = config.display.rotation
+    applyWall(config, output: wallOutput, to: layer, logger: logger)
     let capabilities = output.openCapabilities(conversion: config.display.conversion)
     StartupMarks.mark("output-open")
     logger.info("output chosen", ["output": output.name, "kind": kind.rawValue, "why": reason,
-                                  "mode": "\(config.display.mode)", "rotation": "\(output.layer.rotation.rawValue)",
-                                  "clock": options.clock.rawValue,
-                                  "renderer": output.context.renderer])
+                                  "mode": "\(config.display.mode)", "rotation": "\(layer.rotation.rawValue)",
+                                  "clock": options.clock.rawValue, "renderer": output.renderer,
+                                  "scanout": output.scanout.map { "\($0.kind.rawValue): \($0.reason)" } ?? "-"])
     logCapabilities(capabilities, setting: config.display.conversion, logger: logger)
     let session = try makeSession(capabilities)
     StartupMarks.mark("session-made")
     return try session.present(on: output, options: options, trace: trace, shouldContinue: shouldContinue, onVsync: onVsync)
 }
+
+/// A headless output as the kiosk opens it (GL or planes).
+protocol HeadlessKioskOutput: KioskOutput {
+    var renderer: String { get }
+    func openCapabilities(conversion: ColorConversionMode) -> OutputCapabilities
+}
+
+extension HeadlessOutput: HeadlessKioskOutput {
+    var renderer: String { context.renderer }
+}
+extension HeadlessPlanesOutput: HeadlessKioskOutput {}
 
 /// A KMS output (either presentation) as the kiosk drives it: it waits for its display, and says when
 /// the display comes and goes.

@@ -99,13 +99,17 @@ struct RecordingBackend: MediaBackend {
 /// An output is opened before its players: no item is probed or decoded before it exists, and the
 /// decoders know from their first frame what the output wants.
 @Suite(.serialized) struct OutputFirstTests {
-    @Test func nothingIsProbedOrDecodedBeforeTheOutputHasOpened() throws {
+    /// On both headless outputs: GL (a texture limit, the cpu conversion asked for) and planes
+    /// (swscale: no limit, and no shader to convert for).
+    @Test(arguments: [ScanoutMode.gl, .planes])
+    func nothingIsProbedOrDecodedBeforeTheOutputHasOpened(scanout: ScanoutMode) throws {
         let clip = try TestMedia.clip(seconds: 2, fps: 30, width: 160, height: 90)
         var config = KioskConfig()
         config.playlist = [.init(uri: clip, path: clip)]
         config.display.output = .headless
         config.display.mode = DisplayMode(width: 160, height: 90, refresh: RefreshRate(numerator: 60))
         config.display.conversion = .cpu
+        config.display.scanout = scanout
         let record = Happenings()
         let logger = Logger(level: .info, sink: { line in
             if line.contains("output chosen") { record.append("output chosen") }
@@ -122,14 +126,15 @@ struct RecordingBackend: MediaBackend {
         while !record.all.contains(where: { $0.hasPrefix("first frame") }) && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         let happened = record.all
         let opened = try #require(happened.firstIndex(of: "output chosen"), "\(happened)")
-        let made = try #require(happened.firstIndex { $0.hasPrefix("session made for headless-0 (cpu, max texture ") }, "\(happened)")
+        let capabilities = scanout == .gl ? "(cpu, max texture " : "(shader, max texture 0)"
+        let made = try #require(happened.firstIndex { $0.hasPrefix("session made for headless-0 \(capabilities)") }, "\(happened)")
         let probed = try #require(happened.firstIndex { $0.hasPrefix("probe ") }, "\(happened)")
         let decoded = try #require(happened.firstIndex { $0.hasPrefix("open ") }, "\(happened)")
         #expect(opened < made && made < probed && probed < decoded, "\(happened)")
         // The first frame comes as decoded (the layer converts it for the cpu conversion as it
         // uploads it), at a size the output can draw: nothing waited for the output's answer.
         #expect(happened.contains("first frame yuv420p 160x90"), "\(happened)")
-        #expect(session.output.name == "headless-0" && session.output.colorConversion == .cpu)
-        #expect((session.output.maxTextureSize ?? 0) >= 2048)
+        #expect(session.output.name == "headless-0" && session.output.colorConversion == (scanout == .gl ? .cpu : .shader))
+        #expect(scanout == .gl ? (session.output.maxTextureSize ?? 0) >= 2048 : session.output.maxTextureSize == nil)
     }
 }

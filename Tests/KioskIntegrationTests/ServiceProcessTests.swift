@@ -40,8 +40,10 @@ import TestSupport
         let watch = try OpenWatch(config)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["--config", config, "--output", "headless", "--mode", "160x90@30", "--clock", "virtual",
-                             "--exit-after", "1", "--socket", "none"]
+        // The real clock: half a second of playing, so the signal always comes while it runs (on
+        // the virtual clock the whole second could be over within the 50 ms).
+        process.arguments = ["--config", config, "--output", "headless", "--mode", "160x90@30", "--clock", "real",
+                             "--exit-after", "0.5", "--socket", "none"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
