@@ -169,16 +169,17 @@ class Marquee:
         self.binary = str(binary)
         self.label = None
 
-    def config(self, clip, loop=True, mode="1920x1080@60"):
-        path = RUNS / f"config-{Path(clip).stem}-{'loop' if loop else 'once'}-{mode.replace('@', '_')}.json"
+    def config(self, clip, loop=True, mode="1920x1080@60", scanout="auto"):
+        path = RUNS / f"config-{Path(clip).stem}-{'loop' if loop else 'once'}-{mode.replace('@', '_')}-{scanout}.json"
         RUNS.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"playlist": [{"uri": str(clip)}], "loop": loop,
-                                    "display": {"output": "headless", "mode": mode}}))
+                                    "display": {"output": "headless", "mode": mode, "scanout": scanout}}))
         return path
 
-    def command(self, clip, clock, exit_after, trace, mode="1920x1080@60", loop=True, frames=None):
+    def command(self, clip, clock, exit_after, trace, mode="1920x1080@60", loop=True, frames=None, scanout="auto"):
+        """`scanout`: the headless output's (`auto`: without GL where the machine has no GPU)."""
         stop = ["--frames", str(frames)] if frames else ["--exit-after", f"{exit_after:.6f}"]
-        return [self.binary, "--config", str(self.config(clip, loop, mode)), "--output", "headless",
+        return [self.binary, "--config", str(self.config(clip, loop, mode, scanout)), "--output", "headless",
                 "--mode", mode, "--clock", clock] + stop + ["--trace", str(trace)]
 
     def version(self):
@@ -489,6 +490,22 @@ def bench_realtime(marquee, mpv, results):
                 "peak_rss_mb": p.max_rss_kb / 1024},
     }
     r = results["realtime"]
+    # The same two players each without GL: Marquee's other headless output, and mpv's software
+    # output (swscale into the X server's shared memory).
+    log(f"  real time: marquee with display.scanout gl plays {seconds} s")
+    g_trace = RUNS / "rt-marquee-gl.jsonl"
+    g = run_measured(marquee.command(clip, "real", seconds, g_trace, scanout="gl"), "rt-marquee-gl").check("marquee gl")
+    g_shown = len(frame_lines(read_trace(g_trace)))
+    log(f"  real time: mpv --vo=x11 plays {seconds} s")
+    x = mpv.run("rt-mpv-x11", clip, [f"--length={seconds}", "--vo=x11"], stats=True)
+    x_decoded = x.stats.get("estimated-frame-number")
+    x_shown = (x_decoded - x.stats.get("frame-drop-count", 0) - x.stats.get("decoder-frame-drop-count", 0)) if x_decoded else None
+    r["marquee_gl"] = {"cpu_s": g.cpu, "presented": g_shown, "cpu_ms_per_frame": 1000 * g.cpu / max(g_shown, 1),
+                       "peak_rss_mb": g.max_rss_kb / 1024}
+    r["mpv_x11"] = {"cpu_s": x.cpu, "xvfb_cpu_s": x.xvfb_cpu, "presented": x_shown,
+                    "cpu_ms_per_frame": 1000 * x.cpu / x_shown if x_shown else None,
+                    "cpu_ms_per_frame_with_xvfb": 1000 * (x.cpu + x.xvfb_cpu) / x_shown if x_shown else None,
+                    "peak_rss_mb": x.max_rss_kb / 1024}
     r["ratios"] = {"cpu_per_frame_marquee_over_mpv": ratio(r["marquee"]["cpu_ms_per_frame"], r["mpv"]["cpu_ms_per_frame"]),
                    "peak_rss_marquee_over_mpv": ratio(r["marquee"]["peak_rss_mb"], r["mpv"]["peak_rss_mb"])}
     r["trace"] = str(trace.relative_to(HERE))
@@ -1773,6 +1790,25 @@ def write_markdown(results, path):
         f"| frames shown late or dropped | {rt['marquee']['pacing']['gaps']} late, {rt['marquee']['pacing']['drops']} dropped | "
         f"{rt['mpv']['stats'].get('frame-drop-count', 'n/a')} dropped | |",
         "",
+    ]
+    if "marquee_gl" in rt:
+        g, x = rt["marquee_gl"], rt["mpv_x11"]
+        lines += [
+            "Marquee's headless output is the one `display.scanout` `auto` chooses (without GL on a machine with no GPU "
+            "render node). Beside it in the same run, each player's other way to draw without a GPU: Marquee's GL output "
+            "(`display.scanout` `gl`, on llvmpipe) and mpv's `--vo=x11` (swscale into the X server's shared memory, no GL):",
+            "",
+            "| | Marquee gl | mpv --vo=x11 | mpv --vo=x11 + Xvfb |",
+            "|---|---|---|---|",
+            f"| frames presented | {g['presented']} | {x['presented']} | |",
+            f"| CPU ms per presented frame | {fmt(g['cpu_ms_per_frame'])} | {fmt(x['cpu_ms_per_frame'])} | {fmt(x['cpu_ms_per_frame_with_xvfb'])} |",
+            f"| peak resident size MB | {fmt(g['peak_rss_mb'])} | {fmt(x['peak_rss_mb'])} | |",
+            "",
+            f"Marquee's peak resident size over mpv --vo=x11's: {fmt(ratio(rt['marquee']['peak_rss_mb'], x['peak_rss_mb']), 2)}x; "
+            f"its CPU per frame: {fmt(ratio(rt['marquee']['cpu_ms_per_frame'], x['cpu_ms_per_frame']), 2)}x.",
+            "",
+        ]
+    lines += [
         "## 3. Time to first frame",
         "",
         f"Process start to exit after one presented frame (Marquee: `--clock real --frames 1`; mpv: "
