@@ -1735,7 +1735,8 @@ def write_markdown(results, path):
         "",
         "## 1. Throughput (untimed), frames per second, process start to exit",
         "",
-        "Marquee: `--clock virtual` on the headless output at 1920x1080 (decode + upload + draw). ffmpeg: "
+        "Marquee: `--clock virtual` on the headless output at 1920x1080 (`display.scanout` `auto`: on a machine with no "
+        "GPU render node decode + swscale into the picture in memory, else decode + upload + draw with GL). ffmpeg: "
         "`-f null` (decode only). mpv: `--untimed --vo=gpu` through EGL (OpenGL ES) on llvmpipe under Xvfb. "
         f"Median of {results['reps']} runs (mpv: one run on the flat clip).",
         "",
