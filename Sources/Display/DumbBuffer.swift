@@ -174,20 +174,42 @@ final class XRGBCanvas {
         }
     }
 
-    /// The buffer's picture as RGBA rows, top row first.
-    func readBack() -> RGBAImage {
-        var pixels = [UInt8](repeating: 255, count: layout.width * layout.height * 4)
+    /// The picture as RGBA rows, top row first; with `maxWidth` below its width, scaled down to
+    /// that width (its aspect kept) as it is read, each pixel the mean of the 2x2 pixels nearest
+    /// its centre (as a GL linear filter samples): a thumbnail without copying the whole picture.
+    func readBack(maxWidth: Int? = nil) -> RGBAImage {
+        let (width, height, pitch) = (layout.width, layout.height, layout.pitch)
+        let w = min(width, max(1, maxWidth ?? width))
+        let h = w == width ? height : max(1, Int((Double(height) * Double(w) / Double(width)).rounded()))
+        // The source column and row each output pixel starts its 2x2 at (the last one repeated).
+        func starts(_ out: Int, _ size: Int) -> [(Int, Int)] {
+            (0..<out).map { i in
+                guard out != size else { return (i, i) }
+                let c = min(max((Double(i) + 0.5) * Double(size) / Double(out) - 0.5, 0), Double(size - 1))
+                let p = Int(c)
+                return (p, min(p + 1, size - 1))
+            }
+        }
+        let columns = starts(w, width), rows = starts(h, height)
+        var pixels = [UInt8](repeating: 255, count: w * h * 4)
         pixels.withUnsafeMutableBufferPointer { out in
-            for y in 0..<layout.height {
-                let row = bytes + y * layout.pitch
-                for x in 0..<layout.width {
-                    let o = (y * layout.width + x) * 4
-                    out[o] = row.load(fromByteOffset: x * 4 + 2, as: UInt8.self)
-                    out[o + 1] = row.load(fromByteOffset: x * 4 + 1, as: UInt8.self)
-                    out[o + 2] = row.load(fromByteOffset: x * 4, as: UInt8.self)
+            for (y, (r0, r1)) in rows.enumerated() {
+                let top = (bytes + r0 * pitch).assumingMemoryBound(to: UInt32.self)
+                let bottom = (bytes + r1 * pitch).assumingMemoryBound(to: UInt32.self)
+                for (x, (c0, c1)) in columns.enumerated() {
+                    let o = (y * w + x) * 4
+                    let (p, q) = (UInt32(littleEndian: top[c0]), UInt32(littleEndian: top[c1]))
+                    let (r, t) = (UInt32(littleEndian: bottom[c0]), UInt32(littleEndian: bottom[c1]))
+                    // XRGB: red in bits 16-23, green 8-15, blue 0-7.
+                    func mean(_ shift: UInt32) -> UInt8 {
+                        let top: UInt32 = (p >> shift & 0xFF) + (q >> shift & 0xFF)
+                        let bottom: UInt32 = (r >> shift & 0xFF) + (t >> shift & 0xFF)
+                        return UInt8((top + bottom + 2) / 4)
+                    }
+                    (out[o], out[o + 1], out[o + 2]) = (mean(16), mean(8), mean(0))
                 }
             }
         }
-        return RGBAImage(width: layout.width, height: layout.height, pixels: pixels)
+        return RGBAImage(width: w, height: h, pixels: pixels)
     }
 }

@@ -61,8 +61,9 @@ public final class HeadlessPlanesOutput: OutputDriver, DisplayPowerControl {
         if !on { try draw([nil]) }
     }
 
-    /// The picture now on the output, top row first.
-    public func screenshot() -> RGBAImage { canvas.readBack() }
+    /// The picture now on the output, top row first; at most `maxWidth` pixels wide where given
+    /// (scaled as it is read: a thumbnail costs its own pixels, not the whole picture's copy).
+    public func screenshot(maxWidth: Int? = nil) -> RGBAImage { canvas.readBack(maxWidth: maxWidth) }
 
     /// Frames as decoded: swscale converts them, so no texture limit; no DMA-BUF import (a
     /// hardware frame is copied to memory). `conversion` is not looked at: there is no shader.

@@ -159,7 +159,7 @@ final class GBMHeadBuffers: KMSHeadBuffers {
         onScreen = shown
     }
 
-    func screenImage() -> RGBAImage? { nil }
+    func screenImage(maxWidth: Int?) -> RGBAImage? { nil }
 
     func close() {
         guard window != nil else { return }

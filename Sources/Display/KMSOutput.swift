@@ -282,8 +282,11 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
     public var readsBack: Bool { presentation.readsBack }
 
     /// The picture on screen now, read back from its buffer.
-    public func readBack() throws -> RGBAImage {
-        guard let image = link.head?.buffers?.screenImage() else {
+    public func readBack() throws -> RGBAImage { try readBack(maxWidth: nil) }
+
+    /// The same at most `maxWidth` pixels wide, scaled as it is read (a thumbnail).
+    public func readBack(maxWidth: Int?) throws -> RGBAImage {
+        guard let image = link.head?.buffers?.screenImage(maxWidth: maxWidth) else {
             throw OutputUnavailable(description: readsBack ? "\(name) shows no picture yet" : "\(name) cannot read back its picture")
         }
         return image
@@ -345,8 +348,9 @@ protocol KMSHeadBuffers: AnyObject {
     func queueFlip(on scanout: KMSScanout) throws -> Bool
     /// The picture queued last is on screen: the one before it may be drawn into again.
     func flipped()
-    /// The picture on screen, where the buffers can be read (nil otherwise, or before the first).
-    func screenImage() -> RGBAImage?
+    /// The picture on screen (at most `maxWidth` wide), where the buffers can be read (nil
+    /// otherwise, or before the first).
+    func screenImage(maxWidth: Int?) -> RGBAImage?
     /// The render time of the last picture, for "display released".
     var lastRenderNanoseconds: Int64? { get }
     /// Lets the buffers go (after the CRTC's saved state went back).

@@ -201,8 +201,8 @@ final class DumbHeadBuffers: KMSHeadBuffers {
     }
 
     /// The picture on screen, read back from its buffer.
-    func screenImage() -> RGBAImage? {
-        onScreen.map { buffers[$0].canvas.readBack() }
+    func screenImage(maxWidth: Int?) -> RGBAImage? {
+        onScreen.map { buffers[$0].canvas.readBack(maxWidth: maxWidth) }
     }
 
     func close() {

@@ -57,8 +57,11 @@ extension HeadlessPlanesOutput: KioskOutput {
 }
 extension HeadlessPlanesOutput: ScreenshotSource {
     public func readBack() throws -> RGBAImage { screenshot() }
+    public func readBack(maxWidth: Int) throws -> RGBAImage { screenshot(maxWidth: maxWidth) }
 }
 extension KMSOutput: KioskOutput {
     public var pictureLayer: any PictureLayer { layer }
 }
-extension KMSOutput: ScreenshotSource {}
+extension KMSOutput: ScreenshotSource {
+    public func readBack(maxWidth: Int) throws -> RGBAImage { try readBack(maxWidth: Optional(maxWidth)) }
+}

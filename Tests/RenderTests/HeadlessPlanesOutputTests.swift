@@ -90,6 +90,21 @@ import Testing
         #expect(red[0] > 240 && red[1] < 16 && red[2] < 16, "the overlay's place shows the picture again: \(red)")
     }
 
+    @Test("a thumbnail is scaled as it is read: the aspect kept, each part the colour of the same part of the whole, never wider than the picture")
+    func thumbnails() throws {
+        let output = try HeadlessPlanesOutput(mode: Self.mode, clock: .virtual, background: Self.background)
+        output.layer.gravity = .resize
+        try output.draw([try Self.quadrants()])
+        let whole = output.screenshot(), small = output.screenshot(maxWidth: 32)
+        #expect(small.width == 32 && small.height == 18)
+        let boxed = whole.scaledDown(toWidth: 32)
+        for (x, y) in [(8, 4), (24, 4), (8, 13), (24, 13)] {
+            let (got, want) = (Self.rgb(small, x, y), Self.rgb(boxed, x, y))
+            #expect(zip(got, want).allSatisfy { abs($0 - $1) <= 4 }, "(\(x), \(y)): \(got) against \(want)")
+        }
+        #expect(output.screenshot(maxWidth: 500).width == 96 && Self.rgb(output.screenshot(maxWidth: 500), 20, 20) == Self.rgb(whole, 20, 20))
+    }
+
     @Test("standby paints black and, on a real clock, presents nothing until woken; the virtual clock shows each queued picture at once")
     func standbyAndTheClock() throws {
         let frame = try Self.quadrants()
