@@ -193,6 +193,16 @@ final class XRGBCanvas {
         let columns = starts(w, width), rows = starts(h, height)
         var pixels = [UInt8](repeating: 255, count: w * h * 4)
         pixels.withUnsafeMutableBufferPointer { out in
+            guard w != width else {
+                for y in 0..<height {
+                    let row = (bytes + y * pitch).assumingMemoryBound(to: UInt32.self)
+                    for x in 0..<width {
+                        let (p, o) = (UInt32(littleEndian: row[x]), (y * width + x) * 4)
+                        (out[o], out[o + 1], out[o + 2]) = (UInt8(p >> 16 & 0xFF), UInt8(p >> 8 & 0xFF), UInt8(p & 0xFF))
+                    }
+                }
+                return
+            }
             for (y, (r0, r1)) in rows.enumerated() {
                 let top = (bytes + r0 * pitch).assumingMemoryBound(to: UInt32.self)
                 let bottom = (bytes + r1 * pitch).assumingMemoryBound(to: UInt32.self)
