@@ -1297,7 +1297,7 @@ def gstreamer_markdown(gs):
              f"{len(gs['first_frame_s']['marquee'])}): Marquee {fmt(ff['marquee'], 3)}, mpv {fmt(ff['mpv'], 3)}, "
              f"GStreamer {fmt(ff['gst'], 3)} (Marquee / GStreamer {fmt(ratio(ff['marquee'], ff['gst']), 2)}x).", "",
              "GStreamer into fakesink only decodes: it shows nothing, so it is the decoder's own rate (Marquee, which also "
-             "converts, uploads and draws each frame, is at "
+             "converts and draws each frame into the picture it shows, is at "
              f"{fmt(ratio(tp['marquee']['median_fps'], tp['gst_decode']['median_fps']), 2)}x of it); the player to compare "
              "with is glimagesink. On a KMS display (the QEMU guest), GStreamer's kmssink beside `mpv --vo=drm` and "
              "Marquee's planes path: bench/VM.md."]
