@@ -146,20 +146,13 @@ private func presentOutput(kind: OutputKind, reason: String, card: KMSCard?, tra
     StartupMarks.mark("output-open-start")
     let name = wallOutput.map { "headless-\($0.name)" } ?? "headless-0"
     let scanout = chooseHeadlessScanout(config.display.scanout, renderNodes: renderNodes())
-    switch scanout.kind {
-    case .gl:
-        let output = try HeadlessOutput(name: name, mode: config.display.mode, clock: options.clock, background: config.display.background)
-        output.scanout = scanout
-        return try presentHeadless(output, kind: kind, reason: reason,
-                                   trace: trace, config: config, wallOutput: wallOutput, options: options, logger: logger,
-                                   onVsync: onVsync, makeSession: makeSession, shouldContinue: shouldContinue)
-    case .planes:
-        let output = try HeadlessPlanesOutput(name: name, mode: config.display.mode, clock: options.clock, background: config.display.background)
-        output.scanout = scanout
-        return try presentHeadless(output, kind: kind, reason: reason,
-                                   trace: trace, config: config, wallOutput: wallOutput, options: options, logger: logger,
-                                   onVsync: onVsync, makeSession: makeSession, shouldContinue: shouldContinue)
+    let output: any HeadlessKioskOutput = switch scanout.kind {
+    case .gl: try HeadlessOutput(name: name, mode: config.display.mode, clock: options.clock, background: config.display.background)
+    case .planes: try HeadlessPlanesOutput(name: name, mode: config.display.mode, clock: options.clock, background: config.display.background)
     }
+    output.scanout = scanout
+    return try presentHeadless(output, kind: kind, reason: reason, trace: trace, config: config, wallOutput: wallOutput, options: options,
+                               logger: logger, onVsync: onVsync, makeSession: makeSession, shouldContinue: shouldContinue)
 }
 
 /// A headless output of either kind, opened: placed as the config says, its capabilities read and
@@ -185,8 +178,9 @@ private func presentHeadless<Output: HeadlessKioskOutput>(_ output: Output, kind
 }
 
 /// A headless output as the kiosk opens it (GL or planes).
-protocol HeadlessKioskOutput: KioskOutput {
+protocol HeadlessKioskOutput: KioskOutput, AnyObject {
     var renderer: String { get }
+    var scanout: ScanoutChoice? { get set }
     func openCapabilities(conversion: ColorConversionMode) -> OutputCapabilities
 }
 
