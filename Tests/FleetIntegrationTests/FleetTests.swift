@@ -69,7 +69,9 @@ import TestSupport
         /// `login`: mosquitto_sub's options for the broker's TLS and password, if it has them.
         init(port: UInt16, login: [String] = []) throws {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
-            process.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-v", "-t", "marquee/+/online", "-t", "marquee/+/status"] + login
+            // -W: it ends by itself within 10 minutes (longer than any test here), even where the
+            // test process ended before this watcher went (it kept reconnecting to a broker gone).
+            process.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-v", "-W", "600", "-t", "marquee/+/online", "-t", "marquee/+/status"] + login
             let pipe = Pipe()
             process.standardOutput = pipe
             process.standardError = FileHandle.nullDevice
