@@ -69,9 +69,7 @@ import TestSupport
         /// `login`: mosquitto_sub's options for the broker's TLS and password, if it has them.
         init(port: UInt16, login: [String] = []) throws {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
-            // -W: it ends by itself within 10 minutes (longer than any test here), even where the
-            // test process ended before this watcher went (it kept reconnecting to a broker gone).
-            process.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-v", "-W", "600", "-t", "marquee/+/online", "-t", "marquee/+/status"] + login
+            process.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-v", "-t", "marquee/+/online", "-t", "marquee/+/status"] + login
             let pipe = Pipe()
             process.standardOutput = pipe
             process.standardError = FileHandle.nullDevice
@@ -100,9 +98,9 @@ import TestSupport
 
         func status(_ id: String) -> JSONValue? { self["marquee/\(id)/status"].flatMap { try? JSONParser.parse($0) } }
 
-        deinit {
-            if process.end == nil { process.terminate() }
-        }
+        /// Killed, not asked to stop: it inherits the test thread's blocked signals, SIGTERM among
+        /// them, and so outlived every run, reconnecting to a broker long gone.
+        deinit { _ = process.waitForEnd(timeout: 0) }
     }
 
     func waitFor(_ timeout: Double, _ condition: () -> Bool) -> Bool {
