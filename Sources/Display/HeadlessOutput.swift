@@ -11,8 +11,9 @@ public enum ClockKind: String, Sendable, CaseIterable {
     case virtual
 }
 
-/// An output with no screen: EGL surfaceless (llvmpipe here) rendering into an offscreen target of
-/// the configured mode. Used where no DRM device is connected, and for tests and benchmarks.
+/// An output with no screen: EGL surfaceless rendering into an offscreen target of the configured
+/// mode. Used where no DRM device is connected and a GPU render node is (else the kiosk draws
+/// without GL: `HeadlessPlanesOutput`), for `PlayerView.headless`, and for tests.
 ///
 /// Made on, and used only from, the presentation thread (its GL context is current there).
 public final class HeadlessOutput: OutputDriver, DisplayPowerControl {
