@@ -190,7 +190,6 @@ final class XRGBCanvas {
                 return (p, min(p + 1, size - 1))
             }
         }
-        let columns = starts(w, width), rows = starts(h, height)
         var pixels = [UInt8](repeating: 255, count: w * h * 4)
         pixels.withUnsafeMutableBufferPointer { out in
             guard w != width else {
@@ -203,6 +202,7 @@ final class XRGBCanvas {
                 }
                 return
             }
+            let columns = starts(w, width), rows = starts(h, height)
             for (y, (r0, r1)) in rows.enumerated() {
                 let top = (bytes + r0 * pitch).assumingMemoryBound(to: UInt32.self)
                 let bottom = (bytes + r1 * pitch).assumingMemoryBound(to: UInt32.self)

@@ -282,10 +282,12 @@ public final class KMSOutput: OutputDriver, DisplayPowerControl {
     public var readsBack: Bool { presentation.readsBack }
 
     /// The picture on screen now, read back from its buffer.
-    public func readBack() throws -> RGBAImage { try readBack(maxWidth: nil) }
+    public func readBack() throws -> RGBAImage { try screenImage(maxWidth: nil) }
 
     /// The same at most `maxWidth` pixels wide, scaled as it is read (a thumbnail).
-    public func readBack(maxWidth: Int?) throws -> RGBAImage {
+    public func readBack(maxWidth: Int) throws -> RGBAImage { try screenImage(maxWidth: maxWidth) }
+
+    private func screenImage(maxWidth: Int?) throws -> RGBAImage {
         guard let image = link.head?.buffers?.screenImage(maxWidth: maxWidth) else {
             throw OutputUnavailable(description: readsBack ? "\(name) shows no picture yet" : "\(name) cannot read back its picture")
         }

@@ -62,6 +62,4 @@ extension HeadlessPlanesOutput: ScreenshotSource {
 extension KMSOutput: KioskOutput {
     public var pictureLayer: any PictureLayer { layer }
 }
-extension KMSOutput: ScreenshotSource {
-    public func readBack(maxWidth: Int) throws -> RGBAImage { try readBack(maxWidth: Optional(maxWidth)) }
-}
+extension KMSOutput: ScreenshotSource {}
